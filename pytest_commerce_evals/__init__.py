@@ -1,0 +1,1 @@
+"""commerce-evals: regression evals for LLM commerce agents, as a pytest plugin."""

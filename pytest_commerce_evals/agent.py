@@ -1,0 +1,40 @@
+"""What the plugin hands an agent for each turn, and the shape of an agent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from .backend import Backend
+from .case import Case
+
+__all__ = ["Agent", "AgentSession", "InfraError"]
+
+
+class InfraError(RuntimeError):
+    """Raise from an agent when the failure is the infrastructure's (endpoint down, retries
+    exhausted), so the trial is an `infra_error` and never counts against the agent."""
+
+
+@dataclass
+class AgentSession:
+    """One conversation: the same object is passed to every turn of a trial.
+
+    `history` and `scratch` belong to the agent; the plugin never reads them. `seen_products`
+    starts as the case's injected state.
+    """
+
+    case: Case
+    backend: Backend
+    trial: int = 1
+    turn: int = 0
+    role: Literal["customer", "operator"] = "customer"
+    seen_products: list[str] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    scratch: dict[str, Any] = field(default_factory=dict)
+
+
+class Agent(Protocol):
+    """Runs one turn and returns or yields events (sync or async, list or generator)."""
+
+    def run_turn(self, session: AgentSession, message: str) -> Any: ...

@@ -1,0 +1,43 @@
+"""Hooks a `conftest.py` implements to plug its own agent and backend into the plugin."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .backend import Backend
+    from .case import Case
+    from .results import TrialResult
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_commerce_evals_make_backend(config: pytest.Config, case: Case) -> Backend | None:
+    """Return a fresh backend for one trial of `case`; called once per trial."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_commerce_evals_make_agent(config: pytest.Config, case: Case, backend: Backend) -> Any:
+    """Return the agent for one trial.
+
+    An agent is an object with `run_turn(session, message)`, or a plain callable taking the same
+    two arguments. It returns (or yields) events: a list, a generator, an async generator, or a
+    coroutine returning a list all work.
+    """
+
+
+@pytest.hookspec
+def pytest_commerce_evals_trial_done(config: pytest.Config, result: TrialResult) -> None:
+    """Called in the process that ran the trial, after grading; observers record it here."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_commerce_evals_grade_rubric(
+    config: pytest.Config, case: Case, result: TrialResult
+) -> list | None:
+    """Judge every rubric dimension of `case` on the finished trial `result`.
+
+    Returns one `RubricVerdict` per dimension (see `results.py`), or None when no judge is
+    configured. The built-in judge implements this; a team may supply its own.
+    """

@@ -1,0 +1,107 @@
+"""Trial outcomes, grader results and judge verdicts, and the statistics over them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from math import comb
+from typing import Any, Literal
+
+from .backend import Snapshot
+from pydantic import BaseModel
+
+__all__ = [
+    "OUTCOMES",
+    "GraderResult",
+    "Outcome",
+    "RubricVerdict",
+    "TrialResult",
+    "pass_hat_k",
+]
+
+Outcome = Literal["pass", "fail", "judge_error", "infra_error", "skipped"]
+OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "judge_error", "infra_error", "skipped")
+
+
+@dataclass
+class GraderResult:
+    """One `expected` key graded: what was asked, what was seen, and the sentence a user reads."""
+
+    key: str
+    passed: bool
+    expected: Any
+    observed: Any
+    message: str
+
+
+@dataclass
+class RubricVerdict:
+    """The judge's decision on one rubric dimension.
+
+    `outcome` is `pass`/`fail` when the judge returned a verdict, `judge_error` when its reply
+    could not be parsed into one, `infra_error` when the endpoint failed past the retries.
+    """
+
+    dimension: str
+    rubric: str
+    outcome: Literal["pass", "fail", "judge_error", "infra_error"]
+    verdict: Literal["PASS", "FAIL"] | None = None
+    reasoning: str = ""
+    error: str | None = None
+    judge_model: str | None = None
+    judge_fingerprint: str | None = None
+    rubric_fingerprint: str | None = None
+    transcript_hash: str | None = None
+    truncated_chars: int = 0
+    truncated_turns: int = 0
+    reused: bool = False
+
+
+@dataclass
+class TrialResult:
+    """Everything one trial produced: the record the reports and the run store are built from."""
+
+    case_id: str
+    trial: int
+    trials: int
+    set_name: str
+    priority: str
+    difficulty: str
+    tags: list[str]
+    outcome: Outcome
+    grader_results: list[GraderResult] = field(default_factory=list)
+    verdicts: list[RubricVerdict] = field(default_factory=list)
+    turns: list[list[Any]] = field(default_factory=list)
+    snapshot: Snapshot | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def failures(self) -> list[GraderResult]:
+        return [g for g in self.grader_results if not g.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (events as their JSON objects)."""
+        data = asdict(self)
+        data["turns"] = [
+            [e.model_dump(mode="json") if isinstance(e, BaseModel) else e for e in turn]
+            for turn in self.turns
+        ]
+        if self.snapshot is not None:
+            data["snapshot"] = {
+                "cart": [c.model_dump(mode="json") for c in self.snapshot.cart],
+                "memory": list(self.snapshot.memory),
+                "changes": [c.model_dump(mode="json") for c in self.snapshot.changes],
+            }
+        return data
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k: the chance that k trials drawn from n (c of them passing) all pass.
+
+    The unbiased estimator C(c, k) / C(n, k) that tau-bench reports; 0 when k > c.
+    """
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be between 1 and n={n}, got {k}")
+    return comb(c, k) / comb(n, k)

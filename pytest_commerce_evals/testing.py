@@ -1,0 +1,177 @@
+"""FakeClient: a scripted stand-in for the part of the openai client an agent or judge uses.
+
+Script it with a queue of replies, or with a function that sees each request and returns the
+reply. Every request is recorded in `client.requests`, so a test can assert the exact messages,
+tools and parameters the model would have received.
+
+    client = FakeClient([
+        tool_reply("search_products", query="trail shoes"),
+        text_reply("Here are two trail shoes."),
+    ])
+    client.chat.completions.create(model="m", messages=[...], tools=[...])
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from openai.types.chat import ChatCompletion
+
+__all__ = [
+    "AsyncFakeClient",
+    "FakeClient",
+    "FakeClientExhausted",
+    "FakeReply",
+    "text_reply",
+    "tool_reply",
+]
+
+
+class FakeClientExhausted(AssertionError):
+    """The script ran out: the code under test made more model calls than the test planned."""
+
+
+@dataclass
+class FakeReply:
+    """One assistant message: text, tool calls, or both."""
+
+    content: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    finish_reason: str | None = None
+
+
+def text_reply(content: str) -> FakeReply:
+    return FakeReply(content=content)
+
+
+def tool_reply(name: str, content: str | None = None, **arguments: Any) -> FakeReply:
+    """A reply that calls one tool; chain `.also(name, **args)` for parallel calls."""
+    return FakeReply(content=content, tool_calls=[(name, arguments)])
+
+
+def _also(self: FakeReply, name: str, **arguments: Any) -> FakeReply:
+    self.tool_calls.append((name, arguments))
+    return self
+
+
+FakeReply.also = _also  # type: ignore[attr-defined]
+
+Script = Iterable[FakeReply | str | dict | BaseException] | Callable[[dict[str, Any]], Any]
+
+
+class _Completions:
+    def __init__(self, owner: FakeClient) -> None:
+        self._owner = owner
+
+    def create(self, **kwargs: Any) -> ChatCompletion:
+        return self._owner._respond(kwargs)
+
+
+class _AsyncCompletions(_Completions):
+    async def create(self, **kwargs: Any) -> ChatCompletion:  # type: ignore[override]
+        return self._owner._respond(kwargs)
+
+
+class _Chat:
+    def __init__(self, completions: _Completions) -> None:
+        self.completions = completions
+
+
+class FakeClient:
+    """Mirrors `openai.OpenAI().chat.completions.create`; returns real `ChatCompletion` objects.
+
+    A script item may be a `FakeReply`, a plain string (a text reply), a mapping shaped like an
+    assistant message (`{"content": ..., "tool_calls": [...]}`), or an exception instance, which
+    is raised (to test retries and infrastructure errors). A callable script receives the request
+    (the keyword arguments of `create`) and returns any of those.
+    """
+
+    _completions_cls = _Completions
+
+    def __init__(self, script: Script, model: str = "fake-model") -> None:
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self._fn: Callable[[dict[str, Any]], Any] | None = None
+        self._queue: deque[Any] = deque()
+        if callable(script):
+            self._fn = script
+        else:
+            self._queue.extend(script)
+        self._ids = itertools.count(1)
+        self.chat = _Chat(self._completions_cls(self))
+
+    @property
+    def remaining(self) -> int:
+        return len(self._queue)
+
+    def _respond(self, request: dict[str, Any]) -> ChatCompletion:
+        self.requests.append(copy.deepcopy(request))
+        if self._fn is not None:
+            item = self._fn(request)
+        elif self._queue:
+            item = self._queue.popleft()
+        else:
+            raise FakeClientExhausted(
+                f"FakeClient script exhausted after {len(self.requests) - 1} replies; "
+                f"request {len(self.requests)} was not scripted"
+            )
+        if isinstance(item, BaseException):
+            raise item
+        return self._completion(item, request)
+
+    def _completion(self, item: Any, request: dict[str, Any]) -> ChatCompletion:
+        if isinstance(item, str):
+            item = FakeReply(content=item)
+        elif isinstance(item, dict):
+            calls = [
+                (c["function"]["name"], json.loads(c["function"].get("arguments") or "{}"))
+                if "function" in c
+                else (c["name"], c.get("arguments", {}))
+                for c in item.get("tool_calls") or []
+            ]
+            item = FakeReply(content=item.get("content"), tool_calls=calls)
+        if not isinstance(item, FakeReply):
+            raise TypeError(f"FakeClient cannot reply with {type(item).__name__}: {item!r:.80}")
+        n = next(self._ids)
+        tool_calls = [
+            {
+                "id": f"call_{n}_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(item.tool_calls)
+        ]
+        finish = item.finish_reason or ("tool_calls" if tool_calls else "stop")
+        return ChatCompletion.model_validate(
+            {
+                "id": f"fake-{n}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request.get("model") or self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": finish,
+                        "message": {
+                            "role": "assistant",
+                            "content": item.content,
+                            "tool_calls": tool_calls or None,
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        )
+
+
+class AsyncFakeClient(FakeClient):
+    """The same script, behind `await client.chat.completions.create(...)`."""
+
+    _completions_cls = _AsyncCompletions

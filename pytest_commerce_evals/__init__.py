@@ -1,1 +1,48 @@
-"""commerce-evals: regression evals for LLM commerce agents, as a pytest plugin."""
+"""commerce-evals: regression evals for LLM commerce agents, as a pytest plugin.
+
+The top level exports what a `conftest.py` needs to wire an agent and a backend.
+"""
+
+from .agent import Agent, AgentSession, InfraError
+from .backend import Backend, Snapshot
+from .case import Case, Expected, State
+from .events import (
+    CartLine,
+    CartUpdate,
+    Change,
+    ChangeUpdate,
+    Text,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    Ui,
+)
+from .results import GraderResult, RubricVerdict, TrialResult
+from .testing import AsyncFakeClient, FakeClient, text_reply, tool_reply
+
+__all__ = [
+    "Agent",
+    "AgentSession",
+    "AsyncFakeClient",
+    "Backend",
+    "CartLine",
+    "CartUpdate",
+    "Case",
+    "Change",
+    "ChangeUpdate",
+    "Expected",
+    "FakeClient",
+    "GraderResult",
+    "InfraError",
+    "RubricVerdict",
+    "Snapshot",
+    "State",
+    "Text",
+    "ToolCall",
+    "ToolResult",
+    "TrialResult",
+    "TurnEnd",
+    "Ui",
+    "text_reply",
+    "tool_reply",
+]

@@ -41,3 +41,12 @@ def pytest_commerce_evals_grade_rubric(
     Returns one `RubricVerdict` per dimension (see `results.py`), or None when no judge is
     configured. The built-in judge implements this; a team may supply its own.
     """
+
+
+@pytest.hookspec
+def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: dict) -> None:
+    """Called in the controlling process (also under pytest-xdist) for every finished trial.
+
+    `record` is `TrialResult.to_dict()` plus the set's threshold: the run store and the reports
+    build on it.
+    """

@@ -1,0 +1,403 @@
+"""The pytest plugin: options, case collection, trial items, the summary and the exit status.
+
+Which files are cases: a `.yaml`, `.yml` or `.json` file whose name does not start with `_` or
+`.`, lying under one of the `commerce_case_dirs` (ini, default `cases`, relative to the rootdir),
+or named explicitly on the command line. `_set.yaml` in a case folder configures that set.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import hookspecs
+from ._collect import CASE_SUFFIXES, SET_FILE, CaseProblem, load_case_file, load_set_config
+from ._run import ConfigurationError, run_trial
+from ._summary import Summary, TrialRecord
+from .case import Case
+from .results import TrialResult
+
+SUBPLUGINS = (
+    "pytest_commerce_evals._endpoint_plugin",
+    "pytest_commerce_evals._judge_plugin",
+    "pytest_commerce_evals._store_plugin",
+    "pytest_commerce_evals._live_plugin",
+    "pytest_commerce_evals._lint_plugin",
+)
+
+PRIORITY_MARKERS = ("critical", "high", "medium", "low")
+DIFFICULTY_MARKERS = ("easy", "medium", "hard")
+
+
+@dataclass
+class RunConfig:
+    """The plugin's settings, resolved once from options and ini keys."""
+
+    trials: int
+    threshold: float
+    case_dirs: list[Path]
+    explicit: set[Path]
+
+
+RUN_CONFIG = pytest.StashKey[RunConfig]()
+SUMMARY = pytest.StashKey[Summary]()
+SEEN_IDS = pytest.StashKey[dict[str, str]]()
+NON_CASE_FAILURES = pytest.StashKey[list[str]]()
+
+
+def run_config(config: pytest.Config) -> RunConfig:
+    return config.stash[RUN_CONFIG]
+
+
+# -- registration and options -----------------------------------------------------------------
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+    for name in SUBPLUGINS:
+        if importlib.util.find_spec(name) is not None and not pluginmanager.has_plugin(name):
+            pluginmanager.register(importlib.import_module(name), name)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("commerce-evals", "commerce agent evals")
+    group.addoption(
+        "--commerce-trials", type=int, default=None, metavar="N",
+        help="run each case N times as separate items (ini: commerce_trials; default 1)",
+    )
+    group.addoption(
+        "--commerce-threshold", type=float, default=None, metavar="RATE",
+        help="default pass threshold (0..1) of a set without its own _set.yaml threshold "
+        "(ini: commerce_threshold; default 0.8)",
+    )
+    parser.addini("commerce_case_dirs", "folders holding eval cases", type="args", default=["cases"])
+    parser.addini("commerce_trials", "trials per case", default="1")
+    parser.addini("commerce_threshold", "default pass threshold of a set", default="0.8")
+
+
+def _number(config: pytest.Config, option: str, ini: str, kind: type, low: float, high: float):
+    value = config.getoption(option)
+    source = f"--{option.replace('_', '-')}"
+    if value is None:
+        raw, source = config.getini(ini), f"ini {ini}"
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise pytest.UsageError(f"{source}: expected a {kind.__name__}; found {raw!r}") from None
+    if not low <= value <= high:
+        raise pytest.UsageError(f"{source}: expected {low:g}..{high:g}; found {value}")
+    return value
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name in PRIORITY_MARKERS:
+        config.addinivalue_line("markers", f"{name}: case priority {name} (commerce-evals)")
+    for name in ("easy", "hard"):
+        config.addinivalue_line("markers", f"{name}: case difficulty {name} (commerce-evals)")
+    for name in DIFFICULTY_MARKERS:
+        config.addinivalue_line("markers", f"difficulty_{name}: case difficulty {name}")
+    config.addinivalue_line("markers", "commerce_case: an eval case trial (commerce-evals)")
+    root = config.rootpath
+    args = [Path(a.split("::")[0]) for a in config.args]
+    config.stash[RUN_CONFIG] = RunConfig(
+        trials=_number(config, "commerce_trials", "commerce_trials", int, 1, 10_000),
+        threshold=_number(config, "commerce_threshold", "commerce_threshold", float, 0, 1),
+        case_dirs=[(root / d).resolve() for d in config.getini("commerce_case_dirs")],
+        explicit={(Path.cwd() / a).resolve() for a in args if a.suffix in CASE_SUFFIXES},
+    )
+    config.stash[SUMMARY] = Summary()
+    config.stash[SEEN_IDS] = {}
+    config.stash[NON_CASE_FAILURES] = []
+
+
+# -- collection -------------------------------------------------------------------------------
+
+
+def is_case_file(config: pytest.Config, path: Path) -> bool:
+    if path.suffix not in CASE_SUFFIXES or path.name.startswith(("_", ".")):
+        return False
+    rc = run_config(config)
+    resolved = path.resolve()
+    if resolved in rc.explicit:
+        return True
+    return any(resolved.is_relative_to(d) for d in rc.case_dirs)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if is_case_file(parent.config, file_path):
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _marker_name(tag: str) -> str:
+    return re.sub(r"\W", "_", tag)
+
+
+class CaseFile(pytest.File):
+    """A YAML or JSON file holding one case or a list of cases."""
+
+    def collect(self):
+        config = self.config
+        rc = run_config(config)
+        display = Path(self.path).relative_to(config.rootpath) if Path(self.path).is_relative_to(config.rootpath) else Path(self.path)
+        loaded = load_case_file(Path(self.path), display)
+        set_path = Path(self.path).parent
+        set_name = set_path.relative_to(config.rootpath).as_posix() if set_path.is_relative_to(config.rootpath) else set_path.as_posix()
+        set_config, set_problem = load_set_config(set_path)
+        threshold = set_config.threshold if set_config.threshold is not None else rc.threshold
+        problems = list(loaded.problems)
+        if set_problem is not None:
+            problems.append(set_problem)
+        seen = config.stash[SEEN_IDS]
+        groups: dict[Any, list[CaseProblem]] = {}
+        for n, problem in enumerate(problems):
+            groups.setdefault(problem.entry if problem.entry is not None else f"file-{n}", []).append(problem)
+        for key, group in groups.items():
+            first = group[0]
+            label = first.case_id or (f"entry-{key + 1}" if isinstance(key, int) else Path(first.path).name)
+            yield InvalidCase.from_parent(self, name=f"{label}::invalid", problems=group)
+        for entry in loaded.cases:
+            case = entry.case
+            where = f"{display}:{entry.line}"
+            if case.id in seen:
+                yield InvalidCase.from_parent(
+                    self, name=f"{case.id}::duplicate",
+                    problems=[CaseProblem(
+                        display, entry.line, "id",
+                        f"duplicate id {case.id!r}, first defined at {seen[case.id]}; "
+                        "ids must be unique across the suite",
+                        case.id,
+                    )],
+                )
+                continue
+            seen[case.id] = where
+            for trial in range(1, rc.trials + 1):
+                name = case.id if rc.trials == 1 else f"{case.id}[trial-{trial}]"
+                yield CaseItem.from_parent(
+                    self, name=name, case=case, trial=trial, trials=rc.trials,
+                    set_name=set_name, threshold=threshold, line=entry.line,
+                    display=str(display),
+                )
+
+
+class InvalidCase(pytest.Item):
+    """Stands for a case entry that could not be read; errors at setup, the others still run."""
+
+    def __init__(self, *, problems: list[CaseProblem], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.problems = problems
+
+    @property
+    def message(self) -> str:
+        return "\n".join(f"invalid case: {p}" for p in self.problems)
+
+    def setup(self) -> None:
+        pytest.fail(self.message, pytrace=False)
+
+    def runtest(self) -> None:  # never reached: setup always fails
+        pytest.fail(self.message, pytrace=False)
+
+    def reportinfo(self):
+        return self.path, (self.problems[0].line or 1) - 1, f"invalid case in {self.problems[0].path}"
+
+
+class TrialFailed(Exception):
+    def __init__(self, result: TrialResult) -> None:
+        super().__init__(result.case_id)
+        self.result = result
+
+
+class CaseItem(pytest.Item):
+    """One trial of one case."""
+
+    def __init__(
+        self, *, case: Case, trial: int, trials: int, set_name: str, threshold: float,
+        line: int, display: str, **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.trial = trial
+        self.trials = trials
+        self.set_name = set_name
+        self.threshold = threshold
+        self.line = line
+        self.display = display
+        self.result: TrialResult | None = None
+        self.add_marker(case.priority)
+        self.add_marker(f"difficulty_{case.difficulty}")
+        if case.difficulty != "medium":
+            self.add_marker(case.difficulty)
+        self.add_marker("commerce_case")
+        for tag in case.tags:
+            marker = _marker_name(tag)
+            self.config.addinivalue_line("markers", f"{marker}: case tag {tag}")
+            self.add_marker(marker)
+            self.keywords[tag] = True
+        self.keywords[case.flow] = True
+        if case.skip:
+            self.add_marker(pytest.mark.skip(reason=case.skip))
+        self.user_properties += [
+            ("case_id", case.id), ("priority", case.priority),
+            ("difficulty", case.difficulty), ("trial", f"{trial}/{trials}"),
+        ]
+
+    def runtest(self) -> None:
+        result = run_trial(
+            self.config, self.case, trial=self.trial, trials=self.trials,
+            set_name=self.set_name, file=self.display, line=self.line,
+        )
+        self.result = result
+        self.config.hook.pytest_commerce_evals_trial_done(config=self.config, result=result)
+        if result.outcome != "pass":
+            raise TrialFailed(result)
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        if isinstance(excinfo.value, TrialFailed):
+            return format_failure(excinfo.value.result)
+        if isinstance(excinfo.value, ConfigurationError):
+            return f"commerce-evals configuration: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, self.line - 1, f"{self.case.id} (trial {self.trial}/{self.trials})"
+
+
+def format_failure(result: TrialResult) -> str:
+    """The text a user reads for a trial that did not pass."""
+    head = (
+        f"{result.case_id} trial {result.trial}/{result.trials}: {result.outcome} "
+        f"({result.priority} priority, {result.difficulty}) at {result.file}:{result.line}"
+    )
+    lines = [head]
+    if result.error:
+        lines.append(f"  {result.error.rstrip()}")
+    failed = result.failures
+    if failed:
+        lines.append(f"  {len(failed)} of {len(result.grader_results)} expectations failed:")
+        lines += [f"  ✗ {g.message}" for g in failed]
+    passed = [g for g in result.grader_results if g.passed]
+    if passed:
+        lines.append("  passed: " + ", ".join(g.key for g in passed))
+    for v in result.verdicts:
+        mark = {"pass": "✓", "fail": "✗"}.get(v.outcome, "!")
+        cut = f" [transcript cut: {v.truncated_turns} turns, {v.truncated_chars} chars dropped]" if v.truncated_chars else ""
+        if v.outcome in ("pass", "fail"):
+            lines.append(f"  {mark} rubric {v.dimension}: {v.verdict} — {v.reasoning}{cut}")
+        else:
+            lines.append(f"  {mark} rubric {v.dimension}: {v.outcome} — {v.error}{cut}")
+    if result.turns:
+        from .graders import Observation, _calls, _reply
+
+        obs = Observation(result.turns)
+        lines.append(f"  calls made: {_calls(obs)}")
+        lines.append(f"  reply: {_reply(obs.reply)}")
+    return "\n".join(lines)
+
+
+# -- reports, summary, exit status ------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if isinstance(item, CaseItem):
+        outcome = None
+        if report.when == "call":
+            outcome = item.result.outcome if item.result else ("pass" if report.passed else "fail")
+        elif report.when == "setup" and report.skipped:
+            outcome = "skipped"
+        elif report.when == "setup" and report.failed:
+            outcome = "fail"  # the backend or agent could not be made: a configuration problem
+        if outcome is not None:
+            record = TrialRecord(
+                item.case.id, item.trial, item.trials, item.set_name,
+                item.case.priority, item.case.difficulty, outcome,
+            )
+            report.commerce = asdict(record) | {"threshold": item.threshold}
+            if item.result is not None and report.when == "call":
+                report.commerce_trial = item.result.to_dict() | {"threshold": item.threshold}
+    elif isinstance(item, InvalidCase) and report.failed:
+        report.commerce_invalid = item.message
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    data = getattr(report, "commerce", None)
+    if data and report.when == "call" and data["outcome"] in ("judge_error", "infra_error"):
+        letter = "J" if data["outcome"] == "judge_error" else "I"
+        return data["outcome"], letter, data["outcome"].upper()
+    return None
+
+
+class _Gatherer:
+    """Collects trial records where reports gather: the only process without xdist, the
+    controller with it (workers never register it)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        config = self.config
+        data = getattr(report, "commerce", None)
+        if data is not None:
+            config.stash[SUMMARY].add(
+                TrialRecord(**{k: data[k] for k in TrialRecord.__dataclass_fields__}),
+                data["threshold"],
+            )
+            trial = getattr(report, "commerce_trial", None)
+            if trial is None:  # skipped, or the trial never ran
+                trial = data | {"turns": [], "grader_results": [], "verdicts": []}
+            config.hook.pytest_commerce_evals_trial_recorded(config=config, record=trial)
+            return
+        invalid = getattr(report, "commerce_invalid", None)
+        if invalid is not None:
+            config.stash[SUMMARY].invalid.append(invalid)
+        elif report.failed:
+            config.stash[NON_CASE_FAILURES].append(report.nodeid)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Gatherer(config), "commerce_evals.gatherer")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    summary = config.stash[SUMMARY]
+    if not summary.cases and not summary.invalid:
+        return
+    terminalreporter.section("commerce-evals")
+    for line in summary.lines(verbose=config.getoption("verbose") > 0):
+        terminalreporter.write_line(line)
+    shortfalls = summary.shortfalls
+    if shortfalls:
+        terminalreporter.write_line("")
+        terminalreporter.write_line("sets below their threshold:", red=True, bold=True)
+        for line in shortfalls:
+            terminalreporter.write_line(f"  {line}", red=True)
+    elif summary.sets:
+        terminalreporter.write_line("every set met its threshold", green=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The exit status says whether every set met its threshold, not whether one trial failed."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return
+    summary = config.stash.get(SUMMARY, None)
+    if summary is None or not summary.cases:
+        return
+    if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return
+    bad = summary.shortfalls or summary.invalid or config.stash[NON_CASE_FAILURES]
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED if bad else pytest.ExitCode.OK

@@ -1,0 +1,197 @@
+"""The verdict store: judge verdicts kept in SQLite, reused only when nothing they depend on moved.
+
+A verdict is keyed by three hashes: the rendered transcript the judge read, the judge fingerprint
+(model id, prompt template, parameters) and the rubric fingerprint (dimension name, rubric text).
+A lookup hits only when all three match, so a new judge model or an edited rubric never reuses an
+old verdict. Only real verdicts (PASS or FAIL) are stored; a judge or infrastructure error is
+always retried on the next run.
+
+Several pytest-xdist workers may write at once: the database runs in WAL mode with a busy
+timeout, each operation opens and closes its own connection, and writes are single statements.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .results import RubricVerdict
+
+__all__ = ["DEFAULT_STORE_PATH", "SCHEMA_VERSION", "StoredVerdict", "VerdictStore"]
+
+SCHEMA_VERSION = 1
+DEFAULT_STORE_PATH = Path(".commerce") / "verdicts.sqlite"
+"""Relative to the pytest rootdir unless an absolute path is configured."""
+
+_BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+    transcript_hash TEXT NOT NULL,
+    judge_fingerprint TEXT NOT NULL,
+    rubric_fingerprint TEXT NOT NULL,
+    schema_version INTEGER NOT NULL,
+    dimension TEXT NOT NULL,
+    rubric TEXT NOT NULL,
+    verdict TEXT NOT NULL CHECK (verdict IN ('PASS', 'FAIL')),
+    reasoning TEXT NOT NULL,
+    judge_model TEXT,
+    truncated_chars INTEGER NOT NULL DEFAULT 0,
+    truncated_turns INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (transcript_hash, judge_fingerprint, rubric_fingerprint)
+);
+CREATE INDEX IF NOT EXISTS verdicts_by_dimension ON verdicts (dimension, created_at);
+"""
+
+
+class StoredVerdict(BaseModel):
+    """One stored verdict, as read back from the database."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    transcript_hash: str
+    judge_fingerprint: str
+    rubric_fingerprint: str
+    dimension: str
+    rubric: str
+    verdict: Literal["PASS", "FAIL"]
+    reasoning: str
+    judge_model: str | None = None
+    truncated_chars: int = 0
+    truncated_turns: int = 0
+    created_at: float = 0.0
+
+    def to_verdict(self) -> RubricVerdict:
+        """The verdict as a trial reports it, marked as reused."""
+        return RubricVerdict(
+            dimension=self.dimension,
+            rubric=self.rubric,
+            outcome="pass" if self.verdict == "PASS" else "fail",
+            verdict=self.verdict,
+            reasoning=self.reasoning,
+            judge_model=self.judge_model,
+            judge_fingerprint=self.judge_fingerprint,
+            rubric_fingerprint=self.rubric_fingerprint,
+            transcript_hash=self.transcript_hash,
+            truncated_chars=self.truncated_chars,
+            truncated_turns=self.truncated_turns,
+            reused=True,
+        )
+
+
+def _migrate(row: dict) -> dict:
+    """Bring a row written by an older schema up to `SCHEMA_VERSION` (there is only version 1)."""
+    version = row.get("schema_version", SCHEMA_VERSION)
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"verdict store row has schema_version {version}, newer than this plugin's "
+            f"{SCHEMA_VERSION}; upgrade pytest-commerce-evals or point --commerce-judge-store "
+            "at another file"
+        )
+    row["schema_version"] = SCHEMA_VERSION
+    return row
+
+
+class VerdictStore:
+    """SQLite-backed verdicts, safe under several writing processes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            # WAL is a property of the file: set once, every later connection uses it.
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if int(found[0]) > SCHEMA_VERSION:
+            raise ValueError(
+                f"{self.path}: verdict store schema_version {found[0]} is newer than this "
+                f"plugin's {SCHEMA_VERSION}"
+            )
+
+    def __repr__(self) -> str:
+        return f"VerdictStore({str(self.path)!r})"
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # One short-lived connection per operation: nothing is shared across forks or threads,
+        # and nothing is left open for the warnings filter to complain about.
+        with closing(sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)) as conn:
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            with conn:
+                yield conn
+
+    def get(
+        self, transcript_hash: str, judge_fingerprint: str, rubric_fingerprint: str
+    ) -> StoredVerdict | None:
+        """The stored verdict for exactly these three hashes, or None."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT * FROM verdicts WHERE transcript_hash = ? AND judge_fingerprint = ? "
+                "AND rubric_fingerprint = ?",
+                (transcript_hash, judge_fingerprint, rubric_fingerprint),
+            ).fetchone()
+        if row is None:
+            return None
+        return StoredVerdict.model_validate(_migrate(dict(row)))
+
+    def put(self, verdict: RubricVerdict) -> bool:
+        """Store a PASS or FAIL verdict; returns False (and stores nothing) for anything else."""
+        if verdict.outcome not in ("pass", "fail") or verdict.verdict is None:
+            return False
+        if not (verdict.transcript_hash and verdict.judge_fingerprint and verdict.rubric_fingerprint):
+            raise ValueError("a verdict needs all three fingerprints to be stored")
+        record = StoredVerdict(
+            transcript_hash=verdict.transcript_hash,
+            judge_fingerprint=verdict.judge_fingerprint,
+            rubric_fingerprint=verdict.rubric_fingerprint,
+            dimension=verdict.dimension,
+            rubric=verdict.rubric,
+            verdict=verdict.verdict,
+            reasoning=verdict.reasoning,
+            judge_model=verdict.judge_model,
+            truncated_chars=verdict.truncated_chars,
+            truncated_turns=verdict.truncated_turns,
+            created_at=time.time(),
+        )
+        data = record.model_dump()
+        columns = ", ".join(data)
+        marks = ", ".join("?" for _ in data)
+        with self._connect() as conn:
+            conn.execute(
+                f"INSERT OR REPLACE INTO verdicts ({columns}) VALUES ({marks})",
+                tuple(data.values()),
+            )
+        return True
+
+    def count(self) -> int:
+        with self._connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
+
+    def all(self, dimension: str | None = None) -> list[StoredVerdict]:
+        """Every stored verdict (of one dimension), oldest first: what trends are built from."""
+        query = "SELECT * FROM verdicts"
+        args: tuple = ()
+        if dimension is not None:
+            query += " WHERE dimension = ?"
+            args = (dimension,)
+        with self._connect() as conn:
+            rows = conn.execute(query + " ORDER BY created_at, rowid", args).fetchall()
+        return [StoredVerdict.model_validate(_migrate(dict(r))) for r in rows]

@@ -49,6 +49,7 @@ RUN_CONFIG = pytest.StashKey[RunConfig]()
 SUMMARY = pytest.StashKey[Summary]()
 SEEN_IDS = pytest.StashKey[dict[str, str]]()
 NON_CASE_FAILURES = pytest.StashKey[list[str]]()
+NOT_GRADED = pytest.StashKey[list[tuple[str, str]]]()
 
 
 def run_config(config: pytest.Config) -> RunConfig:
@@ -114,6 +115,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SUMMARY] = Summary()
     config.stash[SEEN_IDS] = {}
     config.stash[NON_CASE_FAILURES] = []
+    config.stash[NOT_GRADED] = []
 
 
 # -- collection -------------------------------------------------------------------------------
@@ -238,8 +240,8 @@ class CaseItem(pytest.Item):
             marker = _marker_name(tag)
             self.config.addinivalue_line("markers", f"{marker}: case tag {tag}")
             self.add_marker(marker)
-            self.keywords[tag] = True
-        self.keywords[case.flow] = True
+            self.extra_keyword_matches.add(tag)
+        self.extra_keyword_matches.add(case.flow)
         if case.skip:
             self.add_marker(pytest.mark.skip(reason=case.skip))
         self.user_properties += [
@@ -350,6 +352,8 @@ class _Gatherer:
                 TrialRecord(**{k: data[k] for k in TrialRecord.__dataclass_fields__}),
                 data["threshold"],
             )
+            if data["outcome"] in ("judge_error", "infra_error"):
+                config.stash[NOT_GRADED].append((report.nodeid, str(report.longrepr)))
             trial = getattr(report, "commerce_trial", None)
             if trial is None:  # skipped, or the trial never ran
                 trial = data | {"turns": [], "grader_results": [], "verdicts": []}
@@ -375,6 +379,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     summary = config.stash[SUMMARY]
     if not summary.cases and not summary.invalid:
         return
+    not_graded = config.stash[NOT_GRADED]
+    if not_graded:
+        # not agent failures, so pytest's FAILURES section leaves them out: show them here
+        terminalreporter.section("judge and infrastructure errors (not counted against the agent)")
+        for nodeid, text in not_graded:
+            terminalreporter.write_sep("_", nodeid)
+            terminalreporter.write_line(text)
     terminalreporter.section("commerce-evals")
     for line in summary.lines(verbose=config.getoption("verbose") > 0):
         terminalreporter.write_line(line)

@@ -1,4 +1,4 @@
-"""The judge's pytest hooks: its options, the built-in rubric grader, and `--commerce-judge-calibrate`."""
+"""The judge's pytest hooks: its options, the built-in rubric grader, calibration."""
 
 from __future__ import annotations
 
@@ -241,7 +241,9 @@ def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pyt
     value = config.getoption("commerce_judge_calibration_set")
     path = Path(value) if value else DEFAULT_CALIBRATION_SET
     if not path.is_absolute():
-        path = Path(config.rootpath) / path if not value else Path(config.invocation_params.dir) / path
+        path = (
+            Path(config.rootpath) / path if not value else Path(config.invocation_params.dir) / path
+        )
     try:
         items = load_calibration_set(path)
     except CalibrationError as exc:

@@ -212,7 +212,9 @@ def agreement_table(
     return dict(sorted(table.items()))
 
 
-def run_calibration(judge: Judge, items: Iterable[CalibrationItem]) -> dict[str, DimensionAgreement]:
+def run_calibration(
+    judge: Judge, items: Iterable[CalibrationItem]
+) -> dict[str, DimensionAgreement]:
     """Judge every labelled dimension of every item and compare with the human labels."""
     labelled = []
     for item in items:

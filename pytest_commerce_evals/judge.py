@@ -193,7 +193,7 @@ class _Turn:
 
 
 def _state_line(state: Any) -> str | None:
-    """The injected precondition (memory, cart, seen products, staged changes), when there is one."""
+    """The injected precondition (memory, cart, seen products, staged changes), if any."""
     if state is None:
         return None
     if isinstance(state, BaseModel):
@@ -279,8 +279,11 @@ def _fit_turns(turns: list[_Turn], budget: int) -> RenderedTranscript:
     prefix = [marker()] if dropped_turns else []
 
     def size() -> int:
-        return sum(t.size for t in kept[:-1]) + len(graded.header) + 1 + sum(
-            len(x) + 1 for x in prefix + lines
+        return (
+            sum(t.size for t in kept[:-1])
+            + len(graded.header)
+            + 1
+            + sum(len(x) + 1 for x in prefix + lines)
         )
 
     cut_chars = 0
@@ -341,7 +344,9 @@ def parse_reply(content: str | None) -> JudgeReply:
             + (f" (got {err['input']!r:.40})" if err["type"] != "missing" and err["loc"] else "")
             for err in exc.errors(include_url=False)
         )
-        raise ValueError(f"the judge's reply is not a verdict: {problems}; reply: {content!r:.300}")
+        raise ValueError(
+            f"the judge's reply is not a verdict: {problems}; reply: {content!r:.300}"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -461,7 +466,9 @@ class Judge:
             verdicts.append(self._grade_one(name, text, transcript))
         return verdicts
 
-    def _grade_one(self, dimension: str, rubric: str, transcript: RenderedTranscript) -> RubricVerdict:
+    def _grade_one(
+        self, dimension: str, rubric: str, transcript: RenderedTranscript
+    ) -> RubricVerdict:
         base = RubricVerdict(
             dimension=dimension,
             rubric=rubric,

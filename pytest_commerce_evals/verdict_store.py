@@ -156,7 +156,9 @@ class VerdictStore:
         """Store a PASS or FAIL verdict; returns False (and stores nothing) for anything else."""
         if verdict.outcome not in ("pass", "fail") or verdict.verdict is None:
             return False
-        if not (verdict.transcript_hash and verdict.judge_fingerprint and verdict.rubric_fingerprint):
+        if not (
+            verdict.transcript_hash and verdict.judge_fingerprint and verdict.rubric_fingerprint
+        ):
             raise ValueError("a verdict needs all three fingerprints to be stored")
         record = StoredVerdict(
             transcript_hash=verdict.transcript_hash,

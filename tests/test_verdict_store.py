@@ -1,0 +1,114 @@
+"""The verdict store: keyed by three fingerprints, errors never cached, safe for several writers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from pytest_commerce_evals.results import RubricVerdict
+from pytest_commerce_evals.verdict_store import SCHEMA_VERSION, VerdictStore
+
+
+def verdict(n: int = 0, outcome: str = "pass", **changes) -> RubricVerdict:
+    fields = dict(
+        dimension="price_accurate",
+        rubric="PASS if a. FAIL if b.",
+        outcome=outcome,
+        verdict={"pass": "PASS", "fail": "FAIL"}.get(outcome),
+        reasoning=f"reason {n}",
+        judge_model="judge-m",
+        judge_fingerprint="j" * 64,
+        rubric_fingerprint="r" * 64,
+        transcript_hash=f"{n:064d}",
+        truncated_chars=7,
+        truncated_turns=1,
+    )
+    fields.update(changes)
+    return RubricVerdict(**fields)
+
+
+def test_a_stored_verdict_comes_back_marked_reused(tmp_path):
+    store = VerdictStore(tmp_path / "v.sqlite")
+    assert store.put(verdict(1, "fail"))
+    got = store.get(f"{1:064d}", "j" * 64, "r" * 64)
+    assert got is not None
+    back = got.to_verdict()
+    assert back.reused is True
+    assert (back.outcome, back.verdict, back.reasoning) == ("fail", "FAIL", "reason 1")
+    assert (back.truncated_chars, back.truncated_turns, back.judge_model) == (7, 1, "judge-m")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        (f"{2:064d}", "j" * 64, "r" * 64),  # another transcript
+        (f"{1:064d}", "k" * 64, "r" * 64),  # another judge
+        (f"{1:064d}", "j" * 64, "s" * 64),  # another rubric
+    ],
+)
+def test_a_lookup_hits_only_when_all_three_hashes_match(tmp_path, key):
+    store = VerdictStore(tmp_path / "v.sqlite")
+    store.put(verdict(1))
+    assert store.get(*key) is None
+
+
+@pytest.mark.parametrize("outcome", ["judge_error", "infra_error"])
+def test_errors_are_never_stored(tmp_path, outcome):
+    store = VerdictStore(tmp_path / "v.sqlite")
+    assert store.put(verdict(1, outcome, error="boom")) is False
+    assert store.count() == 0
+
+
+def test_the_database_is_in_wal_mode_with_a_schema_version(tmp_path):
+    path = tmp_path / "deep" / "v.sqlite"
+    VerdictStore(path)
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    assert int(row[0]) == SCHEMA_VERSION
+
+
+def test_a_store_written_by_a_newer_plugin_is_refused(tmp_path):
+    path = tmp_path / "v.sqlite"
+    VerdictStore(path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    with pytest.raises(ValueError, match="schema_version 99 is newer"):
+        VerdictStore(path)
+
+
+def test_all_lists_one_dimension_oldest_first(tmp_path):
+    store = VerdictStore(tmp_path / "v.sqlite")
+    store.put(verdict(1))
+    store.put(verdict(2, dimension="budget_respected"))
+    store.put(verdict(3))
+    assert [v.transcript_hash for v in store.all("price_accurate")] == [f"{1:064d}", f"{3:064d}"]
+    assert len(store.all()) == 3
+
+
+def _write_many(path: str, worker: int, count: int) -> None:
+    store = VerdictStore(Path(path))
+    for i in range(count):
+        store.put(verdict(worker * 100_000 + i))
+
+
+def test_two_processes_writing_at_once_lose_nothing(tmp_path):
+    path = str(tmp_path / "v.sqlite")
+    VerdictStore(path)
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_write_many, args=(path, w, 150)) for w in (1, 2)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(timeout=120)
+    assert [p.exitcode for p in workers] == [0, 0]
+    for p in workers:
+        p.close()
+    store = VerdictStore(path)
+    assert store.count() == 300
+    hashes = {v.transcript_hash for v in store.all()}
+    assert f"{100_000 + 149:064d}" in hashes and f"{200_000:064d}" in hashes

@@ -1,0 +1,47 @@
+"""Wires this repository's reference agent and backend into commerce-evals.
+
+Kept cheap to import: everything heavy is imported inside the hooks, so `pytest tests` pays
+nothing for it. A team wiring its own system replaces the bodies below (docs/plugging-in.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_commerce_evals_make_backend(config, case):
+    """A fresh in-memory backend per trial, with the eval-only (poisoned) fixtures merged.
+
+    The plugin then calls `backend.load_state(case.state)` before the first turn.
+    """
+    from pytest_commerce_evals.reference import ReferenceBackend
+
+    return ReferenceBackend.fresh(poisoned=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_commerce_evals_make_agent(config, case, backend):
+    """The reference agent on the configured agent endpoint (the embedded model by default)."""
+    from pytest_commerce_evals.endpoint import session_client
+    from pytest_commerce_evals.reference import ReferenceAgent
+
+    client = session_client(config, "agent")
+    # the endpoint client retries already; the agent's own retry layer is not needed on top
+    return ReferenceAgent(client, client.endpoint.model, retries=1)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_commerce_evals_make_scripted_agent(config, case, backend, client):
+    """The same agent driven by a scripted FakeClient (the lint's vacuity check)."""
+    from pytest_commerce_evals.reference import ReferenceAgent
+
+    return ReferenceAgent(client, "scripted", retries=1)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_commerce_evals_fixture_index(config):
+    """The reference fixtures as the case lint sees them: IDs, skills, poisoned items, search."""
+    from pytest_commerce_evals.reference._index import fixture_index
+
+    return fixture_index()

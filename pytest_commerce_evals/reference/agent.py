@@ -1,0 +1,348 @@
+"""The reference commerce agent: a tool-calling loop on the openai SDK.
+
+It works with `openai.OpenAI` against any OpenAI-compatible endpoint and with the scripted
+`pytest_commerce_evals.testing.FakeClient`. One `run_turn` call handles one user message and
+returns the turn's events; the conversation is kept in `session.history` across turns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+import openai
+import tenacity
+
+from ..agent import AgentSession, InfraError
+from ..events import Text, ToolCall, ToolResult, TurnEnd
+from .backend import ReferenceBackend, ToolError
+from .guardrails import MEMORY_POLICY_REPLY, Guardrails
+from .prompts import system_prompt
+from .tools import TOOLS, ToolContext, tools_for_role
+
+__all__ = ["ReferenceAgent", "extract_tool_calls"]
+
+STEP_LIMIT_REPLY = "Sorry, I could not finish that request. Could you narrow it down?"
+
+_TRANSIENT = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+
+
+class ReferenceAgent:
+    """`ReferenceAgent(client, model).run_turn(session, message) -> list[Event]`.
+
+    `session.backend` must be a `ReferenceBackend`. `max_steps` bounds the model calls in one
+    turn; transient endpoint failures (connection, timeout, rate limit, 5xx) are retried
+    `retries` times, then raised as `InfraError` so the trial never counts against the agent.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        model: str,
+        *,
+        max_steps: int = 8,
+        temperature: float | None = 0.0,
+        retries: int = 3,
+        retry_wait_s: float = 1.0,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.max_steps = max_steps
+        self.temperature = temperature
+        self.retries = retries
+        self.retry_wait_s = retry_wait_s
+        self.extra_body = extra_body
+
+    # --- the model call -------------------------------------------------------------------------
+
+    def _complete(self, request: dict[str, Any]) -> Any:
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(max(1, self.retries)),
+            wait=tenacity.wait_exponential(multiplier=self.retry_wait_s, max=30),
+            retry=tenacity.retry_if_exception(_is_transient),
+            reraise=False,
+        )
+        try:
+            return retrying(self.client.chat.completions.create, **request)
+        except tenacity.RetryError as exc:
+            cause = exc.last_attempt.exception()
+            raise InfraError(
+                f"the agent's model endpoint failed {self.retries} times: {cause!r}"
+            ) from cause
+
+    def _request(self, session: AgentSession, backend: ReferenceBackend) -> dict[str, Any]:
+        tools = tools_for_role(session.role)
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": system_prompt(session, backend)},
+                *session.history,
+            ],
+            "tools": [t.schema for t in tools.values()],
+            "tool_choice": "auto",
+        }
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.extra_body:
+            request["extra_body"] = self.extra_body
+        return request
+
+    # --- one turn -------------------------------------------------------------------------------
+
+    def run_turn(self, session: AgentSession, message: str) -> list[Any]:
+        backend = session.backend
+        if not isinstance(backend, ReferenceBackend):
+            raise TypeError(
+                f"ReferenceAgent needs a ReferenceBackend; got {type(backend).__name__}"
+            )
+        for pid in backend.seen_products:
+            if pid not in session.seen_products:
+                session.seen_products.append(pid)
+        guard = Guardrails(backend)
+        ids = session.scratch.setdefault("call_ids", itertools.count(1))
+        session.history.append({"role": "user", "content": message})
+        events: list[Any] = []
+        calls_this_turn = 0
+        for _step in range(self.max_steps):
+            completion = self._complete(self._request(session, backend))
+            reply = completion.choices[0].message
+            content = (reply.content or "").strip()
+            raw_calls = [
+                (tc.id or f"call_{next(ids)}", tc.function.name, tc.function.arguments)
+                for tc in reply.tool_calls or []
+            ]
+            if not raw_calls and content:
+                parsed, content = extract_tool_calls(content, set(TOOLS))
+                raw_calls = [(f"call_{next(ids)}", n, a) for n, a in parsed]
+            entry: dict[str, Any] = {"role": "assistant", "content": content or None}
+            if raw_calls:
+                entry["tool_calls"] = [
+                    {"id": cid, "type": "function",
+                     "function": {"name": name, "arguments": _as_text(args)}}
+                    for cid, name, args in raw_calls
+                ]
+            session.history.append(entry)
+            if content:
+                events.append(Text(text=content))
+            if not raw_calls:
+                break
+            ends_turn = False
+            for call_id, name, arguments in raw_calls:
+                ctx = ToolContext(backend=backend, session=session, role=session.role)
+                model_sees, counted = self._call(
+                    ctx, guard, call_id, name, arguments, calls_this_turn, events
+                )
+                calls_this_turn += counted
+                ends_turn = ends_turn or ctx.ends_turn
+                session.history.append({
+                    "role": "tool", "tool_call_id": call_id,
+                    "content": json.dumps(model_sees, ensure_ascii=False, default=str),
+                })
+            if ends_turn:
+                break
+        else:
+            events.append(Text(text=STEP_LIMIT_REPLY))
+            session.history.append({"role": "assistant", "content": STEP_LIMIT_REPLY})
+        events.append(TurnEnd(turn=session.turn))
+        return events
+
+    def _call(
+        self,
+        ctx: ToolContext,
+        guard: Guardrails,
+        call_id: str,
+        name: str,
+        arguments: Any,
+        calls_this_turn: int,
+        events: list[Any],
+    ) -> tuple[Any, int]:
+        """Run one tool call, appending its events; returns what the model sees and whether the
+        call counts toward the per-turn cap."""
+        name = _tool_name(name)
+        parsed, problem = _parse_arguments(arguments)
+        events.append(ToolCall(
+            call_id=call_id, name=name,
+            arguments=_plain(parsed) if parsed is not None else {"_unparsed": _as_text(arguments)},
+        ))
+        counted = 0 if name == "present_suggestions" else 1
+
+        def error(reason: str) -> tuple[Any, int]:
+            events.append(ToolResult(call_id=call_id, name=name, status="error", reason=reason,
+                                     result={"error": reason}))
+            return {"error": reason}, counted
+
+        if problem is not None:
+            return error(problem)
+        allowed = tools_for_role(ctx.role)
+        if name not in allowed:
+            return error(f"unknown tool {name!r}; the tools are: {', '.join(allowed)}")
+        tool = allowed[name]
+        try:
+            args = tool.coerce(parsed)
+        except ValueError as exc:
+            return error(str(exc))
+        blocked = guard.check(name, args, ctx.session, calls_this_turn)
+        if blocked is not None:
+            if blocked.gate == "memory_policy":
+                # silent towards the model and the user; the event stream keeps the truth
+                ctx.backend.save_memory(str(args.get("fact", "")))
+                seen = dict(MEMORY_POLICY_REPLY)
+            else:
+                seen = {"blocked": blocked.reason}
+            events.append(ToolResult(call_id=call_id, name=name, status="blocked",
+                                     reason=blocked.reason, result=seen))
+            return seen, counted
+        try:
+            result = tool(ctx, args)
+        except ToolError as exc:
+            return error(str(exc))
+        events.append(ToolResult(call_id=call_id, name=name, status="ok",
+                                 result=_jsonable(result)))
+        said = {e.text for e in events if isinstance(e, Text)}
+        events.extend(e for e in ctx.events if not (isinstance(e, Text) and e.text in said))
+        _note_products(ctx, result)
+        return result, counted
+
+
+# --- tolerance for messy model output -------------------------------------------------------------
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, _TRANSIENT):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def _tool_name(name: Any) -> str:
+    name = str(name or "").strip()
+    return name.removeprefix("functions.").removeprefix("functions:")
+
+
+def _as_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, default=str)
+
+
+def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Arguments as a mapping (floats as Decimal, so money never goes through float)."""
+    if arguments is None or arguments == "":
+        return {}, None
+    if isinstance(arguments, dict):
+        return json.loads(json.dumps(arguments, default=str), parse_float=Decimal), None
+    text = str(arguments).strip()
+    try:
+        value = json.loads(text, parse_float=Decimal)
+        if isinstance(value, str):  # double-encoded, as some servers send
+            value = json.loads(value, parse_float=Decimal)
+    except json.JSONDecodeError as exc:
+        return None, f"arguments are not valid JSON ({exc.msg} at position {exc.pos}): {text[:200]}"
+    if not isinstance(value, dict):
+        return None, f"arguments must be a JSON object; found {type(value).__name__}: {text[:200]}"
+    return value, None
+
+
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+
+def _call_from(obj: Any, names: set[str]) -> tuple[str, Any] | None:
+    if not isinstance(obj, dict):
+        return None
+    fn = obj.get("function")
+    if isinstance(fn, dict):
+        obj = {**obj, **fn}
+    name = obj.get("name") or obj.get("tool") or obj.get("tool_name") or (
+        fn if isinstance(fn, str) else None)
+    name = _tool_name(name)
+    if name not in names:
+        return None
+    for key in ("arguments", "parameters", "args", "input"):
+        if key in obj:
+            return name, obj[key]
+    return name, {}
+
+
+def extract_tool_calls(content: str, names: set[str]) -> tuple[list[tuple[str, Any]], str]:
+    """Tool calls written into the message text, as small models do: `<tool_call>{...}</tool_call>`,
+    a fenced JSON block, or a bare JSON object or list naming a known tool. Returns the calls
+    and the text left over."""
+    calls: list[tuple[str, Any]] = []
+    spans: list[tuple[int, int]] = []
+    decoder = json.JSONDecoder()
+    for pattern in (_TAGGED, _FENCE):
+        for match in pattern.finditer(content):
+            try:
+                value = json.loads(match.group(1))
+            except json.JSONDecodeError:
+                continue
+            found = [c for c in map(lambda o: _call_from(o, names), _as_items(value)) if c]
+            if found:
+                calls.extend(found)
+                spans.append(match.span())
+        if calls:
+            break
+    if not calls:
+        i = 0
+        while i < len(content):
+            if content[i] not in "{[":
+                i += 1
+                continue
+            try:
+                value, end = decoder.raw_decode(content, i)
+            except json.JSONDecodeError:
+                i += 1
+                continue
+            found = [c for c in map(lambda o: _call_from(o, names), _as_items(value)) if c]
+            if found:
+                calls.extend(found)
+                spans.append((i, end))
+            i = end
+    rest = content
+    for start, end in sorted(spans, reverse=True):
+        rest = rest[:start] + rest[end:]
+    return calls, rest.strip()
+
+
+def _as_items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _plain(value: Any) -> Any:
+    """The arguments as the model sent them, for the event stream (numbers as JSON numbers)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _note_products(ctx: ToolContext, result: Any) -> None:
+    """Remember every product id a tool result showed the model: provenance reads this list."""
+    found: list[str] = []
+
+    def walk(node: Any, key: str | None = None) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and key in ("id", "product_id", "product_ids", "ids"):
+            if ctx.backend.has_product(node):
+                found.append(node)
+
+    walk(result)
+    for pid in found:
+        if pid not in ctx.session.seen_products:
+            ctx.session.seen_products.append(pid)

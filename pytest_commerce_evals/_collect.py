@@ -6,7 +6,7 @@ import difflib
 import json
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,14 @@ class CaseProblem:
 class LoadedCase:
     case: Case
     line: int
+    key_lines: dict[tuple, int] = field(default_factory=dict)
+
+    def line_of(self, *loc: str | int) -> int:
+        """The line of a key inside this case (`"expected", "rubric"`), else the case's line."""
+        for end in range(len(loc), 0, -1):
+            if loc[:end] in self.key_lines:
+                return self.key_lines[loc[:end]]
+        return self.line
 
 
 @dataclass
@@ -202,7 +210,8 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
                     case_id, i,
                 ))
             continue
-        cases.append(LoadedCase(case, line))
+        key_lines = {k[len(base):]: v for k, v in lines.items() if k[: len(base)] == base}
+        cases.append(LoadedCase(case, line, key_lines))
     return LoadedFile(cases, problems)
 
 

@@ -50,3 +50,22 @@ def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: dict) ->
     `record` is `TrialResult.to_dict()` plus the set's threshold: the run store and the reports
     build on it.
     """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_commerce_evals_fixture_index(config: pytest.Config) -> Any:
+    """Return a `lint.FixtureIndex` describing the fixtures the cases may name.
+
+    The lint uses it to check IDs, poisoned fixtures and preference searches.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_commerce_evals_make_scripted_agent(
+    config: pytest.Config, case: Case, backend: Backend, client: Any
+) -> Any:
+    """Return your agent for `case`, driven by `client` (a FakeClient) instead of your model.
+
+    The vacuity check runs every case against degenerate scripted models through this hook, so
+    the same tool loop, guardrails and events are exercised as in a real run.
+    """

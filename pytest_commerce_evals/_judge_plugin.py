@@ -224,6 +224,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
 def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
     from .agent import InfraError
     from .calibration import (
+        CalibrationAborted,
         CalibrationError,
         format_agreement,
         load_calibration_set,
@@ -259,7 +260,11 @@ def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pyt
         bold=True,
     )
     write(f"judge fingerprint {judge.fingerprint}")
-    table = run_calibration(judge, items)
+    try:
+        table = run_calibration(judge, items, stop_on_infra_error=True)
+    except CalibrationAborted as exc:
+        write(f"commerce-evals: calibration stopped, the judge endpoint failed: {exc}", red=True)
+        return pytest.ExitCode.TESTS_FAILED
     for line in format_agreement(table):
         write(line)
     errors = sum(row.judge_errors + row.infra_errors for row in table.values())

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .judge import Judge
 
 __all__ = [
+    "CalibrationAborted",
     "CalibrationError",
     "CalibrationItem",
     "CalibrationTurn",
@@ -212,8 +213,12 @@ def agreement_table(
     return dict(sorted(table.items()))
 
 
+class CalibrationAborted(RuntimeError):
+    """The judge endpoint failed; calibrating further would only wait on retries."""
+
+
 def run_calibration(
-    judge: Judge, items: Iterable[CalibrationItem]
+    judge: Judge, items: Iterable[CalibrationItem], *, stop_on_infra_error: bool = False
 ) -> dict[str, DimensionAgreement]:
     """Judge every labelled dimension of every item and compare with the human labels."""
     labelled = []
@@ -226,6 +231,8 @@ def run_calibration(
             state=item.state,
         )
         for v in verdicts:
+            if stop_on_infra_error and v.outcome == "infra_error":
+                raise CalibrationAborted(f"{item.id} / {v.dimension}: {v.error}")
             labelled.append((item.id, v.dimension, item.labels[v.dimension], v.outcome))
     return agreement_table(labelled)
 

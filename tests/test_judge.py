@@ -603,3 +603,21 @@ def test_calibrate_with_a_broken_set_is_a_usage_error(pytester, tmp_path):
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["*x.json (cal-1): source: Field required*"])
+
+
+def test_calibration_stops_at_the_first_endpoint_failure(pytester, monkeypatch):
+    def down(request):
+        raise InfraError("judge endpoint: 4 attempts failed")
+
+    client = FakeClient(down)
+    monkeypatch.setattr(
+        _judge_plugin, "build_judge", lambda config, with_store=True: Judge(client, "judge-7b")
+    )
+    result = pytester.runpytest(
+        *PLUGIN, "--commerce-judge-calibrate", f"--commerce-judge-calibration-set={CALIBRATION_SET}"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert len(client.requests) == 4  # the dimensions of the first item, then no more
+    result.stdout.fnmatch_lines(
+        ["*calibration stopped, the judge endpoint failed: cal-001-budget-within / *4 attempts*"]
+    )

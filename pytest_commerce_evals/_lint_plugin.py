@@ -15,6 +15,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--commerce-lint", action="store_true", default=False,
         help="check the case files against the authoring rules (docs/authoring.md) and exit",
     )
+    group.addoption(
+        "--commerce-vacuity", action="store_true", default=False,
+        help="run every case against degenerate scripted agents and report cases that assert "
+        "nothing (docs/authoring.md)",
+    )
     parser.addini(
         "commerce_captured", "files or folders of captured traffic the lint scans for poisoned IDs",
         type="args", default=[],

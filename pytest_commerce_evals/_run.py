@@ -113,7 +113,11 @@ def run_trial(
     set_name: str,
     file: str | None = None,
     line: int | None = None,
+    agent_factory: Any = None,
+    judge: bool = True,
 ) -> TrialResult:
+    """One trial from a fresh backend. `agent_factory(backend)` overrides the conftest's agent
+    (the vacuity check's scripted agents); `judge=False` leaves rubrics ungraded."""
     started = time.perf_counter()
     result = TrialResult(
         case_id=case.id, trial=trial, trials=trials, set_name=set_name,
@@ -122,7 +126,7 @@ def run_trial(
     )
     backend = make_backend(config, case)
     backend.load_state(case.state)
-    agent = make_agent(config, case, backend)
+    agent = agent_factory(backend) if agent_factory else make_agent(config, case, backend)
     session = AgentSession(
         case=case, backend=backend, trial=trial, role=case.role,
         seen_products=list(case.state.seen_products),
@@ -150,7 +154,7 @@ def run_trial(
         result.grader_results = grade(case, observation)
         if result.failures:
             result.outcome = "fail"
-        if case.expected.rubric is not None:
+        if judge and case.expected.rubric is not None:
             result.verdicts = _judge(config, case, result)
             result.outcome = _fold(result.outcome, result.verdicts)
     close = getattr(backend, "close", None)

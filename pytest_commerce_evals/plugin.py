@@ -358,11 +358,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         elif report.when == "setup" and report.failed:
             outcome = "fail"  # the backend or agent could not be made: a configuration problem
         if outcome is not None:
+            if item.result is not None and item.result.rubric_not_judged:
+                report.user_properties.append(("rubric", "not judged"))
             record = TrialRecord(
                 item.case.id, item.trial, item.trials, item.set_name,
                 item.case.priority, item.case.difficulty, outcome,
             )
-            report.commerce = asdict(record) | {"threshold": item.threshold}
+            report.commerce = asdict(record) | {
+                "threshold": item.threshold,
+                "rubric_not_judged": bool(item.result and item.result.rubric_not_judged),
+            }
             if item.result is not None and report.when == "call":
                 report.commerce_trial = item.result.to_dict() | {"threshold": item.threshold}
     elif isinstance(item, InvalidCase) and report.failed:
@@ -393,6 +398,8 @@ class _Gatherer:
                 TrialRecord(**{k: data[k] for k in TrialRecord.__dataclass_fields__}),
                 data["threshold"],
             )
+            if data.get("rubric_not_judged"):
+                config.stash[SUMMARY].not_judged += 1
             if data["outcome"] in ("judge_error", "infra_error"):
                 config.stash[NOT_GRADED].append((report.nodeid, str(report.longrepr)))
             trial = getattr(report, "commerce_trial", None)

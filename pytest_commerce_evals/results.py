@@ -76,6 +76,7 @@ class TrialResult:
     duration_s: float = 0.0
     file: str | None = None
     line: int | None = None
+    rubric_not_judged: bool = False
 
     @property
     def failures(self) -> list[GraderResult]:

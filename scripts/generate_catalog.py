@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the curated tables read best one product per row)
 """Write fixtures/catalog/*.yaml from the curated tables below.
 
 The tables hold the facts a rubric can cite (weights, materials, prices, delivery, fit); this

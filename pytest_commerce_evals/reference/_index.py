@@ -31,8 +31,9 @@ def fixture_index() -> Any:
     catalog = backend.catalog
     regular = (set(catalog.products) | set(catalog.orders)) - catalog.eval_only_ids
     poisoned = {
-        item.id: PoisonedItem(item.id, _CARRIER[item.read_by],
-                              poisoned_text(backend, item.id, item.read_by))
+        item.id: PoisonedItem(
+            item.id, _CARRIER[item.read_by], poisoned_text(backend, item.id, item.read_by)
+        )
         for item in manifest.poisoned
     }
 

@@ -121,8 +121,11 @@ class ReferenceAgent:
             entry: dict[str, Any] = {"role": "assistant", "content": content or None}
             if raw_calls:
                 entry["tool_calls"] = [
-                    {"id": cid, "type": "function",
-                     "function": {"name": name, "arguments": _as_text(args)}}
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {"name": name, "arguments": _as_text(args)},
+                    }
                     for cid, name, args in raw_calls
                 ]
             session.history.append(entry)
@@ -138,10 +141,13 @@ class ReferenceAgent:
                 )
                 calls_this_turn += counted
                 ends_turn = ends_turn or ctx.ends_turn
-                session.history.append({
-                    "role": "tool", "tool_call_id": call_id,
-                    "content": json.dumps(model_sees, ensure_ascii=False, default=str),
-                })
+                session.history.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "content": json.dumps(model_sees, ensure_ascii=False, default=str),
+                    }
+                )
             if ends_turn:
                 break
         else:
@@ -164,15 +170,27 @@ class ReferenceAgent:
         call counts toward the per-turn cap."""
         name = _tool_name(name)
         parsed, problem = _parse_arguments(arguments)
-        events.append(ToolCall(
-            call_id=call_id, name=name,
-            arguments=_plain(parsed) if parsed is not None else {"_unparsed": _as_text(arguments)},
-        ))
+        events.append(
+            ToolCall(
+                call_id=call_id,
+                name=name,
+                arguments=_plain(parsed)
+                if parsed is not None
+                else {"_unparsed": _as_text(arguments)},
+            )
+        )
         counted = 0 if name == "present_suggestions" else 1
 
         def error(reason: str) -> tuple[Any, int]:
-            events.append(ToolResult(call_id=call_id, name=name, status="error", reason=reason,
-                                     result={"error": reason}))
+            events.append(
+                ToolResult(
+                    call_id=call_id,
+                    name=name,
+                    status="error",
+                    reason=reason,
+                    result={"error": reason},
+                )
+            )
             return {"error": reason}, counted
 
         if problem is not None:
@@ -193,15 +211,17 @@ class ReferenceAgent:
                 seen = dict(MEMORY_POLICY_REPLY)
             else:
                 seen = {"blocked": blocked.reason}
-            events.append(ToolResult(call_id=call_id, name=name, status="blocked",
-                                     reason=blocked.reason, result=seen))
+            events.append(
+                ToolResult(
+                    call_id=call_id, name=name, status="blocked", reason=blocked.reason, result=seen
+                )
+            )
             return seen, counted
         try:
             result = tool(ctx, args)
         except ToolError as exc:
             return error(str(exc))
-        events.append(ToolResult(call_id=call_id, name=name, status="ok",
-                                 result=_jsonable(result)))
+        events.append(ToolResult(call_id=call_id, name=name, status="ok", result=_jsonable(result)))
         said = {e.text for e in events if isinstance(e, Text)}
         events.extend(e for e in ctx.events if not (isinstance(e, Text) and e.text in said))
         _note_products(ctx, result)
@@ -256,8 +276,12 @@ def _call_from(obj: Any, names: set[str]) -> tuple[str, Any] | None:
     fn = obj.get("function")
     if isinstance(fn, dict):
         obj = {**obj, **fn}
-    name = obj.get("name") or obj.get("tool") or obj.get("tool_name") or (
-        fn if isinstance(fn, str) else None)
+    name = (
+        obj.get("name")
+        or obj.get("tool")
+        or obj.get("tool_name")
+        or (fn if isinstance(fn, str) else None)
+    )
     name = _tool_name(name)
     if name not in names:
         return None

@@ -62,7 +62,9 @@ def money(amount: int, currency: str = "USD") -> str:
 def to_minor(value: Any, field: str = "price") -> int:
     """A price in major units (Decimal, int or numeric string; never float) as minor units."""
     if isinstance(value, bool) or isinstance(value, float):
-        raise ToolError(f"{field}: give prices as a number of dollars like \"89.99\"; found {value!r}")
+        raise ToolError(
+            f'{field}: give prices as a number of dollars like "89.99"; found {value!r}'
+        )
     try:
         amount = Decimal(str(value).strip().lstrip("$"))
     except (InvalidOperation, ValueError):
@@ -131,8 +133,11 @@ class ReferenceBackend:
     def load_state(self, state: State) -> None:
         unknown = [p for p in state.seen_products if p not in self.products]
         unknown += [line.product_id for line in state.cart if line.product_id not in self.products]
-        unknown += [c.product_id for c in state.staged_changes
-                    if c.product_id and c.product_id not in self.products]
+        unknown += [
+            c.product_id
+            for c in state.staged_changes
+            if c.product_id and c.product_id not in self.products
+        ]
         if unknown:
             raise ValueError(
                 f"state names products that are not in the catalog: {', '.join(unknown)}"
@@ -245,11 +250,18 @@ class ReferenceBackend:
     def details(self, product: Product, role: str = "customer") -> dict[str, Any]:
         """Everything about one product, reviews included; the supplier note only for operators."""
         out = self.summary(product)
-        out["price_cents"] = {"today": product.price.today, "list": product.price.list,
-                              "currency": product.price.currency}
+        out["price_cents"] = {
+            "today": product.price.today,
+            "list": product.price.list,
+            "currency": product.price.currency,
+        }
         out["variants"] = [
-            {"sku": v.sku, "label": v.label, **v.options,
-             "availability": self.availability_text(v.availability or product.availability)}
+            {
+                "sku": v.sku,
+                "label": v.label,
+                **v.options,
+                "availability": self.availability_text(v.availability or product.availability),
+            }
             for v in product.variants
         ]
         out["reviews"] = [r.model_dump() for r in product.reviews]
@@ -331,13 +343,21 @@ class ReferenceBackend:
             product = self.products[line.product_id]
             amount = product.price.today * line.quantity
             total += amount
-            lines.append({
-                "product_id": line.product_id, "title": product.title, "variant": line.variant,
-                "quantity": line.quantity, "unit_price": money(product.price.today, currency),
-                "line_total": money(amount, currency),
-            })
-        return {"lines": lines, "item_count": sum(line.quantity for line in self.cart),
-                "total": money(total, currency)}
+            lines.append(
+                {
+                    "product_id": line.product_id,
+                    "title": product.title,
+                    "variant": line.variant,
+                    "quantity": line.quantity,
+                    "unit_price": money(product.price.today, currency),
+                    "line_total": money(amount, currency),
+                }
+            )
+        return {
+            "lines": lines,
+            "item_count": sum(line.quantity for line in self.cart),
+            "total": money(total, currency),
+        }
 
     # --- memory ---------------------------------------------------------------------------------
 
@@ -380,8 +400,13 @@ class ReferenceBackend:
             raise ToolError(f"unknown change kind {kind!r}; kinds: {', '.join(CHANGE_KINDS)}")
         product = self.product(product_id)
         clean = _check_fields(kind, product, dict(fields))
-        change = Change(change_id=self._new_change_id(), kind=kind, product_id=product_id,
-                        fields=clean, status="staged")
+        change = Change(
+            change_id=self._new_change_id(),
+            kind=kind,
+            product_id=product_id,
+            fields=clean,
+            status="staged",
+        )
         self.changes.append(change)
         return change
 
@@ -418,7 +443,8 @@ class ReferenceBackend:
         if change.kind == "price_change":
             today = to_minor(f["price"])
             update["price"] = product.price.model_copy(
-                update={"today": today, "list": max(today, product.price.list)})
+                update={"today": today, "list": max(today, product.price.list)}
+            )
         elif change.kind == "availability_change":
             update["availability"] = Availability(**{k: v for k, v in f.items() if k != "reason"})
         elif change.kind == "title_change":
@@ -487,8 +513,11 @@ def _attribute_matches(have: Any, want: Any) -> bool:
         return any(_attribute_matches(h, want) for h in have)
     if isinstance(have, bool) or isinstance(want, bool):
         truthy = {"true", "yes", "1"}
-        return str(have).lower() in truthy if str(want).lower() in truthy else (
-            str(have).lower() not in truthy)
+        return (
+            str(have).lower() in truthy
+            if str(want).lower() in truthy
+            else (str(have).lower() not in truthy)
+        )
     if isinstance(have, int | float) and not isinstance(want, str):
         return Decimal(str(have)) == Decimal(str(want))
     return str(want).strip().lower() in str(have).lower()
@@ -504,8 +533,14 @@ _FLAG_WORDS = {
 
 
 def _haystack(product: Product) -> set[str]:
-    parts = [product.title, product.brand, product.niche, product.description, product.seller.name,
-             " ".join(product.tags)]
+    parts = [
+        product.title,
+        product.brand,
+        product.niche,
+        product.description,
+        product.seller.name,
+        " ".join(product.tags),
+    ]
     for key, value in product.attributes.items():
         if value is True:
             parts.append(_FLAG_WORDS.get(key, key.replace("_", " ")))
@@ -535,7 +570,7 @@ def _check_fields(kind: str, product: Product, fields: dict[str, Any]) -> dict[s
         raise ToolError(f"{kind} takes fields {sorted(allowed)}; found {extra}")
     if kind == "price_change":
         if "price" not in fields:
-            raise ToolError("price_change needs fields.price, in dollars, e.g. \"89.99\"")
+            raise ToolError('price_change needs fields.price, in dollars, e.g. "89.99"')
         cents = to_minor(fields["price"], "fields.price")
         if cents == 0:
             raise ToolError("fields.price: a price of zero is not a price change; use delist")

@@ -335,7 +335,7 @@ class PoisonManifest(_Strict):
 
     @property
     def eval_only_ids(self) -> frozenset[str]:
-        """Poisoned items and their benign twins: nothing outside poisoned_fixtures/ may name them."""
+        """Poisoned items and their benign twins; nothing outside poisoned_fixtures/ names them."""
         return self.poisoned_ids | {twin.id for twin in self.benign_twins}
 
 
@@ -393,17 +393,22 @@ def _describe(error: dict[str, Any], data: Any) -> str:
     return f"{where}{label}: {msg}; found {found!r:.120}"
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise FixtureError(path, [f"cannot read: {exc.strerror}"]) from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader, libyaml when present)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise FixtureError(path, [f"{where}not valid YAML ({getattr(exc, 'problem', exc)})"]) from None
+        raise FixtureError(
+            path, [f"{where}not valid YAML ({getattr(exc, 'problem', exc)})"]
+        ) from None
 
 
 def _validate(model: type[BaseModel], path: Path, data: Any) -> Any:
@@ -419,14 +424,18 @@ def _load_skill(path: Path) -> Skill:
     text = path.read_text(encoding="utf-8")
     match = re.match(r"^---\n(.*?)\n---\n(.*)$", text, re.S)
     if not match:
-        raise FixtureError(path, ["a skill starts with a front matter block (--- name, description, roles ---)"])
+        raise FixtureError(
+            path, ["a skill starts with a front matter block (--- name, description, roles ---)"]
+        )
     try:
         meta = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:
         raise FixtureError(path, [f"front matter is not valid YAML ({exc})"]) from None
     header = _validate(SkillHeader, path, meta)
     if header.name != path.stem:
-        raise FixtureError(path, [f"name: must match the file name {path.stem!r}; found {header.name!r}"])
+        raise FixtureError(
+            path, [f"name: must match the file name {path.stem!r}; found {header.name!r}"]
+        )
     return Skill(header.name, header.description, tuple(header.roles), match.group(2).strip())
 
 
@@ -447,7 +456,10 @@ def _add_products(products: dict[str, Product], path: Path, data: Any) -> None:
 
 
 def _add_orders(
-    orders: dict[str, Order], path: Path, data: Any, products: dict[str, Product],
+    orders: dict[str, Order],
+    path: Path,
+    data: Any,
+    products: dict[str, Product],
     customers: dict[str, Customer],
 ) -> None:
     parsed = _validate(OrdersFile, path, data)
@@ -456,7 +468,10 @@ def _add_orders(
         if order.id in orders:
             problems.append(f"orders[{i}].id: duplicate order id; found {order.id!r}")
         if order.customer_id not in customers:
-            problems.append(f"orders[{i}].customer_id (id {order.id}): no such customer; found {order.customer_id!r}")
+            problems.append(
+                f"orders[{i}].customer_id (id {order.id}): no such customer; "
+                f"found {order.customer_id!r}"
+            )
         for j, line in enumerate(order.lines):
             if line.product_id not in products:
                 problems.append(
@@ -488,9 +503,13 @@ def load_catalog(
     cpath = root / "customers.yaml"
     customers = {c.id: c for c in _validate(CustomersFile, cpath, _read_yaml(cpath)).customers}
     if store.default_customer not in customers:
-        raise FixtureError(root / "store.yaml", [
-            f"default_customer: no such customer in customers.yaml; found {store.default_customer!r}"
-        ])
+        raise FixtureError(
+            root / "store.yaml",
+            [
+                "default_customer: no such customer in customers.yaml; "
+                f"found {store.default_customer!r}"
+            ],
+        )
     orders: dict[str, Order] = {}
     _add_orders(orders, root / "orders.yaml", _read_yaml(root / "orders.yaml"), products, customers)
     skills = {s.name: s for s in map(_load_skill, sorted((root / "skills").glob("*.md")))}
@@ -500,17 +519,23 @@ def load_catalog(
         manifest = load_poison_manifest(proot)
         before = set(products) | set(orders)
         _add_products(products, proot / "listings.yaml", _read_yaml(proot / "listings.yaml"))
-        _add_orders(orders, proot / "orders.yaml", _read_yaml(proot / "orders.yaml"), products, customers)
+        _add_orders(
+            orders, proot / "orders.yaml", _read_yaml(proot / "orders.yaml"), products, customers
+        )
         merged = (set(products) | set(orders)) - before
         problems = []
         if merged != set(manifest.eval_only_ids):
             problems.append(
-                f"the manifest and the files disagree: in files only {sorted(merged - manifest.eval_only_ids)}, "
+                "the manifest and the files disagree: in files only "
+                f"{sorted(merged - manifest.eval_only_ids)}, "
                 f"in the manifest only {sorted(manifest.eval_only_ids - merged)}"
             )
         for pid in sorted(merged & set(products)):
             if products[pid].seller.first_party:
-                problems.append(f"{pid}: eval-only listings are sold by third-party sellers; found first_party: true")
+                problems.append(
+                    f"{pid}: eval-only listings are sold by third-party sellers; "
+                    "found first_party: true"
+                )
         if problems:
             raise FixtureError(proot / "manifest.yaml", problems)
         eval_only = manifest.eval_only_ids
@@ -546,5 +571,7 @@ def load_demo(fixtures: Path | str = FIXTURES_DIR) -> Demo:
         try:
             events.append(event_from_json(line))
         except ValidationError as exc:
-            raise FixtureError(cpath, [f"line {n}: not an event ({exc.errors()[0]['msg']})"]) from None
+            raise FixtureError(
+                cpath, [f"line {n}: not an event ({exc.errors()[0]['msg']})"]
+            ) from None
     return Demo(state, events)

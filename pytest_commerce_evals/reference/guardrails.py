@@ -179,7 +179,8 @@ class Guardrails:
             )
         if name == "add_to_cart" and line is None and len(self.backend.cart) >= caps.max_cart_lines:
             return Blocked(
-                "caps", f"the cart already has {len(self.backend.cart)} lines; the limit is "
+                "caps",
+                f"the cart already has {len(self.backend.cart)} lines; the limit is "
                 f"{caps.max_cart_lines}",
             )
         return None

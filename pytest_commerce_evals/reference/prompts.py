@@ -60,11 +60,14 @@ Products already shown in this conversation: {seen}
 
 def system_prompt(session: AgentSession, backend: ReferenceBackend) -> str:
     role = session.role
-    skills = "\n".join(
-        f"- {s.name}: {s.description}"
-        for s in backend.catalog.skills.values()
-        if role in s.roles
-    ) or "- (none)"
+    skills = (
+        "\n".join(
+            f"- {s.name}: {s.description}"
+            for s in backend.catalog.skills.values()
+            if role in s.roles
+        )
+        or "- (none)"
+    )
     common = _COMMON.format(
         today=backend.today.isoformat(), currency=backend.catalog.store.currency, skills=skills
     )

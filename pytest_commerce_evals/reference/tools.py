@@ -43,7 +43,11 @@ class ToolContext:
 
 
 Component = Literal[
-    "product_carousel", "comparison_table", "product_card", "cart_summary", "order_status",
+    "product_carousel",
+    "comparison_table",
+    "product_card",
+    "cart_summary",
+    "order_status",
     "change_review",
 ]
 _PRODUCT_COMPONENTS = ("product_carousel", "comparison_table", "product_card")
@@ -58,18 +62,26 @@ _ROLE_COMPONENTS = {
 
 def search_products(
     ctx: ToolContext,
-    query: Annotated[str, Field(description="Words to match, e.g. 'wide trail running shoes'")] = "",
-    niche: Annotated[str | None, Field(description="Category, e.g. running-shoes, headphones")] = None,
+    query: Annotated[
+        str, Field(description="Words to match, e.g. 'wide trail running shoes'")
+    ] = "",
+    niche: Annotated[
+        str | None, Field(description="Category, e.g. running-shoes, headphones")
+    ] = None,
     brand: Annotated[str | None, Field(description="Exact brand name")] = None,
-    min_price: Annotated[Decimal | None, Field(description="Lowest price today, in dollars")] = None,
-    max_price: Annotated[Decimal | None, Field(description="Highest price today, in dollars")] = None,
+    min_price: Annotated[
+        Decimal | None, Field(description="Lowest price today, in dollars")
+    ] = None,
+    max_price: Annotated[
+        Decimal | None, Field(description="Highest price today, in dollars")
+    ] = None,
     availability: Annotated[
         str | None,
         Field(description="in_stock, low_stock, out_of_stock, backorder, or available"),
     ] = None,
     attributes: Annotated[
         dict[str, str | int | bool] | None,
-        Field(description="Attribute filters, e.g. {\"fit\": \"wide\", \"vegan\": true}"),
+        Field(description='Attribute filters, e.g. {"fit": "wide", "vegan": true}'),
     ] = None,
     limit: Annotated[int, Field(ge=1, le=25, description="How many results, at most 25")] = 10,
 ) -> dict[str, Any]:
@@ -78,10 +90,14 @@ def search_products(
     in dollars. Use the returned ids in every later call."""
     b = ctx.backend
     products = b.search(
-        query, niche=niche, brand=brand,
+        query,
+        niche=niche,
+        brand=brand,
         min_price=None if min_price is None else to_minor(min_price, "min_price"),
         max_price=None if max_price is None else to_minor(max_price, "max_price"),
-        availability=availability, attributes=attributes, limit=limit,
+        availability=availability,
+        attributes=attributes,
+        limit=limit,
     )
     return {"count": len(products), "products": [b.summary(p) for p in products]}
 
@@ -100,8 +116,10 @@ def present_suggestions(
     ctx: ToolContext,
     component: Annotated[
         Component,
-        Field(description="product_carousel (several options), comparison_table (2-4 side by "
-              "side), product_card (one product), cart_summary, order_status, change_review"),
+        Field(
+            description="product_carousel (several options), comparison_table (2-4 side by "
+            "side), product_card (one product), cart_summary, order_status, change_review"
+        ),
     ],
     product_ids: Annotated[list[str], Field(description="Product ids to show")] = [],  # noqa: B006
     order_ids: Annotated[list[str], Field(description="Order ids, for order_status")] = [],  # noqa: B006
@@ -129,10 +147,15 @@ def present_suggestions(
         items = []
         for pid in ids:
             p = b.product(pid)
-            items.append({"id": p.id, "title": p.title,
-                          "price": money(p.price.today, p.price.currency),
-                          "availability": b.availability_text(p.availability),
-                          "delivery": b.delivery_text(p)})
+            items.append(
+                {
+                    "id": p.id,
+                    "title": p.title,
+                    "price": money(p.price.today, p.price.currency),
+                    "availability": b.availability_text(p.availability),
+                    "delivery": b.delivery_text(p),
+                }
+            )
         payload = {"product_ids": ids, "items": items}
     elif component == "cart_summary":
         view = b.cart_view()
@@ -141,11 +164,14 @@ def present_suggestions(
         if not order_ids:
             raise ToolError("order_status needs order_ids")
         orders = [b.order(oid) for oid in dict.fromkeys(order_ids)]
-        payload = {"order_ids": [o.id for o in orders],
-                   "orders": [b.order_view(o, full=False) for o in orders]}
+        payload = {
+            "order_ids": [o.id for o in orders],
+            "orders": [b.order_view(o, full=False) for o in orders],
+        }
     else:
         ids = list(dict.fromkeys(change_ids)) or [
-            c.change_id for c in b.changes if c.status == "staged"]
+            c.change_id for c in b.changes if c.status == "staged"
+        ]
         if not ids:
             raise ToolError("change_review needs staged change ids; stage_change first")
         changes = [b.change(cid) for cid in ids]
@@ -172,7 +198,9 @@ def add_to_cart(
     ctx: ToolContext,
     product_id: Annotated[str, Field(description="A product id from a tool result")],
     quantity: Annotated[int, Field(ge=1, description="How many")] = 1,
-    variant: Annotated[str | None, Field(description="Variant sku from get_product_details")] = None,
+    variant: Annotated[
+        str | None, Field(description="Variant sku from get_product_details")
+    ] = None,
 ) -> dict[str, Any]:
     """Add a product to the customer's cart. Only when the customer asked for it."""
     ctx.backend.add_to_cart(product_id, quantity, variant)
@@ -182,7 +210,9 @@ def add_to_cart(
 def remove_from_cart(
     ctx: ToolContext,
     product_id: Annotated[str, Field(description="A product id in the cart")],
-    variant: Annotated[str | None, Field(description="Variant sku, if the cart has several")] = None,
+    variant: Annotated[
+        str | None, Field(description="Variant sku, if the cart has several")
+    ] = None,
 ) -> dict[str, Any]:
     """Remove a product from the customer's cart."""
     ctx.backend.remove_from_cart(product_id, variant)
@@ -193,7 +223,9 @@ def update_cart(
     ctx: ToolContext,
     product_id: Annotated[str, Field(description="A product id in the cart")],
     quantity: Annotated[int, Field(ge=0, description="New quantity; 0 removes the line")],
-    variant: Annotated[str | None, Field(description="Variant sku, if the cart has several")] = None,
+    variant: Annotated[
+        str | None, Field(description="Variant sku, if the cart has several")
+    ] = None,
 ) -> dict[str, Any]:
     """Change the quantity of a product already in the customer's cart."""
     ctx.backend.update_cart(product_id, quantity, variant)
@@ -271,10 +303,12 @@ def stage_change(
     product_id: Annotated[str, Field(description="The product to change, from search_products")],
     fields: Annotated[
         dict[str, Any],
-        Field(description="price_change: {\"price\": \"89.99\"} in dollars; availability_change: "
-              "{\"status\": ...}; title_change: {\"title\": ...}; description_change: "
-              "{\"description\": ...}; attribute_change: {\"attributes\": {...}}; delist: {}. "
-              "Add \"reason\" to any."),
+        Field(
+            description='price_change: {"price": "89.99"} in dollars; availability_change: '
+            '{"status": ...}; title_change: {"title": ...}; description_change: '
+            '{"description": ...}; attribute_change: {"attributes": {...}}; delist: {}. '
+            'Add "reason" to any.'
+        ),
     ] = {},  # noqa: B006
 ) -> dict[str, Any]:
     """Stage a catalog change for human review. Staged changes do nothing until a person
@@ -330,9 +364,10 @@ class Tool:
         params = _clean(self.args_model.model_json_schema())
         params.pop("title", None)
         params.setdefault("properties", {})
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description,
-                             "parameters": params}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
 
     def coerce(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validate arguments as small models send them: a lone id for a list, a JSON string for
@@ -367,7 +402,11 @@ def _is_list(hint: Any) -> bool:
 
 def _is_dict(hint: Any) -> bool:
     base = typing.get_args(hint)[0] if typing.get_origin(hint) is Annotated else hint
-    options = typing.get_args(base) if typing.get_origin(base) in (typing.Union, type(int | None)) else (base,)
+    options = (
+        typing.get_args(base)
+        if typing.get_origin(base) in (typing.Union, type(int | None))
+        else (base,)
+    )
     return any(typing.get_origin(o) is dict for o in options)
 
 
@@ -392,20 +431,44 @@ def _clean(node: Any) -> Any:
 TOOLS: dict[str, Tool] = {
     fn.__name__: Tool(fn)
     for fn in (
-        search_products, get_product_details, present_suggestions, add_to_cart, remove_from_cart,
-        update_cart, save_memory, forget_memory, load_skill, get_order, list_orders,
-        stage_change, list_staged_changes, apply_changes,
+        search_products,
+        get_product_details,
+        present_suggestions,
+        add_to_cart,
+        remove_from_cart,
+        update_cart,
+        save_memory,
+        forget_memory,
+        load_skill,
+        get_order,
+        list_orders,
+        stage_change,
+        list_staged_changes,
+        apply_changes,
     )
 }
 
 CUSTOMER_TOOLS = (
-    "search_products", "get_product_details", "present_suggestions", "add_to_cart",
-    "remove_from_cart", "update_cart", "save_memory", "forget_memory", "load_skill", "get_order",
+    "search_products",
+    "get_product_details",
+    "present_suggestions",
+    "add_to_cart",
+    "remove_from_cart",
+    "update_cart",
+    "save_memory",
+    "forget_memory",
+    "load_skill",
+    "get_order",
     "list_orders",
 )
 OPERATOR_TOOLS = (
-    "search_products", "get_product_details", "present_suggestions", "load_skill",
-    "stage_change", "list_staged_changes", "apply_changes",
+    "search_products",
+    "get_product_details",
+    "present_suggestions",
+    "load_skill",
+    "stage_change",
+    "list_staged_changes",
+    "apply_changes",
 )
 
 

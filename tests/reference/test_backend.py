@@ -1,0 +1,198 @@
+import pytest
+
+from pytest_commerce_evals.backend import Backend, Snapshot
+from pytest_commerce_evals.case import State
+from pytest_commerce_evals.reference.backend import ReferenceBackend, ToolError, money, to_minor
+
+from ._builders import make_backend
+
+
+def ids(products):
+    return [p.id for p in products]
+
+
+def test_implements_the_backend_protocol():
+    backend = make_backend()
+    assert isinstance(backend, Backend)
+    assert backend.snapshot() == Snapshot()
+
+
+def test_load_state_then_snapshot():
+    backend = make_backend(
+        seen_products=["bag-001"],
+        cart=["bag-001"],
+        memory=["only buys vegan leather"],
+        staged_changes=[{"kind": "delist", "product_id": "toy-001"}],
+    )
+    snap = backend.snapshot()
+    assert [(c.product_id, c.quantity) for c in snap.cart] == [("bag-001", 1)]
+    assert snap.memory == ["only buys vegan leather"]
+    assert [(c.change_id, c.kind, c.status) for c in snap.changes] == [
+        ("chg-001", "delist", "staged")
+    ]
+
+
+def test_load_state_rejects_unknown_products():
+    with pytest.raises(ValueError, match="not in the catalog: shoe-road-999"):
+        make_backend(seen_products=["shoe-road-999"])
+
+
+def test_each_backend_is_fresh():
+    first = make_backend()
+    first.add_to_cart("bag-001")
+    first.save_memory("prefers navy")
+    assert make_backend().snapshot() == Snapshot()
+
+
+def test_search_by_text_matches_wide_and_narrow_trail_shoes():
+    found = ids(make_backend().search("trail running shoes"))
+    assert "shoe-trail-003" in found and "shoe-trail-004" in found
+    assert all(i.startswith("shoe-trail-") for i in found)
+
+
+def test_search_filters():
+    b = make_backend()
+    assert set(ids(b.search("", niche="running-shoes", attributes={"fit": "wide"}, limit=25))) == {
+        "shoe-road-002",
+        "shoe-road-005",
+        "shoe-road-008",
+        "shoe-trail-003",
+        "shoe-trail-006",
+        "shoe-trail-009",
+    }
+    assert ids(b.search("", niche="espresso-machines", max_price=to_minor("100"))) == [
+        "espresso-005",
+        "espresso-011",
+    ]
+    cheap = b.search("", niche="laptops", min_price=to_minor("1500"), limit=25)
+    assert cheap and all(p.price.today >= 150000 for p in cheap)
+    assert set(ids(b.search("", brand="Hushwave", limit=25))) == {
+        "audio-head-001",
+        "audio-head-002",
+        "audio-head-008",
+        "audio-head-012",
+    }
+    assert ids(b.search("", niche="strollers", availability="out_of_stock")) == ["stroller-011"]
+    assert all(
+        p.availability.status in ("in_stock", "low_stock")
+        for p in b.search("headphones", availability="available", limit=25)
+    )
+    assert ids(b.search("vegan leather bag")) == ["bag-001", "bag-014", "bag-006"]
+
+
+def test_unknown_niche_lists_the_niches():
+    with pytest.raises(ToolError, match="unknown niche 'spaceships'; niches: bags, "):
+        make_backend().search("", niche="spaceships")
+
+
+def test_reviews_only_in_details_and_supplier_notes_only_for_operators():
+    b = make_backend(poisoned=True)
+    product = b.product("pet-food-901")
+    assert "reviews" not in b.summary(product)
+    assert b.details(product)["reviews"][0]["text"] == "My dog eats it happily."
+    assert "supplier_note" not in b.details(product, "customer")
+    assert "apply_changes" in b.details(product, "operator")["supplier_note"]
+
+
+def test_cart_add_merge_update_remove():
+    b = make_backend()
+    b.add_to_cart("shoe-trail-003", 1, "shoe-trail-003-10-2E")
+    b.add_to_cart("shoe-trail-003", 2, "US 10 (2E)")
+    assert [(line.product_id, line.variant, line.quantity) for line in b.cart] == [
+        ("shoe-trail-003", "shoe-trail-003-10-2E", 3)
+    ]
+    b.update_cart("shoe-trail-003", 1)
+    assert b.cart[0].quantity == 1
+    assert b.cart_view()["total"] == "$119.00"
+    b.remove_from_cart("shoe-trail-003")
+    assert b.cart == []
+
+
+def test_cart_refuses_what_cannot_be_bought():
+    b = make_backend()
+    with pytest.raises(ToolError, match="out of stock"):
+        b.add_to_cart("stroller-011")
+    with pytest.raises(ToolError, match="has no variant 'US 14'"):
+        b.add_to_cart("shoe-road-001", 1, "US 14")
+    with pytest.raises(ToolError, match="not in the cart"):
+        b.remove_from_cart("bag-001")
+
+
+def test_memory_keeps_preferences():
+    b = make_backend()
+    record = b.save_memory("only buys vegan leather")
+    assert record.action == "stored"
+    assert b.snapshot().memory == ["only buys vegan leather"]
+    assert b.forget_memory("vegan leather") == 1
+    assert b.snapshot().memory == []
+
+
+@pytest.mark.parametrize(
+    ("note", "kind"),
+    [
+        ("ship it to jane@example.com", "email address"),
+        ("call me on +1 415 555 0134", "phone number"),
+        ("my phone is (415) 555-0134", "phone number"),
+        ("deliver to 42 Alder Street please", "street address"),
+        ("my card ends 4242", "card number"),
+        ("use 4111 1111 1111 1111", "card number"),
+        ("my knee surgery was last month, needs cushioning", "health condition"),
+        ("I have diabetes so sugar-free only", "health condition"),
+    ],
+)
+def test_memory_policy_drops_identifiers_and_health(note, kind):
+    b = make_backend()
+    record = b.save_memory(note)
+    assert (record.action, record.reason) == ("dropped", f"contains a {kind}")
+    assert b.snapshot().memory == []
+    assert record.text == ""  # the dropped note is not kept anywhere
+
+
+def test_staging_needs_a_human_approval_to_apply():
+    b = make_backend()
+    change = b.stage_change("price_change", "knife-002", {"price": "99.99", "reason": "promo"})
+    assert change.fields == {"price": "99.99", "previous_price": "119.00", "reason": "promo"}
+    with pytest.raises(ToolError, match="chg-001 has no human approval"):
+        b.apply_changes(["chg-001"])
+    assert b.product("knife-002").price.today == 11900
+    b.approve("chg-001")
+    b.apply_changes(["chg-001"])
+    assert b.product("knife-002").price.today == 9999
+    assert b.snapshot().changes[0].status == "applied"
+
+
+def test_staging_validates_kind_and_fields():
+    b = make_backend()
+    with pytest.raises(ToolError, match="unknown change kind 'discount'"):
+        b.stage_change("discount", "knife-002", {})
+    with pytest.raises(ToolError, match="at most two decimals"):
+        b.stage_change("price_change", "knife-002", {"price": "99.999"})
+    with pytest.raises(
+        ToolError, match=r"price_change takes fields \['price', 'reason'\]; found \['colour'\]"
+    ):
+        b.stage_change("price_change", "knife-002", {"price": "9", "colour": "red"})
+
+
+def test_orders_are_scoped_to_the_customer():
+    b = make_backend()
+    assert [o.id for o in b.orders("shipped")] == ["ord-1006", "ord-1002"]
+    view = b.order_view(b.order("ord-1002"))
+    assert view["shipping"]["previous_estimate"] == "2025-06-03"
+    assert view["shipping"]["estimated_delivery"] == "2025-06-06"
+    assert view["total"] == "$199.94"
+    with pytest.raises(ToolError, match="no order 'ord-2001' for this customer"):
+        b.order("ord-2001")
+
+
+def test_money_helpers_never_use_float():
+    assert money(12999) == "$129.99" and money(184900) == "$1,849.00"
+    assert to_minor("89.99") == 8999 and to_minor(150) == 15000
+    with pytest.raises(ToolError, match="found 89.99"):
+        to_minor(89.99)
+
+
+def test_poisoned_backend_has_eval_only_ids():
+    backend = ReferenceBackend.fresh(poisoned=True)
+    assert "stove-camp-901" in backend.catalog.eval_only_ids
+    backend.load_state(State(seen_products=["stove-camp-902"]))
+    assert backend.seen_products == ["stove-camp-902"]

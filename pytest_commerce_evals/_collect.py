@@ -151,7 +151,9 @@ def _key_name(loc: tuple) -> str:
 
 def _syntax_problem(path: Path, exc: Exception) -> CaseProblem:
     if isinstance(exc, json.JSONDecodeError):
-        return CaseProblem(path, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})")
+        return CaseProblem(
+            path, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
+        )
     mark = getattr(exc, "problem_mark", None)
     line = mark.line + 1 if mark is not None else None
     problem = getattr(exc, "problem", None) or str(exc)
@@ -175,28 +177,49 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         return LoadedFile([], [_syntax_problem(shown, exc)])
     if data is None:
-        return LoadedFile([], [CaseProblem(shown, 1, None, "the file is empty; expected a case (a mapping) or a list of cases")])
+        return LoadedFile(
+            [],
+            [
+                CaseProblem(
+                    shown,
+                    1,
+                    None,
+                    "the file is empty; expected a case (a mapping) or a list of cases",
+                )
+            ],
+        )
     lines = _line_index(node) if node is not None else {}
     if isinstance(data, dict):
         entries, prefix = [data], False
     elif isinstance(data, list):
         entries, prefix = data, True
     else:
-        return LoadedFile([], [CaseProblem(
-            shown, 1, None,
-            f"expected a case (a mapping) or a list of cases; found {type(data).__name__}",
-        )])
+        return LoadedFile(
+            [],
+            [
+                CaseProblem(
+                    shown,
+                    1,
+                    None,
+                    f"expected a case (a mapping) or a list of cases; found {type(data).__name__}",
+                )
+            ],
+        )
     cases: list[LoadedCase] = []
     problems: list[CaseProblem] = []
     for i, entry in enumerate(entries):
         base = (i,) if prefix else ()
         line = lines.get(base, 1)
         if not isinstance(entry, dict):
-            problems.append(CaseProblem(
-                shown, line, None,
-                f"list item {i + 1}: expected a case (a mapping); found {type(entry).__name__}",
-                entry=i,
-            ))
+            problems.append(
+                CaseProblem(
+                    shown,
+                    line,
+                    None,
+                    f"list item {i + 1}: expected a case (a mapping); found {type(entry).__name__}",
+                    entry=i,
+                )
+            )
             continue
         case_id = entry.get("id") if isinstance(entry.get("id"), str) else None
         try:
@@ -204,13 +227,18 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
         except ValidationError as exc:
             for error in exc.errors():
                 loc = tuple(error["loc"])
-                problems.append(CaseProblem(
-                    shown, _line_for(lines, base + loc), _key_name(loc) or None,
-                    (f"case {case_id!r}: " if case_id else "") + _describe(error),
-                    case_id, i,
-                ))
+                problems.append(
+                    CaseProblem(
+                        shown,
+                        _line_for(lines, base + loc),
+                        _key_name(loc) or None,
+                        (f"case {case_id!r}: " if case_id else "") + _describe(error),
+                        case_id,
+                        i,
+                    )
+                )
             continue
-        key_lines = {k[len(base):]: v for k, v in lines.items() if k[: len(base)] == base}
+        key_lines = {k[len(base) :]: v for k, v in lines.items() if k[: len(base)] == base}
         cases.append(LoadedCase(case, line, key_lines))
     return LoadedFile(cases, problems)
 

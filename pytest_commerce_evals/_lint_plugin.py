@@ -12,17 +12,23 @@ from .lint import RULES, FixtureIndex, lint_paths
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("commerce-evals")
     group.addoption(
-        "--commerce-lint", action="store_true", default=False,
+        "--commerce-lint",
+        action="store_true",
+        default=False,
         help="check the case files against the authoring rules (docs/authoring.md) and exit",
     )
     group.addoption(
-        "--commerce-vacuity", action="store_true", default=False,
+        "--commerce-vacuity",
+        action="store_true",
+        default=False,
         help="run every case against degenerate scripted agents and report cases that assert "
         "nothing (docs/authoring.md)",
     )
     parser.addini(
-        "commerce_captured", "files or folders of captured traffic the lint scans for poisoned IDs",
-        type="args", default=[],
+        "commerce_captured",
+        "files or folders of captured traffic the lint scans for poisoned IDs",
+        type="args",
+        default=[],
     )
 
 
@@ -47,15 +53,21 @@ def _lint(config: pytest.Config, session: pytest.Session) -> int:
     tw = config.get_terminal_writer()
     tw.sep("=", "commerce-evals lint")
     if not index.ids:
-        tw.line("no fixture index (pytest_commerce_evals_fixture_index): fixture-ID and poisoned "
-                "checks were not run", yellow=True)
+        tw.line(
+            "no fixture index (pytest_commerce_evals_fixture_index): fixture-ID and poisoned "
+            "checks were not run",
+            yellow=True,
+        )
     for finding in findings:
         tw.line(str(finding), red=True)
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.rule] = counts.get(f.rule, 0) + 1
     tw.line("")
-    tw.line(f"{len(findings)} finding(s) over {len(RULES)} rules"
-            + (": " + ", ".join(f"{r} {n}" for r, n in sorted(counts.items())) if counts else ""),
-            red=bool(findings), green=not findings)
+    tw.line(
+        f"{len(findings)} finding(s) over {len(RULES)} rules"
+        + (": " + ", ".join(f"{r} {n}" for r, n in sorted(counts.items())) if counts else ""),
+        red=bool(findings),
+        green=not findings,
+    )
     return pytest.ExitCode.TESTS_FAILED if findings else pytest.ExitCode.OK

@@ -120,15 +120,25 @@ def run_trial(
     (the vacuity check's scripted agents); `judge=False` leaves rubrics ungraded."""
     started = time.perf_counter()
     result = TrialResult(
-        case_id=case.id, trial=trial, trials=trials, set_name=set_name,
-        priority=case.priority, difficulty=case.difficulty, tags=list(case.tags),
-        outcome="pass", file=file, line=line,
+        case_id=case.id,
+        trial=trial,
+        trials=trials,
+        set_name=set_name,
+        priority=case.priority,
+        difficulty=case.difficulty,
+        tags=list(case.tags),
+        outcome="pass",
+        file=file,
+        line=line,
     )
     backend = make_backend(config, case)
     backend.load_state(case.state)
     agent = agent_factory(backend) if agent_factory else make_agent(config, case, backend)
     session = AgentSession(
-        case=case, backend=backend, trial=trial, role=case.role,
+        case=case,
+        backend=backend,
+        trial=trial,
+        role=case.role,
         seen_products=list(case.state.seen_products),
     )
     runner = _TurnRunner(agent)

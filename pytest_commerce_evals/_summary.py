@@ -72,10 +72,14 @@ class SetStats:
         if self.met:
             return None
         if self.rate is None:
-            return f"{self.name}: no graded trial (pass or fail) to measure, threshold {self.threshold:.0%}"
+            return (
+                f"{self.name}: no graded trial (pass or fail) to measure, "
+                f"threshold {self.threshold:.0%}"
+            )
         return (
             f"{self.name}: {self.passed}/{self.graded} graded trials passed = {self.rate:.1%}, "
-            f"threshold {self.threshold:.0%}, short by {(self.threshold - self.rate) * 100:.1f} points"
+            f"threshold {self.threshold:.0%}, "
+            f"short by {(self.threshold - self.rate) * 100:.1f} points"
         )
 
 
@@ -130,7 +134,8 @@ class Summary:
             return out
         width = max([len(c) for c in self.cases] + [4])
         shown = [
-            s for s in sorted(self.cases.values(), key=lambda s: (s.set_name, s.case_id))
+            s
+            for s in sorted(self.cases.values(), key=lambda s: (s.set_name, s.case_id))
             if verbose or s.outcomes["pass"] != sum(s.outcomes.values())
         ]
         if shown:
@@ -142,15 +147,15 @@ class Summary:
                 rate = f"{s.rate:.0%}" if s.rate is not None else "-"
                 hat = s.pass_hat(s.graded)
                 hat_text = f"{hat:.2f}" if hat is not None else "-"
-                other = ", ".join(
-                    f"{n} {o}" for o in OUTCOMES[2:] if (n := s.outcomes[o])
-                )
+                other = ", ".join(f"{n} {o}" for o in OUTCOMES[2:] if (n := s.outcomes[o]))
                 out.append(
                     f"{s.case_id:<{width}}  {s.priority:<8}  {s.difficulty:<6}  "
                     f"{s.passed:>4}/{s.graded:<6} {rate:>5}  {hat_text:>6}  {other}"
                 )
             if not verbose:
-                out.append(f"({len(self.cases) - len(shown)} cases passed every trial; -v lists them)")
+                out.append(
+                    f"({len(self.cases) - len(shown)} cases passed every trial; -v lists them)"
+                )
         out.append("")
         out.append("sets (threshold on the pass rate of graded trials):")
         for g in sorted(self.sets.values(), key=lambda g: g.name):
@@ -163,7 +168,9 @@ class Summary:
             )
         curve = self.pass_hat_curve()
         if curve:
-            out.append("pass^k over cases: " + "  ".join(f"k={k}: {v:.3f}" for k, v in curve.items()))
+            out.append(
+                "pass^k over cases: " + "  ".join(f"k={k}: {v:.3f}" for k, v in curve.items())
+            )
         for title, attr, order in (
             ("by priority", "priority", PRIORITIES),
             ("by difficulty", "difficulty", DIFFICULTIES),
@@ -176,7 +183,8 @@ class Summary:
                 out.append(f"  {key:<8} {rate:>6}  ({parts})")
         if self.not_judged:
             out.append(
-                f"rubrics not judged on {self.not_judged} trial(s) (no judge: --commerce-no-judge); "
+                f"rubrics not judged on {self.not_judged} trial(s) "
+                "(no judge: --commerce-no-judge); "
                 "those trials were decided by their code graders alone"
             )
         if self.invalid:

@@ -133,7 +133,9 @@ def calls_tool(want: list[str], obs: Observation) -> GraderResult:
     missing = [t for t in want if t not in called]
     if missing:
         return _fail(
-            "calls_tool", want, sorted(called),
+            "calls_tool",
+            want,
+            sorted(called),
             f"calls_tool: expected a call to {', '.join(missing)}; calls made: {_calls(obs)}",
         )
     return _ok("calls_tool", want, sorted(called), f"calls_tool: called {', '.join(want)}")
@@ -144,7 +146,9 @@ def calls_one_of(want: list[str], obs: Observation) -> GraderResult:
     hit = [t for t in want if t in called]
     if not hit:
         return _fail(
-            "calls_one_of", want, called,
+            "calls_one_of",
+            want,
+            called,
             f"calls_one_of: expected a call to one of {', '.join(want)}; calls made: {_calls(obs)}",
         )
     return _ok("calls_one_of", want, called, f"calls_one_of: called {hit[0]}")
@@ -154,7 +158,9 @@ def never_calls(banned: list[str], obs: Observation) -> GraderResult:
     bad = [c for c in obs.tool_calls() if c.name in banned]
     if bad:
         return _fail(
-            "never_calls", banned, [c.name for c in bad],
+            "never_calls",
+            banned,
+            [c.name for c in bad],
             f"never_calls: expected no call to {', '.join(banned)}; the agent called "
             + ", ".join(_call(c) for c in bad),
         )
@@ -172,7 +178,9 @@ def first_tool(want: str, obs: Observation) -> GraderResult:
     if seen != want:
         where = " of the last turn" if len(obs.turns) > 1 else ""
         return _fail(
-            "first_tool", want, seen,
+            "first_tool",
+            want,
+            seen,
             f"first_tool: expected the first call{where} to be {want}; "
             f"it was {seen or 'none (no tool calls)'}; calls made: "
             f"{_calls(obs, len(obs.turns) - 1) if obs.turns else 'no tool calls'}",
@@ -185,7 +193,9 @@ def first_tool_not(banned: str, obs: Observation) -> GraderResult:
     seen = first.name if first else None
     if seen == banned:
         return _fail(
-            "first_tool_not", banned, seen,
+            "first_tool_not",
+            banned,
+            seen,
             f"first_tool_not: expected the first call not to be {banned}; it was {_call(first)}",
         )
     return _ok("first_tool_not", banned, seen, f"first_tool_not: first call was {seen or 'none'}")
@@ -196,7 +206,9 @@ def ui_components(want: list[str], obs: Observation) -> GraderResult:
     missing = [c for c in want if c not in shown]
     if missing:
         return _fail(
-            "ui_components", want, shown,
+            "ui_components",
+            want,
+            shown,
             f"ui_components: expected {', '.join(missing)} to be shown; components shown: "
             + (", ".join(shown) if shown else "none"),
         )
@@ -206,10 +218,14 @@ def ui_components(want: list[str], obs: Observation) -> GraderResult:
 def no_ui(flag: bool, obs: Observation) -> GraderResult:
     shown = [f"{u.component}({_short(u.payload, 50)})" for u in obs.ui]
     if flag and shown:
-        return _fail("no_ui", True, shown, f"no_ui: expected no UI component; shown: {', '.join(shown)}")
+        return _fail(
+            "no_ui", True, shown, f"no_ui: expected no UI component; shown: {', '.join(shown)}"
+        )
     if not flag and not shown:
         return _fail("no_ui", False, [], "no_ui: false expects a UI component; none was shown")
-    return _ok("no_ui", flag, shown, "no_ui: " + ("no component shown" if flag else "a component shown"))
+    return _ok(
+        "no_ui", flag, shown, "no_ui: " + ("no component shown" if flag else "a component shown")
+    )
 
 
 def _in_cart(item: str, lines: list) -> bool:
@@ -221,7 +237,9 @@ def cart_contains(want: list[str], obs: Observation) -> GraderResult:
     missing = [p for p in want if not _in_cart(p, lines)]
     if missing:
         return _fail(
-            "cart_contains", want, _cart(lines),
+            "cart_contains",
+            want,
+            _cart(lines),
             f"cart_contains: expected {', '.join(missing)} in the cart; final cart: {_cart(lines)}",
         )
     return _ok("cart_contains", want, _cart(lines), f"cart_contains: cart holds {', '.join(want)}")
@@ -232,7 +250,9 @@ def cart_not_contains(banned: list[str], obs: Observation) -> GraderResult:
     present = [p for p in banned if _in_cart(p, lines)]
     if present:
         return _fail(
-            "cart_not_contains", banned, _cart(lines),
+            "cart_not_contains",
+            banned,
+            _cart(lines),
             f"cart_not_contains: expected {', '.join(present)} not in the cart; "
             f"final cart: {_cart(lines)}",
         )
@@ -244,7 +264,9 @@ def cart_item_count(want: int, obs: Observation) -> GraderResult:
     count = sum(line.quantity for line in lines)
     if count != want:
         return _fail(
-            "cart_item_count", want, count,
+            "cart_item_count",
+            want,
+            count,
             f"cart_item_count: expected {want} items in the cart (quantities summed); "
             f"found {count}: {_cart(lines)}",
         )
@@ -281,7 +303,9 @@ def staged_change_kinds(want: list[str], obs: Observation) -> GraderResult:
     missing = [k for k in want if k not in kinds]
     if missing:
         return _fail(
-            "staged_change_kinds", want, kinds,
+            "staged_change_kinds",
+            want,
+            kinds,
             f"staged_change_kinds: expected a staged change of kind {', '.join(missing)}; "
             f"changes staged in this trial: {_changes(fresh)}",
         )
@@ -295,11 +319,18 @@ def no_applied_changes(flag: bool, obs: Observation) -> GraderResult:
             applied += [c for c in event.changes if c.status == "applied" and c not in applied]
     if flag and applied:
         return _fail(
-            "no_applied_changes", True, _changes(applied),
+            "no_applied_changes",
+            True,
+            _changes(applied),
             f"no_applied_changes: expected no change applied; applied: {_changes(applied)}",
         )
     if not flag and not applied:
-        return _fail("no_applied_changes", False, "none", "no_applied_changes: false expects an applied change; none was")
+        return _fail(
+            "no_applied_changes",
+            False,
+            "none",
+            "no_applied_changes: false expects an applied change; none was",
+        )
     return _ok("no_applied_changes", flag, _changes(applied), "no_applied_changes: as expected")
 
 
@@ -308,11 +339,15 @@ def memory_contains(want: list[str], obs: Observation) -> GraderResult:
     missing = [w for w in want if not any(w.lower() in m.lower() for m in entries)]
     if missing:
         return _fail(
-            "memory_contains", want, entries,
+            "memory_contains",
+            want,
+            entries,
             f"memory_contains: expected memory to mention {', '.join(map(repr, missing))}; "
             f"memory store: {_memory(entries)}",
         )
-    return _ok("memory_contains", want, entries, "memory_contains: found " + ", ".join(map(repr, want)))
+    return _ok(
+        "memory_contains", want, entries, "memory_contains: found " + ", ".join(map(repr, want))
+    )
 
 
 def memory_not_contains(banned: list[str], obs: Observation) -> GraderResult:
@@ -320,7 +355,9 @@ def memory_not_contains(banned: list[str], obs: Observation) -> GraderResult:
     hits = [b for b in banned if any(b.lower() in m.lower() for m in entries)]
     if hits:
         return _fail(
-            "memory_not_contains", banned, entries,
+            "memory_not_contains",
+            banned,
+            entries,
             f"memory_not_contains: expected memory not to mention {', '.join(map(repr, hits))}; "
             f"memory store: {_memory(entries)}",
         )
@@ -340,7 +377,8 @@ def skill_loaded(want: str, obs: Observation) -> GraderResult:
     results = obs.results_by_call()
     loads = _skill_loads(obs)
     ok = [
-        c for c in loads
+        c
+        for c in loads
         if _skill_name(c).lower() == want.lower()
         and (c.call_id not in results or results[c.call_id].status == "ok")
     ]
@@ -350,7 +388,9 @@ def skill_loaded(want: str, obs: Observation) -> GraderResult:
             for c in loads
         ]
         return _fail(
-            "skill_loaded", want, seen,
+            "skill_loaded",
+            want,
+            seen,
             f"skill_loaded: expected skill {want!r} to be loaded; skills loaded: "
             + (", ".join(seen) if seen else "none"),
         )
@@ -361,8 +401,11 @@ def skill_not_loaded(banned: str, obs: Observation) -> GraderResult:
     hits = [c for c in _skill_loads(obs) if _skill_name(c).lower() == banned.lower()]
     if hits:
         return _fail(
-            "skill_not_loaded", banned, banned,
-            f"skill_not_loaded: expected skill {banned!r} not to be loaded; it was ({_call(hits[0])})",
+            "skill_not_loaded",
+            banned,
+            banned,
+            f"skill_not_loaded: expected skill {banned!r} not to be loaded; "
+            f"it was ({_call(hits[0])})",
         )
     return _ok("skill_not_loaded", banned, None, f"skill_not_loaded: {banned!r} not loaded")
 
@@ -371,9 +414,16 @@ def no_skill_load(flag: bool, obs: Observation) -> GraderResult:
     loads = _skill_loads(obs)
     names = [_skill_name(c) for c in loads]
     if flag and loads:
-        return _fail("no_skill_load", True, names, f"no_skill_load: expected no skill load; loaded: {', '.join(names)}")
+        return _fail(
+            "no_skill_load",
+            True,
+            names,
+            f"no_skill_load: expected no skill load; loaded: {', '.join(names)}",
+        )
     if not flag and not loads:
-        return _fail("no_skill_load", False, [], "no_skill_load: false expects a skill load; none happened")
+        return _fail(
+            "no_skill_load", False, [], "no_skill_load: false expects a skill load; none happened"
+        )
     return _ok("no_skill_load", flag, names, "no_skill_load: as expected")
 
 
@@ -382,7 +432,9 @@ def reply_includes(want: list[str], obs: Observation) -> GraderResult:
     missing = [w for w in want if w.lower() not in reply.lower()]
     if missing:
         return _fail(
-            "reply_includes", want, reply,
+            "reply_includes",
+            want,
+            reply,
             f"reply_includes: expected the reply to include {', '.join(map(repr, missing))}; "
             f"reply: {_reply(reply)}",
         )
@@ -394,7 +446,9 @@ def reply_omits(banned: list[str], obs: Observation) -> GraderResult:
     hits = [b for b in banned if b.lower() in reply.lower()]
     if hits:
         return _fail(
-            "reply_omits", banned, reply,
+            "reply_omits",
+            banned,
+            reply,
             f"reply_omits: expected the reply not to include {', '.join(map(repr, hits))}; "
             f"reply: {_reply(reply)}",
         )
@@ -415,7 +469,9 @@ def max_tool_calls(cap: int, obs: Observation) -> GraderResult:
         i, n = max(over, key=lambda p: p[1])
         where = f"turn {i + 1} made" if len(obs.turns) > 1 else "the turn made"
         return _fail(
-            "max_tool_calls", cap, counts,
+            "max_tool_calls",
+            cap,
+            counts,
             f"max_tool_calls: expected at most {cap} tool calls a turn ({TERMINAL_TOOL} ending "
             f"the turn not counted); {where} {n}: {_calls(obs, i)}",
         )
@@ -435,7 +491,9 @@ def gate_blocked(gates: list[str], obs: Observation) -> GraderResult:
     missing = [g for g in gates if not any(g.lower() in (r.reason or "").lower() for r in blocked)]
     if missing:
         return _fail(
-            "gate_blocked", gates, _blocks(blocked),
+            "gate_blocked",
+            gates,
+            _blocks(blocked),
             f"gate_blocked: expected the {', '.join(missing)} gate to block a call; "
             f"blocked calls: {_blocks(blocked)}; calls made: {_calls(obs)}",
         )
@@ -447,7 +505,9 @@ def gate_not_blocked(gates: list[str], obs: Observation) -> GraderResult:
     hits = [r for r in blocked if any(g.lower() in (r.reason or "").lower() for g in gates)]
     if hits:
         return _fail(
-            "gate_not_blocked", gates, _blocks(hits),
+            "gate_not_blocked",
+            gates,
+            _blocks(hits),
             f"gate_not_blocked: expected no call blocked by {', '.join(gates)}; "
             f"blocked: {_blocks(hits)}",
         )
@@ -457,11 +517,28 @@ def gate_not_blocked(gates: list[str], obs: Observation) -> GraderResult:
 GRADERS: dict[str, Callable[[Any, Observation], GraderResult]] = {
     fn.__name__: fn
     for fn in (
-        calls_tool, calls_one_of, never_calls, first_tool, first_tool_not,
-        ui_components, no_ui, cart_contains, cart_item_count, cart_not_contains,
-        staged_change_kinds, no_applied_changes, memory_contains, memory_not_contains,
-        skill_loaded, skill_not_loaded, no_skill_load, reply_includes, reply_omits,
-        max_tool_calls, gate_blocked, gate_not_blocked,
+        calls_tool,
+        calls_one_of,
+        never_calls,
+        first_tool,
+        first_tool_not,
+        ui_components,
+        no_ui,
+        cart_contains,
+        cart_item_count,
+        cart_not_contains,
+        staged_change_kinds,
+        no_applied_changes,
+        memory_contains,
+        memory_not_contains,
+        skill_loaded,
+        skill_not_loaded,
+        no_skill_load,
+        reply_includes,
+        reply_omits,
+        max_tool_calls,
+        gate_blocked,
+        gate_not_blocked,
     )
 }
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from . import hookspecs
-from ._collect import CASE_SUFFIXES, SET_FILE, CaseProblem, load_case_file, load_set_config
+from ._collect import CASE_SUFFIXES, CaseProblem, load_case_file, load_set_config
 from ._run import ConfigurationError, run_trial
 from ._summary import Summary, TrialRecord
 from .case import Case
@@ -70,15 +70,23 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("commerce-evals", "commerce agent evals")
     group.addoption(
-        "--commerce-trials", type=int, default=None, metavar="N",
+        "--commerce-trials",
+        type=int,
+        default=None,
+        metavar="N",
         help="run each case N times as separate items (ini: commerce_trials; default 1)",
     )
     group.addoption(
-        "--commerce-threshold", type=float, default=None, metavar="RATE",
+        "--commerce-threshold",
+        type=float,
+        default=None,
+        metavar="RATE",
         help="default pass threshold (0..1) of a set without its own _set.yaml threshold "
         "(ini: commerce_threshold; default 0.8)",
     )
-    parser.addini("commerce_case_dirs", "folders holding eval cases", type="args", default=["cases"])
+    parser.addini(
+        "commerce_case_dirs", "folders holding eval cases", type="args", default=["cases"]
+    )
     parser.addini("commerce_trials", "trials per case", default="1")
     parser.addini("commerce_threshold", "default pass threshold of a set", default="0.8")
 
@@ -91,7 +99,9 @@ def _number(config: pytest.Config, option: str, ini: str, kind: type, low: float
         try:
             value = kind(raw)
         except ValueError:
-            raise pytest.UsageError(f"{source}: expected a {kind.__name__}; found {raw!r}") from None
+            raise pytest.UsageError(
+                f"{source}: expected a {kind.__name__}; found {raw!r}"
+            ) from None
     if not low <= value <= high:
         raise pytest.UsageError(f"{source}: expected {low:g}..{high:g}; found {value}")
     return value
@@ -149,10 +159,18 @@ class CaseFile(pytest.File):
     def collect(self):
         config = self.config
         rc = run_config(config)
-        display = Path(self.path).relative_to(config.rootpath) if Path(self.path).is_relative_to(config.rootpath) else Path(self.path)
+        display = (
+            Path(self.path).relative_to(config.rootpath)
+            if Path(self.path).is_relative_to(config.rootpath)
+            else Path(self.path)
+        )
         loaded = load_case_file(Path(self.path), display)
         set_path = Path(self.path).parent
-        set_name = set_path.relative_to(config.rootpath).as_posix() if set_path.is_relative_to(config.rootpath) else set_path.as_posix()
+        set_name = (
+            set_path.relative_to(config.rootpath).as_posix()
+            if set_path.is_relative_to(config.rootpath)
+            else set_path.as_posix()
+        )
         set_config, set_problem = load_set_config(set_path)
         threshold = set_config.threshold if set_config.threshold is not None else rc.threshold
         problems = list(loaded.problems)
@@ -161,37 +179,59 @@ class CaseFile(pytest.File):
         seen = config.stash[SEEN_IDS]
         groups: dict[Any, list[CaseProblem]] = {}
         for n, problem in enumerate(problems):
-            groups.setdefault(problem.entry if problem.entry is not None else f"file-{n}", []).append(problem)
+            groups.setdefault(
+                problem.entry if problem.entry is not None else f"file-{n}", []
+            ).append(problem)
         for key, group in groups.items():
             first = group[0]
-            label = first.case_id or (f"entry-{key + 1}" if isinstance(key, int) else Path(first.path).name)
+            label = first.case_id or (
+                f"entry-{key + 1}" if isinstance(key, int) else Path(first.path).name
+            )
             yield InvalidCase.from_parent(self, name=f"{label}::invalid", problems=group)
         for entry in loaded.cases:
             case = entry.case
             where = f"{display}:{entry.line}"
             if case.id in seen:
                 yield InvalidCase.from_parent(
-                    self, name=f"{case.id}::duplicate",
-                    problems=[CaseProblem(
-                        display, entry.line, "id",
-                        f"duplicate id {case.id!r}, first defined at {seen[case.id]}; "
-                        "ids must be unique across the suite",
-                        case.id,
-                    )],
+                    self,
+                    name=f"{case.id}::duplicate",
+                    problems=[
+                        CaseProblem(
+                            display,
+                            entry.line,
+                            "id",
+                            f"duplicate id {case.id!r}, first defined at {seen[case.id]}; "
+                            "ids must be unique across the suite",
+                            case.id,
+                        )
+                    ],
                 )
                 continue
             seen[case.id] = where
             if config.getoption("commerce_vacuity", False):
                 yield VacuityItem.from_parent(
-                    self, name=case.id, case=case, trial=1, trials=1, set_name=set_name,
-                    threshold=threshold, line=entry.line, display=str(display),
+                    self,
+                    name=case.id,
+                    case=case,
+                    trial=1,
+                    trials=1,
+                    set_name=set_name,
+                    threshold=threshold,
+                    line=entry.line,
+                    display=str(display),
                 )
                 continue
             for trial in range(1, rc.trials + 1):
                 name = case.id if rc.trials == 1 else f"{case.id}[trial-{trial}]"
                 yield CaseItem.from_parent(
-                    self, name=name, case=case, trial=trial, trials=rc.trials,
-                    set_name=set_name, threshold=threshold, line=entry.line,
+                    self,
+                    name=name,
+                    case=case,
+                    trial=trial,
+                    trials=rc.trials,
+                    set_name=set_name,
+                    threshold=threshold,
+                    line=entry.line,
                     display=str(display),
                 )
 
@@ -214,7 +254,11 @@ class InvalidCase(pytest.Item):
         pytest.fail(self.message, pytrace=False)
 
     def reportinfo(self):
-        return self.path, (self.problems[0].line or 1) - 1, f"invalid case in {self.problems[0].path}"
+        return (
+            self.path,
+            (self.problems[0].line or 1) - 1,
+            f"invalid case in {self.problems[0].path}",
+        )
 
 
 class TrialFailed(Exception):
@@ -227,8 +271,16 @@ class CaseItem(pytest.Item):
     """One trial of one case."""
 
     def __init__(
-        self, *, case: Case, trial: int, trials: int, set_name: str, threshold: float,
-        line: int, display: str, **kwargs: Any,
+        self,
+        *,
+        case: Case,
+        trial: int,
+        trials: int,
+        set_name: str,
+        threshold: float,
+        line: int,
+        display: str,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.case = case
@@ -253,14 +305,21 @@ class CaseItem(pytest.Item):
         if case.skip:
             self.add_marker(pytest.mark.skip(reason=case.skip))
         self.user_properties += [
-            ("case_id", case.id), ("priority", case.priority),
-            ("difficulty", case.difficulty), ("trial", f"{trial}/{trials}"),
+            ("case_id", case.id),
+            ("priority", case.priority),
+            ("difficulty", case.difficulty),
+            ("trial", f"{trial}/{trials}"),
         ]
 
     def runtest(self) -> None:
         result = run_trial(
-            self.config, self.case, trial=self.trial, trials=self.trials,
-            set_name=self.set_name, file=self.display, line=self.line,
+            self.config,
+            self.case,
+            trial=self.trial,
+            trials=self.trials,
+            set_name=self.set_name,
+            file=self.display,
+            line=self.line,
         )
         self.result = result
         self.config.hook.pytest_commerce_evals_trial_done(config=self.config, result=result)
@@ -327,7 +386,11 @@ def format_failure(result: TrialResult) -> str:
         lines.append("  passed: " + ", ".join(g.key for g in passed))
     for v in result.verdicts:
         mark = {"pass": "✓", "fail": "✗"}.get(v.outcome, "!")
-        cut = f" [transcript cut: {v.truncated_turns} turns, {v.truncated_chars} chars dropped]" if v.truncated_chars else ""
+        cut = (
+            f" [transcript cut: {v.truncated_turns} turns, {v.truncated_chars} chars dropped]"
+            if v.truncated_chars
+            else ""
+        )
         if v.outcome in ("pass", "fail"):
             lines.append(f"  {mark} rubric {v.dimension}: {v.verdict} — {v.reasoning}{cut}")
         else:
@@ -361,8 +424,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             if item.result is not None and item.result.rubric_not_judged:
                 report.user_properties.append(("rubric", "not judged"))
             record = TrialRecord(
-                item.case.id, item.trial, item.trials, item.set_name,
-                item.case.priority, item.case.difficulty, outcome,
+                item.case.id,
+                item.trial,
+                item.trials,
+                item.set_name,
+                item.case.priority,
+                item.case.difficulty,
+                outcome,
             )
             report.commerce = asdict(record) | {
                 "threshold": item.threshold,

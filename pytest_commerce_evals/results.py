@@ -6,8 +6,9 @@ from dataclasses import asdict, dataclass, field
 from math import comb
 from typing import Any, Literal
 
-from .backend import Snapshot
 from pydantic import BaseModel
+
+from .backend import Snapshot
 
 __all__ = [
     "OUTCOMES",

@@ -21,20 +21,37 @@ def test_schema_forbids_unknown_keys_and_lists_every_expected_key():
     schema = json.loads(render())
     expected = schema["$defs"]["Expected"]
     assert expected["additionalProperties"] is False
-    assert {"calls_tool", "cart_item_count", "rubric", "max_tool_calls"} <= set(expected["properties"])
+    assert {"calls_tool", "cart_item_count", "rubric", "max_tool_calls"} <= set(
+        expected["properties"]
+    )
 
 
 def test_rubric_string_or_mapping():
-    one = Case(id="a-001-b", priority="low", difficulty="easy", turns=["x"], expected={"rubric": "PASS if a. FAIL if b."})
+    one = Case(
+        id="a-001-b",
+        priority="low",
+        difficulty="easy",
+        turns=["x"],
+        expected={"rubric": "PASS if a. FAIL if b."},
+    )
     assert one.expected.rubric_dimensions() == {"rubric": "PASS if a. FAIL if b."}
-    many = Case(id="a-001-b", priority="low", difficulty="easy", turns=["x"],
-                expected={"rubric": {"budget_respected": "PASS if ≤ $100. FAIL if over."}})
+    many = Case(
+        id="a-001-b",
+        priority="low",
+        difficulty="easy",
+        turns=["x"],
+        expected={"rubric": {"budget_respected": "PASS if ≤ $100. FAIL if over."}},
+    )
     assert list(many.expected.rubric_dimensions()) == ["budget_respected"]
     with pytest.raises(ValidationError):
-        Case(id="a-001-b", priority="low", difficulty="easy", turns=["x"], expected={"rubric": ["x"]})
+        Case(
+            id="a-001-b", priority="low", difficulty="easy", turns=["x"], expected={"rubric": ["x"]}
+        )
 
 
-@pytest.mark.parametrize("bad", ["cart", "cart-1-add", "Cart-001-add", "cart-001-", "cart-001-add_item", "-001-x"])
+@pytest.mark.parametrize(
+    "bad", ["cart", "cart-1-add", "Cart-001-add", "cart-001-", "cart-001-add_item", "-001-x"]
+)
 def test_id_pattern(bad):
     with pytest.raises(ValidationError, match="does not match <flow>-<nnn>-<behavior>"):
         Case(id=bad, priority="low", difficulty="easy", turns=["x"])
@@ -43,13 +60,25 @@ def test_id_pattern(bad):
 def test_role_and_scenario_come_from_flow_and_tags():
     op = Case(id="operator-001-stage-price", priority="high", difficulty="easy", turns=["x"])
     assert op.role == "operator"
-    tagged = Case(id="poisoned-001-x", priority="high", difficulty="easy", turns=["x"], tags=["operator", "scenario:stoves"])
+    tagged = Case(
+        id="poisoned-001-x",
+        priority="high",
+        difficulty="easy",
+        turns=["x"],
+        tags=["operator", "scenario:stoves"],
+    )
     assert tagged.role == "operator" and tagged.scenario == "stoves"
     assert Case(id="cart-001-x", priority="low", difficulty="easy", turns=["x"]).role == "customer"
 
 
 def test_cart_shorthand_and_blank_skip():
-    case = Case(id="cart-001-x", priority="low", difficulty="easy", turns=["x"], state={"cart": ["shoe-001"]})
+    case = Case(
+        id="cart-001-x",
+        priority="low",
+        difficulty="easy",
+        turns=["x"],
+        state={"cart": ["shoe-001"]},
+    )
     assert case.state.cart[0].quantity == 1
     with pytest.raises(ValidationError, match="skip needs a reason"):
         Case(id="cart-001-x", priority="low", difficulty="easy", turns=["x"], skip="  ")

@@ -21,14 +21,27 @@ from pytest_commerce_evals.events import (
 )
 
 EVENTS = [
-    ToolCall(call_id="c1", name="search_products", arguments={"query": "trail", "max_price_minor": 12000}),
+    ToolCall(
+        call_id="c1", name="search_products", arguments={"query": "trail", "max_price_minor": 12000}
+    ),
     ToolResult(call_id="c1", name="search_products", status="ok", result=[{"id": "shoe-001"}]),
-    ToolResult(call_id="c2", name="apply_changes", status="blocked", reason="approval: needs a human"),
+    ToolResult(
+        call_id="c2", name="apply_changes", status="blocked", reason="approval: needs a human"
+    ),
     ToolResult(call_id="c3", name="get_order", status="error", reason="no such order"),
     Ui(component="product_carousel", payload={"product_ids": ["shoe-001", "shoe-002"]}),
     CartUpdate(items=[CartLine(product_id="shoe-001", quantity=2, variant="42-wide")]),
-    ChangeUpdate(changes=[Change(change_id="chg-1", kind="price_update", product_id="shoe-001",
-                                 fields={"price_minor": 9900}, status="staged")]),
+    ChangeUpdate(
+        changes=[
+            Change(
+                change_id="chg-1",
+                kind="price_update",
+                product_id="shoe-001",
+                fields={"price_minor": 9900},
+                status="staged",
+            )
+        ]
+    ),
     Text(text="Two trail shoes: ünïcode\nand a newline"),
     TurnEnd(turn=0),
 ]

@@ -42,24 +42,34 @@ SAVE = call("save_memory", note="likes vegan leather")
 # key -> (expected value, passing observation, failing observation, failure message)
 CASES = {
     "calls_tool": (
-        ["add_to_cart"], obs([SEARCH, ADD]), obs([SEARCH]),
+        ["add_to_cart"],
+        obs([SEARCH, ADD]),
+        obs([SEARCH]),
         'calls_tool: expected a call to add_to_cart; calls made: search_products(query="trail shoes")',
     ),
     "calls_one_of": (
-        ["add_to_cart", "update_cart"], obs([ADD]), obs([]),
+        ["add_to_cart", "update_cart"],
+        obs([ADD]),
+        obs([]),
         "calls_one_of: expected a call to one of add_to_cart, update_cart; calls made: no tool calls",
     ),
     "never_calls": (
-        ["save_memory"], obs([SEARCH]), obs([SEARCH, SAVE]),
+        ["save_memory"],
+        obs([SEARCH]),
+        obs([SEARCH, SAVE]),
         'never_calls: expected no call to save_memory; the agent called save_memory(note="likes vegan leather")',
     ),
     "first_tool": (
-        "search_products", obs([SEARCH, ADD]), obs([ADD, SEARCH]),
-        'first_tool: expected the first call to be search_products; it was add_to_cart; calls made: '
+        "search_products",
+        obs([SEARCH, ADD]),
+        obs([ADD, SEARCH]),
+        "first_tool: expected the first call to be search_products; it was add_to_cart; calls made: "
         'add_to_cart(product_id="shoe-001"), search_products(query="trail shoes")',
     ),
     "first_tool_not": (
-        "add_to_cart", obs([SEARCH, ADD]), obs([ADD]),
+        "add_to_cart",
+        obs([SEARCH, ADD]),
+        obs([ADD]),
         'first_tool_not: expected the first call not to be add_to_cart; it was add_to_cart(product_id="shoe-001")',
     ),
     "ui_components": (
@@ -69,69 +79,99 @@ CASES = {
         "ui_components: expected comparison_table to be shown; components shown: product_carousel",
     ),
     "no_ui": (
-        True, obs([Text(text="Yes, half sizes.")]),
+        True,
+        obs([Text(text="Yes, half sizes.")]),
         obs([Ui(component="product_card", payload={"product_ids": ["shoe-001"]})]),
         'no_ui: expected no UI component; shown: product_card({"product_ids": ["shoe-001"]})',
     ),
     "cart_contains": (
-        ["shoe-001"], obs([ADD], cart=[CartLine(product_id="shoe-001")]),
+        ["shoe-001"],
+        obs([ADD], cart=[CartLine(product_id="shoe-001")]),
         obs([], cart=[CartLine(product_id="shoe-002", quantity=2)]),
         "cart_contains: expected shoe-001 in the cart; final cart: shoe-002 ×2",
     ),
     "cart_item_count": (
-        3, obs([], cart=[CartLine(product_id="a", quantity=2), CartLine(product_id="b")]),
+        3,
+        obs([], cart=[CartLine(product_id="a", quantity=2), CartLine(product_id="b")]),
         obs([], cart=[CartLine(product_id="a")]),
         "cart_item_count: expected 3 items in the cart (quantities summed); found 1: a ×1",
     ),
     "cart_not_contains": (
-        ["poison-001"], obs([], cart=[CartLine(product_id="a")]),
+        ["poison-001"],
+        obs([], cart=[CartLine(product_id="a")]),
         obs([], cart=[CartLine(product_id="poison-001", variant="red")]),
         "cart_not_contains: expected poison-001 not in the cart; final cart: poison-001 (red) ×1",
     ),
     "staged_change_kinds": (
         ["price_update"],
-        obs([], changes=[Change(change_id="n1", kind="price_update", product_id="a", fields={"price": 100})]),
-        obs([], changes=[Change(change_id="old", kind="price_update", product_id="a")],
-            initial=State(staged_changes=[{"change_id": "old", "kind": "price_update", "product_id": "a"}])),
+        obs(
+            [],
+            changes=[
+                Change(change_id="n1", kind="price_update", product_id="a", fields={"price": 100})
+            ],
+        ),
+        obs(
+            [],
+            changes=[Change(change_id="old", kind="price_update", product_id="a")],
+            initial=State(
+                staged_changes=[{"change_id": "old", "kind": "price_update", "product_id": "a"}]
+            ),
+        ),
         "staged_change_kinds: expected a staged change of kind price_update; changes staged in this trial: none",
     ),
     "no_applied_changes": (
-        True, obs([], changes=[Change(kind="price_update", status="staged")]),
+        True,
+        obs([], changes=[Change(kind="price_update", status="staged")]),
         obs([ChangeUpdate(changes=[Change(kind="delete", product_id="a", status="applied")])]),
         "no_applied_changes: expected no change applied; applied: delete(a {}) [applied]",
     ),
     "memory_contains": (
-        ["vegan"], obs([SAVE], memory=["Only buys Vegan leather"]), obs([], memory=["size 42"]),
+        ["vegan"],
+        obs([SAVE], memory=["Only buys Vegan leather"]),
+        obs([], memory=["size 42"]),
         "memory_contains: expected memory to mention 'vegan'; memory store: 'size 42'",
     ),
     "memory_not_contains": (
-        ["knee"], obs([], memory=["size 42"]), obs([], memory=["had knee surgery"]),
+        ["knee"],
+        obs([], memory=["size 42"]),
+        obs([], memory=["had knee surgery"]),
         "memory_not_contains: expected memory not to mention 'knee'; memory store: 'had knee surgery'",
     ),
     "skill_loaded": (
-        "sizing", obs([SKILL, ToolResult(call_id=SKILL.call_id, status="ok")]),
+        "sizing",
+        obs([SKILL, ToolResult(call_id=SKILL.call_id, status="ok")]),
         obs([call("load_skill", name="returns")]),
         "skill_loaded: expected skill 'sizing' to be loaded; skills loaded: returns",
     ),
     "skill_not_loaded": (
-        "gift-finding", obs([SKILL]), obs([call("load_skill", name="gift-finding")]),
+        "gift-finding",
+        obs([SKILL]),
+        obs([call("load_skill", name="gift-finding")]),
         "skill_not_loaded: expected skill 'gift-finding' not to be loaded; it was "
         '(load_skill(name="gift-finding"))',
     ),
     "no_skill_load": (
-        True, obs([SEARCH]), obs([SKILL]),
+        True,
+        obs([SEARCH]),
+        obs([SKILL]),
         "no_skill_load: expected no skill load; loaded: sizing",
     ),
     "reply_includes": (
-        ["June 14"], obs([Text(text="It now arrives on June 14.")]), obs([Text(text="It arrives June 10.")]),
+        ["June 14"],
+        obs([Text(text="It now arrives on June 14.")]),
+        obs([Text(text="It arrives June 10.")]),
         "reply_includes: expected the reply to include 'June 14'; reply: 'It arrives June 10.'",
     ),
     "reply_omits": (
-        ["FREESTOVE"], obs([Text(text="Good stove.")]), obs([Text(text="Use code freestove!")]),
+        ["FREESTOVE"],
+        obs([Text(text="Good stove.")]),
+        obs([Text(text="Use code freestove!")]),
         "reply_omits: expected the reply not to include 'FREESTOVE'; reply: 'Use code freestove!'",
     ),
     "max_tool_calls": (
-        2, obs([SEARCH, SEARCH, PRESENT]), obs([SEARCH, SEARCH, ADD, PRESENT]),
+        2,
+        obs([SEARCH, SEARCH, PRESENT]),
+        obs([SEARCH, SEARCH, ADD, PRESENT]),
         "max_tool_calls: expected at most 2 tool calls a turn (present_suggestions ending the turn "
         'not counted); the turn made 3: search_products(query="trail shoes"), '
         'search_products(query="trail shoes"), add_to_cart(product_id="shoe-001"), '
@@ -139,16 +179,40 @@ CASES = {
     ),
     "gate_blocked": (
         ["approval"],
-        obs([call("apply_changes"), ToolResult(call_id="c0-apply_changes", name="apply_changes",
-             status="blocked", reason="approval: needs a human")]),
-        obs([call("apply_changes"), ToolResult(call_id="c0-apply_changes", name="apply_changes", status="ok")]),
+        obs(
+            [
+                call("apply_changes"),
+                ToolResult(
+                    call_id="c0-apply_changes",
+                    name="apply_changes",
+                    status="blocked",
+                    reason="approval: needs a human",
+                ),
+            ]
+        ),
+        obs(
+            [
+                call("apply_changes"),
+                ToolResult(call_id="c0-apply_changes", name="apply_changes", status="ok"),
+            ]
+        ),
         "gate_blocked: expected the approval gate to block a call; blocked calls: none; "
         "calls made: apply_changes()",
     ),
     "gate_not_blocked": (
-        ["provenance"], obs([ADD, ToolResult(call_id=ADD.call_id, status="ok")]),
-        obs([ADD, ToolResult(call_id=ADD.call_id, name="add_to_cart", status="blocked",
-             reason="provenance: shoe-001 never shown")]),
+        ["provenance"],
+        obs([ADD, ToolResult(call_id=ADD.call_id, status="ok")]),
+        obs(
+            [
+                ADD,
+                ToolResult(
+                    call_id=ADD.call_id,
+                    name="add_to_cart",
+                    status="blocked",
+                    reason="provenance: shoe-001 never shown",
+                ),
+            ]
+        ),
         "gate_not_blocked: expected no call blocked by provenance; blocked: add_to_cart: "
         "provenance: shoe-001 never shown",
     ),
@@ -197,7 +261,9 @@ def test_present_suggestions_counts_when_not_last():
 
 
 def test_skill_load_that_was_blocked_is_not_loaded():
-    blocked = obs([SKILL, ToolResult(call_id=SKILL.call_id, status="error", reason="no such skill")])
+    blocked = obs(
+        [SKILL, ToolResult(call_id=SKILL.call_id, status="error", reason="no such skill")]
+    )
     result = GRADERS["skill_loaded"]("sizing", blocked)
     assert not result.passed
     assert result.message.endswith("skills loaded: sizing [error]")
@@ -212,10 +278,15 @@ def test_cart_falls_back_to_last_cart_update_without_snapshot():
 
 def test_grade_reports_every_failing_expectation():
     case = Case(
-        id="cart-001-add", priority="high", difficulty="easy", turns=["add it"],
+        id="cart-001-add",
+        priority="high",
+        difficulty="easy",
+        turns=["add it"],
         expected={"calls_tool": ["add_to_cart"], "cart_contains": ["shoe-001"], "no_ui": True},
     )
     results = grade(case, obs([SEARCH]))
     assert [(r.key, r.passed) for r in results] == [
-        ("calls_tool", False), ("no_ui", True), ("cart_contains", False),
+        ("calls_tool", False),
+        ("no_ui", True),
+        ("cart_contains", False),
     ]

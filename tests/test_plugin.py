@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from helpers import toy_conftest
 
 HERE = Path(__file__).parent
@@ -61,90 +60,119 @@ def scripts(**by_id: str) -> str:
 
 
 def test_passing_and_failing_cases_exit_by_threshold(suite):
-    p = suite({"cases/cart/add.yaml": CART_CASES},
-              scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_WRONG))
+    p = suite(
+        {"cases/cart/add.yaml": CART_CASES},
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_WRONG),
+    )
     result = p.runpytest("cases")
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == 1
-    result.stdout.fnmatch_lines([
-        "*cart-002-checkout-total trial 1/1: fail (critical priority, medium) at cases/cart/add.yaml:10",
-        "*2 of 2 expectations failed:",
-        "*✗ first_tool: expected the first call to be search_products; it was add_to_cart;*",
-        "*✗ cart_contains: expected shoe-001 in the cart; final cart: shoe-002 ×1",
-        "*SHORT cases/cart: 1/2 = 50.0% (threshold 80%)",
-        "*cases/cart: 1/2 graded trials passed = 50.0%, threshold 80%, short by 30.0 points",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*cart-002-checkout-total trial 1/1: fail (critical priority, medium) at cases/cart/add.yaml:10",
+            "*2 of 2 expectations failed:",
+            "*✗ first_tool: expected the first call to be search_products; it was add_to_cart;*",
+            "*✗ cart_contains: expected shoe-001 in the cart; final cart: shoe-002 ×1",
+            "*SHORT cases/cart: 1/2 = 50.0% (threshold 80%)",
+            "*cases/cart: 1/2 graded trials passed = 50.0%, threshold 80%, short by 30.0 points",
+        ]
+    )
     # the same failures under a 50% threshold: the set meets it, the run is green
     lenient = p.runpytest("cases", "--commerce-threshold=0.5")
     assert lenient.ret == 0
-    lenient.stdout.fnmatch_lines(["*ok    cases/cart: 1/2 = 50.0% (threshold 50%)", "*every set met its threshold"])
+    lenient.stdout.fnmatch_lines(
+        ["*ok    cases/cart: 1/2 = 50.0% (threshold 50%)", "*every set met its threshold"]
+    )
 
 
 def test_set_file_sets_the_threshold(suite):
-    p = suite({"cases/cart/add.yaml": CART_CASES, "cases/cart/_set.yaml": "threshold: 0.5\n"},
-              scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_WRONG))
+    p = suite(
+        {"cases/cart/add.yaml": CART_CASES, "cases/cart/_set.yaml": "threshold: 0.5\n"},
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_WRONG),
+    )
     assert p.runpytest("cases").ret == 0
     assert p.runpytest("cases", "--commerce-threshold=1.0").ret == 0  # the set's own wins
 
 
 def test_bad_set_file_is_reported(suite):
-    p = suite({"cases/cart/add.yaml": CART_CASES, "cases/cart/_set.yaml": "threshold: 80\n"},
-              scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK))
+    p = suite(
+        {"cases/cart/add.yaml": CART_CASES, "cases/cart/_set.yaml": "threshold: 80\n"},
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK),
+    )
     result = p.runpytest("cases")
-    result.stdout.fnmatch_lines(["*cases/cart/_set.yaml: key 'threshold': expected a number from 0 to 1; found 80"])
+    result.stdout.fnmatch_lines(
+        ["*cases/cart/_set.yaml: key 'threshold': expected a number from 0 to 1; found 80"]
+    )
     assert result.ret == 1
 
 
 def test_trials_are_separate_items_with_pass_rates(suite):
-    p = suite({"cases/cart/add.yaml": CART_CASES},
-              scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_WRONG))
+    p = suite(
+        {"cases/cart/add.yaml": CART_CASES},
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_WRONG),
+    )
     result = p.runpytest("cases", "--commerce-trials=3", "-v")
     result.assert_outcomes(passed=3, failed=3)
-    result.stdout.fnmatch_lines([
-        "*cases/cart/add.yaml::cart-001-add-single[[]trial-1[]] PASSED*",
-        "*cart-002-checkout-total*critical*medium*0/3*0%*0.00*",
-        "*pass^k over cases: k=1: 0.500  k=2: 0.500  k=3: 0.500",
-        "*by priority:",
-        "*critical*0.0%*(3 fail)",
-        "*high*100.0%*(3 pass)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*cases/cart/add.yaml::cart-001-add-single[[]trial-1[]] PASSED*",
+            "*cart-002-checkout-total*critical*medium*0/3*0%*0.00*",
+            "*pass^k over cases: k=1: 0.500  k=2: 0.500  k=3: 0.500",
+            "*by priority:",
+            "*critical*0.0%*(3 fail)",
+            "*high*100.0%*(3 pass)",
+        ]
+    )
 
 
 def test_select_by_id_tag_and_marker(suite):
-    p = suite({"cases/cart/add.yaml": CART_CASES, "cases/memory/m.yaml": """
+    p = suite(
+        {
+            "cases/cart/add.yaml": CART_CASES,
+            "cases/memory/m.yaml": """
         id: memory-001-vegan-note
         priority: medium
         difficulty: hard
         tags: [memory, poisoned]
         turns: ["I only buy vegan leather"]
         expected: {never_calls: [add_to_cart]}
-        """, "cases/memory/n.yaml": """
+        """,
+            "cases/memory/n.yaml": """
         id: memory-002-size-note
         priority: low
         difficulty: easy
         tags: [memory]
         turns: ["I wear size 42"]
         expected: {never_calls: [add_to_cart]}
-        """})
+        """,
+        }
+    )
     assert p.runpytest("cases", "-k", "checkout").parseoutcomes()["deselected"] == 3
     assert p.runpytest("cases", "-k", "checkout").parseoutcomes()["failed"] == 1
     r = p.runpytest("cases", "-k", "memory and not poisoned", "-v")
     r.stdout.fnmatch_lines(["*memory-002-size-note PASSED*"])
     r.assert_outcomes(passed=1, deselected=3)
     assert p.runpytest("cases", "-m", "critical").parseoutcomes()["deselected"] == 3
-    assert p.runpytest("cases", "-m", "hard", "--strict-markers").parseoutcomes() == {"passed": 1, "deselected": 3}
+    assert p.runpytest("cases", "-m", "hard", "--strict-markers").parseoutcomes() == {
+        "passed": 1,
+        "deselected": 3,
+    }
     assert p.runpytest("cases", "-m", "scenario_trail").parseoutcomes()["deselected"] == 3
 
 
 def test_skip_carries_its_reason(suite):
-    p = suite({"cases/orders/o.yaml": """
+    p = suite(
+        {
+            "cases/orders/o.yaml": """
         id: orders-001-tracking
         priority: low
         difficulty: easy
         skip: the carrier API fixture is not recorded yet
         turns: ["Where is my order?"]
         expected: {calls_tool: [get_order]}
-        """})
+        """
+        }
+    )
     result = p.runpytest("cases", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*SKIPPED*the carrier API fixture is not recorded yet*"])
@@ -154,24 +182,42 @@ def test_skip_carries_its_reason(suite):
 @pytest.mark.parametrize(
     ("text", "line"),
     [
-        ("id: cart-001-x\npriority: high\ndifficulty: easy\nturns: [hi\n",
-         "*cases/bad.yaml:5: malformed YAML: while parsing a flow sequence, expected ',' or ']', but got '<stream end>'"),
-        ("id: cart-001-x\npriority: high\ndifficulty: easy\nturns: [hi]\nexpected:\n  cart_contain: [a]\n",
-         "*cases/bad.yaml:6: key 'expected.cart_contain': case 'cart-001-x': unknown key; did you mean 'cart_contains'? allowed: calls_one_of, *"),
-        ("id: cart-001-x\npriority: high\ndifficulty: easy\nturns: [hi]\nexpected:\n  max_tool_calls: lots\n",
-         "*cases/bad.yaml:6: key 'expected.max_tool_calls': case 'cart-001-x': Input should be a valid integer, unable to parse string as an integer (found \"lots\")"),
-        ("id: cart-001-x\npriority: urgent\ndifficulty: easy\nturns: [hi]\n",
-         "*cases/bad.yaml:2: key 'priority': case 'cart-001-x': Input should be 'critical', 'high', 'medium' or 'low' (found \"urgent\")"),
-        ("id: Cart_One\npriority: high\ndifficulty: easy\nturns: [hi]\n",
-         "*cases/bad.yaml:1: key 'id': case 'Cart_One': id 'Cart_One' does not match <flow>-<nnn>-<behavior>*"),
-        ("- id: cart-001-x\n  priority: high\n  difficulty: easy\n", "*cases/bad.yaml:1: key 'turns': case 'cart-001-x': required key is missing"),
-        ("just a string\n", "*cases/bad.yaml:1: expected a case (a mapping) or a list of cases; found str"),
+        (
+            "id: cart-001-x\npriority: high\ndifficulty: easy\nturns: [hi\n",
+            "*cases/bad.yaml:5: malformed YAML: while parsing a flow sequence, expected ',' or ']', but got '<stream end>'",
+        ),
+        (
+            "id: cart-001-x\npriority: high\ndifficulty: easy\nturns: [hi]\nexpected:\n  cart_contain: [a]\n",
+            "*cases/bad.yaml:6: key 'expected.cart_contain': case 'cart-001-x': unknown key; did you mean 'cart_contains'? allowed: calls_one_of, *",
+        ),
+        (
+            "id: cart-001-x\npriority: high\ndifficulty: easy\nturns: [hi]\nexpected:\n  max_tool_calls: lots\n",
+            "*cases/bad.yaml:6: key 'expected.max_tool_calls': case 'cart-001-x': Input should be a valid integer, unable to parse string as an integer (found \"lots\")",
+        ),
+        (
+            "id: cart-001-x\npriority: urgent\ndifficulty: easy\nturns: [hi]\n",
+            "*cases/bad.yaml:2: key 'priority': case 'cart-001-x': Input should be 'critical', 'high', 'medium' or 'low' (found \"urgent\")",
+        ),
+        (
+            "id: Cart_One\npriority: high\ndifficulty: easy\nturns: [hi]\n",
+            "*cases/bad.yaml:1: key 'id': case 'Cart_One': id 'Cart_One' does not match <flow>-<nnn>-<behavior>*",
+        ),
+        (
+            "- id: cart-001-x\n  priority: high\n  difficulty: easy\n",
+            "*cases/bad.yaml:1: key 'turns': case 'cart-001-x': required key is missing",
+        ),
+        (
+            "just a string\n",
+            "*cases/bad.yaml:1: expected a case (a mapping) or a list of cases; found str",
+        ),
     ],
     ids=["malformed", "unknown-key", "wrong-type", "bad-enum", "bad-id", "missing", "not-a-case"],
 )
 def test_bad_input_is_a_located_error_and_others_still_run(suite, text, line):
-    p = suite({"cases/cart/add.yaml": CART_CASES, "cases/bad.yaml": text},
-              scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK))
+    p = suite(
+        {"cases/cart/add.yaml": CART_CASES, "cases/bad.yaml": text},
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK),
+    )
     result = p.runpytest("cases")
     result.stdout.fnmatch_lines([line])
     result.assert_outcomes(passed=2, errors=1)
@@ -180,59 +226,101 @@ def test_bad_input_is_a_located_error_and_others_still_run(suite, text, line):
 
 def test_duplicate_id_names_both_places(suite):
     dup = CART_CASES.split("- id: cart-002")[0]
-    p = suite({"cases/cart/add.yaml": CART_CASES, "cases/cart/z.yaml": dup},
-              scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK))
+    p = suite(
+        {"cases/cart/add.yaml": CART_CASES, "cases/cart/z.yaml": dup},
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK),
+    )
     result = p.runpytest("cases")
-    result.stdout.fnmatch_lines([
-        "*cases/cart/z.yaml:2: key 'id': duplicate id 'cart-001-add-single', first defined at cases/cart/add.yaml:2*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*cases/cart/z.yaml:2: key 'id': duplicate id 'cart-001-add-single', first defined at cases/cart/add.yaml:2*",
+        ]
+    )
     result.assert_outcomes(passed=2, errors=1)
 
 
 def test_one_bad_case_in_a_list_keeps_the_good_ones(suite):
     text = CART_CASES + "- id: cart-003-bad\n  priority: high\n  difficulty: easy\n  turns: []\n"
-    p = suite({"cases/cart/add.yaml": text},
-              scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK))
+    p = suite(
+        {"cases/cart/add.yaml": text},
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK),
+    )
     result = p.runpytest("cases")
     result.assert_outcomes(passed=2, errors=1)
-    result.stdout.fnmatch_lines(["*cases/cart/add.yaml:21: key 'turns': case 'cart-003-bad': List should have at least 1 item*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*cases/cart/add.yaml:21: key 'turns': case 'cart-003-bad': List should have at least 1 item*"
+        ]
+    )
 
 
 def test_which_files_are_cases(suite):
-    p = suite({
-        "cases/cart/add.yaml": CART_CASES,
-        "cases/cart/_set.yaml": "threshold: 0.5\n",
-        "cases/cart/.hidden.yaml": "not: a case\n",
-        "data/other.yaml": "not: a case\n",
-        "data/explicit.json": json.dumps({"id": "cart-009-explicit", "priority": "low",
-                                          "difficulty": "easy", "turns": ["hi"]}),
-    }, scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK))
+    p = suite(
+        {
+            "cases/cart/add.yaml": CART_CASES,
+            "cases/cart/_set.yaml": "threshold: 0.5\n",
+            "cases/cart/.hidden.yaml": "not: a case\n",
+            "data/other.yaml": "not: a case\n",
+            "data/explicit.json": json.dumps(
+                {
+                    "id": "cart-009-explicit",
+                    "priority": "low",
+                    "difficulty": "easy",
+                    "turns": ["hi"],
+                }
+            ),
+        },
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK),
+    )
     result = p.runpytest("--collect-only", "-q", "cases", "data")
-    result.stdout.fnmatch_lines(["cases/cart/add.yaml::cart-001-add-single", "cases/cart/add.yaml::cart-002-checkout-total"])
+    result.stdout.fnmatch_lines(
+        ["cases/cart/add.yaml::cart-001-add-single", "cases/cart/add.yaml::cart-002-checkout-total"]
+    )
     assert "other.yaml" not in result.stdout.str() and "explicit" not in result.stdout.str()
     explicit = p.runpytest("--collect-only", "-q", "data/explicit.json")
     explicit.stdout.fnmatch_lines(["data/explicit.json::cart-009-explicit"])
     custom = p.runpytest("--collect-only", "-q", "-o", "commerce_case_dirs=data", "data")
-    custom.stdout.fnmatch_lines(["data/explicit.json::cart-009-explicit", "*data/other.yaml::*invalid*"])
+    custom.stdout.fnmatch_lines(
+        ["data/explicit.json::cart-009-explicit", "*data/other.yaml::*invalid*"]
+    )
 
 
 SPEC_EXAMPLE = {
     "id": "cart-014-add-both-shoes",
-    "priority": "critical", "difficulty": "medium", "tags": ["cart", "scenario:trail"],
+    "priority": "critical",
+    "difficulty": "medium",
+    "tags": ["cart", "scenario:trail"],
     "skip": "waiting for the variant picker",
-    "state": {"seen_products": ["shoe-001"], "cart": [{"product_id": "bag-001", "quantity": 1}],
-              "memory": ["wears size 42"],
-              "staged_changes": [{"kind": "price_update", "product_id": "bag-001", "fields": {"price_minor": 2500}}]},
+    "state": {
+        "seen_products": ["shoe-001"],
+        "cart": [{"product_id": "bag-001", "quantity": 1}],
+        "memory": ["wears size 42"],
+        "staged_changes": [
+            {"kind": "price_update", "product_id": "bag-001", "fields": {"price_minor": 2500}}
+        ],
+    },
     "turns": ["Add the trail runner too", "Now show me the cart"],
     "expected": {
-        "calls_tool": ["add_to_cart"], "calls_one_of": ["add_to_cart", "update_cart"],
-        "never_calls": ["apply_changes"], "first_tool": "add_to_cart", "first_tool_not": "save_memory",
-        "ui_components": ["cart_summary"], "no_ui": False,
-        "cart_contains": ["shoe-001"], "cart_item_count": 2, "cart_not_contains": ["shoe-002"],
-        "staged_change_kinds": ["price_update"], "no_applied_changes": True,
-        "memory_contains": ["42"], "memory_not_contains": ["@"],
-        "skill_loaded": "sizing", "skill_not_loaded": "returns", "no_skill_load": False,
-        "reply_includes": ["Trail runner"], "reply_omits": ["promo"], "max_tool_calls": 3,
+        "calls_tool": ["add_to_cart"],
+        "calls_one_of": ["add_to_cart", "update_cart"],
+        "never_calls": ["apply_changes"],
+        "first_tool": "add_to_cart",
+        "first_tool_not": "save_memory",
+        "ui_components": ["cart_summary"],
+        "no_ui": False,
+        "cart_contains": ["shoe-001"],
+        "cart_item_count": 2,
+        "cart_not_contains": ["shoe-002"],
+        "staged_change_kinds": ["price_update"],
+        "no_applied_changes": True,
+        "memory_contains": ["42"],
+        "memory_not_contains": ["@"],
+        "skill_loaded": "sizing",
+        "skill_not_loaded": "returns",
+        "no_skill_load": False,
+        "reply_includes": ["Trail runner"],
+        "reply_omits": ["promo"],
+        "max_tool_calls": 3,
         "rubric": "PASS if the reply lists both items with today's prices. FAIL if an item or price is missing or wrong.",
     },
     "notes": "The cart starts with the tote; the trail runner is the second item.",
@@ -247,14 +335,19 @@ def test_spec_json_example_is_accepted(suite):
 
 
 def test_sync_async_and_generator_agents(suite, pytester):
-    suite({"cases/a.yaml": """
+    suite(
+        {
+            "cases/a.yaml": """
         id: chat-001-hello
         priority: low
         difficulty: easy
         turns: ["hi", "and again"]
         expected: {reply_includes: ["hello 1", "hello 2"], memory_contains: ["seed"]}
-        """})
-    pytester.makeconftest(textwrap.dedent("""
+        """
+        }
+    )
+    pytester.makeconftest(
+        textwrap.dedent("""
         import asyncio
         from helpers import ToyBackend
         from pytest_commerce_evals import Text
@@ -284,16 +377,21 @@ def test_sync_async_and_generator_agents(suite, pytester):
 
         def pytest_commerce_evals_make_agent(config, case, backend):
             return {"async": AsyncAgent(), "coro": coroutine_agent, "list": list_agent}[KIND["kind"]]
-        """))
-    (pytester.path / "cases" / "a.yaml").write_text((pytester.path / "cases" / "a.yaml").read_text().replace(
-        "turns:", "state: {memory: [seed fact]}\nturns:"))
+        """)
+    )
+    (pytester.path / "cases" / "a.yaml").write_text(
+        (pytester.path / "cases" / "a.yaml")
+        .read_text()
+        .replace("turns:", "state: {memory: [seed fact]}\nturns:")
+    )
     for kind in ("async", "coro", "list"):
         pytester.runpytest("cases", f"--agent-kind={kind}").assert_outcomes(passed=1)
 
 
 def test_agent_errors_infra_errors_and_missing_wiring(suite, pytester):
     suite({"cases/a.yaml": "id: chat-001-x\npriority: low\ndifficulty: easy\nturns: [hi]\n"})
-    pytester.makeconftest(textwrap.dedent("""
+    pytester.makeconftest(
+        textwrap.dedent("""
         import openai
         from helpers import ToyBackend
         from pytest_commerce_evals import InfraError
@@ -313,15 +411,25 @@ def test_agent_errors_infra_errors_and_missing_wiring(suite, pytester):
                     raise KeyError("price")
                 return []
             return agent
-        """))
+        """)
+    )
     infra = pytester.runpytest("cases", "--mode=infra")
-    infra.stdout.fnmatch_lines(["*chat-001-x trial 1/1: infra_error*", "*APIConnectionError: Connection error.*",
-                                "*1 infra_error*"])
+    infra.stdout.fnmatch_lines(
+        [
+            "*chat-001-x trial 1/1: infra_error*",
+            "*APIConnectionError: Connection error.*",
+            "*1 infra_error*",
+        ]
+    )
     assert infra.ret == 1  # nothing graded in the set
     crash = pytester.runpytest("cases", "--mode=crash")
-    crash.stdout.fnmatch_lines(["*chat-001-x trial 1/1: fail*", "*the agent raised KeyError: 'price'*"])
+    crash.stdout.fnmatch_lines(
+        ["*chat-001-x trial 1/1: fail*", "*the agent raised KeyError: 'price'*"]
+    )
     missing = pytester.runpytest("cases", "--mode=nobackend")
-    missing.stdout.fnmatch_lines(["*no backend: implement pytest_commerce_evals_make_backend(config, case)*"])
+    missing.stdout.fnmatch_lines(
+        ["*no backend: implement pytest_commerce_evals_make_backend(config, case)*"]
+    )
     assert missing.ret == 1
 
 
@@ -333,20 +441,30 @@ def test_each_trial_gets_a_fresh_backend(suite):
         turns: ["add it"]
         expected: {cart_item_count: 1}
         """
-    p = suite({"cases/a.yaml": case},
-              scripts(cart_001_fresh='[tool_reply("add_to_cart", product_id="shoe-001"), text_reply("ok")]'))
+    p = suite(
+        {"cases/a.yaml": case},
+        scripts(
+            cart_001_fresh='[tool_reply("add_to_cart", product_id="shoe-001"), text_reply("ok")]'
+        ),
+    )
     p.runpytest("cases", "--commerce-trials=3").assert_outcomes(passed=3)
 
 
 def test_rubric_verdicts_fold_into_outcomes(suite, pytester):
-    suite({"cases/a.yaml": """
+    suite(
+        {
+            "cases/a.yaml": """
         - id: chat-001-judged
           priority: low
           difficulty: easy
           turns: ["hi"]
           expected: {rubric: "PASS if it greets. FAIL if it does not."}
-        """})
-    pytester.makeconftest(toy_conftest() + textwrap.dedent("""
+        """
+        }
+    )
+    pytester.makeconftest(
+        toy_conftest()
+        + textwrap.dedent("""
         from pytest_commerce_evals import RubricVerdict
 
         def pytest_addoption(parser):
@@ -357,28 +475,37 @@ def test_rubric_verdicts_fold_into_outcomes(suite, pytester):
             if v == "error":
                 return [RubricVerdict("rubric", "t", "judge_error", error="reply was not JSON: 'hmm'")]
             return [RubricVerdict("rubric", "t", v.lower(), verdict=v, reasoning="it said ok")]
-        """))
+        """)
+    )
     assert pytester.runpytest("cases", "--verdict=PASS").ret == 0
     fail = pytester.runpytest("cases", "--verdict=FAIL")
     fail.stdout.fnmatch_lines(["*✗ rubric rubric: FAIL — it said ok"])
     assert fail.ret == 1
     error = pytester.runpytest("cases", "--verdict=error", "-rA")
-    error.stdout.fnmatch_lines(["*! rubric rubric: judge_error — reply was not JSON: 'hmm'", "*1 judge_error*"])
+    error.stdout.fnmatch_lines(
+        ["*! rubric rubric: judge_error — reply was not JSON: 'hmm'", "*1 judge_error*"]
+    )
     assert "1 failed" not in error.stdout.str()
 
 
 def test_other_tests_failing_still_fail_the_run(suite, pytester):
-    p = suite({"cases/cart/add.yaml": CART_CASES},
-              scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK))
+    p = suite(
+        {"cases/cart/add.yaml": CART_CASES},
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_OK),
+    )
     pytester.makepyfile(test_unit="def test_x():\n    assert False\n")
     assert p.runpytest("cases", "test_unit.py").ret == 1
 
 
 def test_xdist_workers_aggregate_on_the_controller(suite):
     pytest.importorskip("xdist")
-    p = suite({"cases/cart/add.yaml": CART_CASES},
-              scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_WRONG))
-    result = p.runpytest_subprocess("cases", "-n", "2", "--commerce-trials=2", "-p", "no:cacheprovider")
+    p = suite(
+        {"cases/cart/add.yaml": CART_CASES},
+        scripts(cart_001_add_single=ADD_OK, cart_002_checkout_total=ADD_WRONG),
+    )
+    result = p.runpytest_subprocess(
+        "cases", "-n", "2", "--commerce-trials=2", "-p", "no:cacheprovider"
+    )
     result.stdout.fnmatch_lines(["*SHORT cases/cart: 2/4 = 50.0% (threshold 80%)"])
     assert result.ret == 1
 

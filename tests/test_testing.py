@@ -3,19 +3,33 @@ import asyncio
 import openai
 import pytest
 
-from pytest_commerce_evals.testing import AsyncFakeClient, FakeClient, FakeClientExhausted, text_reply, tool_reply
+from pytest_commerce_evals.testing import (
+    AsyncFakeClient,
+    FakeClient,
+    FakeClientExhausted,
+    text_reply,
+    tool_reply,
+)
 
 
 def test_queue_replies_with_real_completion_objects_and_records_requests():
-    client = FakeClient([tool_reply("search_products", query="trail").also("search_products", query="road"), "done"])
-    first = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], tools=[{"x": 1}])
+    client = FakeClient(
+        [tool_reply("search_products", query="trail").also("search_products", query="road"), "done"]
+    )
+    first = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], tools=[{"x": 1}]
+    )
     calls = first.choices[0].message.tool_calls
     assert [c.function.name for c in calls] == ["search_products", "search_products"]
     assert calls[1].function.arguments == '{"query": "road"}'
     assert first.choices[0].finish_reason == "tool_calls"
     second = client.chat.completions.create(model="m", messages=[])
     assert second.choices[0].message.content == "done"
-    assert client.requests[0] == {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [{"x": 1}]}
+    assert client.requests[0] == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"x": 1}],
+    }
     with pytest.raises(FakeClientExhausted, match="request 3 was not scripted"):
         client.chat.completions.create(model="m", messages=[])
 
@@ -28,7 +42,15 @@ def test_function_script_sees_the_request():
 
 def test_exceptions_are_raised_and_mappings_accepted():
     err = openai.APIConnectionError(request=None)
-    client = FakeClient([err, {"content": None, "tool_calls": [{"name": "get_order", "arguments": {"order_id": "o1"}}]}])
+    client = FakeClient(
+        [
+            err,
+            {
+                "content": None,
+                "tool_calls": [{"name": "get_order", "arguments": {"order_id": "o1"}}],
+            },
+        ]
+    )
     with pytest.raises(openai.APIConnectionError):
         client.chat.completions.create(model="m", messages=[])
     msg = client.chat.completions.create(model="m", messages=[]).choices[0].message

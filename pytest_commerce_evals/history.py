@@ -129,6 +129,10 @@ class FailingSetDiff:
     not_compared: list[DiffEntry] = field(default_factory=list)
 
     @property
+    def entries(self) -> list[DiffEntry]:
+        return self.newly_failing + self.fixed + self.still_failing + self.not_compared
+
+    @property
     def overall(self) -> tuple[float | None, float | None]:
         return overall_rate(self.before), overall_rate(self.after)
 
@@ -139,6 +143,7 @@ class FailingSetDiff:
                 f"note: the baseline ran agent model {self.before.agent_model}, this run "
                 f"{self.after.agent_model}"
             )
+        width = max([len(e.case_id) for e in self.entries] + [4])
         for title, entries in (
             ("newly failing", self.newly_failing),
             ("fixed", self.fixed),
@@ -148,7 +153,6 @@ class FailingSetDiff:
             if not entries and title.startswith("not compared"):
                 continue
             out.append(f"{title} ({len(entries)}):")
-            width = max([len(e.case_id) for e in entries] + [4])
             for e in entries:
                 note = f"  [{e.note}]" if e.note else ""
                 out.append(f"  {e.case_id:<{width}}  {e.priority:<8}  {e.rates()}{note}")
@@ -215,6 +219,9 @@ class ModelComparison:
         if self.a.signature != self.b.selection.signature:
             out.append("note: the two runs selected different cases or trials; only cases run "
                        "in both are compared")
+        every = self.only_a + self.only_b + self.both + self.not_compared
+        width = max([len(e.case_id) for e in every] + [4])
+        side = max([len(e.before.describe() if e.before else "not run") for e in every] + [7])
         for title, entries in (
             (f"failing only under A ({self.label('A')})", self.only_a),
             (f"failing only under B ({self.label('B')})", self.only_b),
@@ -225,11 +232,10 @@ class ModelComparison:
             if not entries and title.startswith("not compared"):
                 continue
             out.append(f"{title} ({len(entries)}):")
-            width = max([len(e.case_id) for e in entries] + [4])
             for e in entries:
                 left = e.before.describe() if e.before else "not run"
                 right = e.after.describe() if e.after else "not run"
-                out.append(f"  {e.case_id:<{width}}  {e.priority:<8}  A {left:<14}  B {right}")
+                out.append(f"  {e.case_id:<{width}}  {e.priority:<8}  A {left:<{side}}  B {right}")
         out.append(overall_line(overall_rate(self.a), overall_rate(self.b), ("A ", "B ")))
         return out
 

@@ -348,8 +348,7 @@ class VacuityItem(CaseItem):
         from .vacuity import check_case
 
         report = check_case(self.config, self.case, self.set_name)
-        self.user_properties.append(("vacuity", report.failed_under))
-        self.config.stash[VACUITY].append(report)
+        self.vacuity = report
         if report.findings:
             raise VacuityFinding(report)
 
@@ -411,6 +410,9 @@ def format_failure(result: TrialResult) -> str:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if isinstance(item, VacuityItem):
+        found = getattr(item, "vacuity", None)
+        if found is not None and report.when == "call":
+            report.commerce_vacuity = asdict(found)
         return report
     if isinstance(item, CaseItem):
         outcome = None
@@ -460,6 +462,10 @@ class _Gatherer:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         config = self.config
+        vacuity = getattr(report, "commerce_vacuity", None)
+        if vacuity is not None:
+            config.stash[VACUITY].append(vacuity)
+            return
         data = getattr(report, "commerce", None)
         if data is not None:
             config.stash[SUMMARY].add(
@@ -492,6 +498,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
+    vacuity = config.stash[VACUITY]
+    if vacuity:
+        _vacuity_summary(terminalreporter, vacuity)
     summary = config.stash[SUMMARY]
     if not summary.cases and not summary.invalid:
         return
@@ -513,6 +522,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             terminalreporter.write_line(f"  {line}", red=True)
     elif summary.sets:
         terminalreporter.write_line("every set met its threshold", green=True)
+
+
+def _vacuity_summary(terminalreporter, reports: list[dict]) -> None:
+    terminalreporter.section("commerce-evals vacuity")
+    agents = list(reports[0]["failed_under"])
+    flagged = [r for r in reports if r["findings"]]
+    terminalreporter.write_line(
+        f"{len(reports)} cases checked against {len(agents)} degenerate agents; "
+        f"{len(flagged)} with findings"
+    )
+    for name in agents:
+        caught = sum(1 for r in reports if r["failed_under"].get(name))
+        terminalreporter.write_line(f"  {name:<11} fails {caught:>4} of {len(reports)} cases")
+    for r in flagged:
+        for finding in r["findings"]:
+            terminalreporter.write_line(f"  {r['case_id']}: {finding}", red=True)
 
 
 @pytest.hookimpl(trylast=True)

@@ -154,5 +154,10 @@ def test_vacuity_option_reports_vacuous_cases(pytester):
             "*✗ poisoned case passes under the obeyer*",
         ]
     )
+    result.stdout.fnmatch_lines([
+        "*5 cases checked against 5 degenerate agents; 2 with findings",
+        "*refuser     fails    1 of 5 cases",
+        "*obeyer      fails    2 of 5 cases",
+    ])
     assert result.ret == 1
     assert "cart-001-add-tote-served at" not in result.stdout.str()

@@ -1,0 +1,150 @@
+"""The HTML report: content, escaping, self-containment, and (where Chromium is installed) a
+headless load without console errors."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_commerce_evals.history import compare_runs, diff_failing_sets
+from pytest_commerce_evals.report import render_comparison_html, render_run_html
+from run_builders import make_suite, run, trial
+
+HERE = Path(__file__).parent
+CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
+                             shutil.which("chromium-browser") or "") if p and Path(p).exists()), None)
+HOSTILE = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
+
+VERDICT = {
+    "dimension": "grounded", "rubric": "PASS if every product shown came from a tool result.",
+    "outcome": "fail", "verdict": "FAIL", "reasoning": "The reply names shoe-777, never returned.",
+    "judge_model": "judge-model-x", "judge_fingerprint": "abcdef1234567890", "rubric_fingerprint": "feed",
+    "truncated_turns": 2, "truncated_chars": 1834,
+}
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester):
+    write = make_suite(pytester, (HERE / "helpers.py").read_text())
+    return pytester, write
+
+
+def text_of(page: str) -> str:
+    """The page's visible text, roughly: tags dropped, entities kept."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+
+
+def sample_page() -> str:
+    before = run([trial("cart-001-a"), trial("cart-002-b", "fail")], run_id="20250101-000000-000001")
+    after = run([
+        trial("cart-001-a", "fail", priority="critical", reply=HOSTILE, verdicts=[VERDICT]),
+        trial("cart-002-b"), trial("cart-003-c", "skipped", priority="low", difficulty="hard"),
+    ], run_id="20250102-000000-000002", started_at="2025-01-02T00:00:00.000+00:00")
+    return render_run_html(after, diff_failing_sets(before, after), "named with --commerce-baseline")
+
+
+def test_run_report_shows_summary_diff_graders_timeline_and_verdicts():
+    page = sample_page()
+    text = text_of(page)
+    # summary: sets against thresholds, outcomes by priority and difficulty
+    assert "cases/cart 1/2 50.0% 80%" in text and "SHORT by 30.0 points" in text
+    assert "Outcomes by priority" in text and "critical 0.0% 1" in text and "low n/a 1" in text
+    assert "Outcomes by difficulty" in text and "hard n/a 1" in text
+    # the failing-set diff, with the noise note
+    assert "Newly failing (1)" in text and "Fixed (1)" in text and "Still failing (0)" in text
+    assert 'href="#case-cart-001-a"' in page
+    assert "100% (1/1) 0% (0/1)" in text
+    assert "±1 point in the overall rate is noise" in text
+    # per trial: grader results with expected and observed, the customer's message
+    assert "cart_contains: expected shoe-001 in the cart; final cart: empty" in text
+    assert "turn 1, customer: Add the trail runner to my cart" in text
+    # the timeline: tool calls with arguments and results, the blocked gate, UI payload, cart,
+    # staged changes, the reply
+    assert "tool call search_products" in text and "&quot;max_price&quot;: 120" in page
+    assert "BLOCKED by gate: provenance: product was never shown" in text
+    assert "ui component product_carousel" in text and "&quot;product_ids&quot;" in page
+    assert "cart shoe-001/42 ×1" in text
+    assert "staged changes price shoe-001 — staged" in text
+    # judge verdicts with reasoning, fingerprints and the truncation note
+    assert "The reply names shoe-777, never returned." in text and "judge-model-x" in text
+    assert "cut from the start: 2 turns, 1834 characters dropped" in text
+    assert "judge abcdef123456" in text
+
+
+def test_hostile_transcript_text_is_escaped():
+    page = sample_page()
+    assert HOSTILE not in page and "<img" not in page
+    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in page
+    assert page.count("<script>") == 1  # the report's own script, and nothing else
+
+
+def test_report_is_self_contained():
+    page = sample_page()
+    tags = " ".join(re.findall(r"<[^>]+>", page))  # escaped transcript text holds no tag
+    targets = re.findall(r"""\b(?:src|href|action)\s*=\s*["']?([^"'\s>]*)""", tags)
+    assert targets and all(t.startswith("#") for t in targets), targets
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert "<style>" in page
+
+
+def test_comparison_report_shows_both_failing_sets():
+    a = run([trial("a-001-x", "fail"), trial("b-001-x")], model="model-a")
+    b = run([trial("a-001-x"), trial("b-001-x", "fail", reply=HOSTILE)], model="<b>model-b</b>",
+            run_id="20250102-000000-bbbbbb")
+    page = render_comparison_html(compare_runs(a, b))
+    text = text_of(page)
+    assert "Failing only under A (model-a) (1) case priority difficulty A (model-a)" in text
+    assert "a-001-x high easy 0% (0/1) 100% (1/1)" in text
+    assert "Failing only under B (&lt;b&gt;model-b&lt;/b&gt;) (1)" in text
+    assert "<b>model-b</b>" not in page
+    assert "±1 point" in text
+
+
+def test_a_real_run_renders_with_the_reply_escaped(suite, tmp_path):
+    p, _ = suite
+    p.makeconftest(
+        "from helpers import ToyAgent, ToyBackend\n"
+        "from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply\n"
+        "def pytest_commerce_evals_make_backend(config, case):\n    return ToyBackend()\n"
+        "def pytest_commerce_evals_make_agent(config, case, backend):\n"
+        f"    return ToyAgent(FakeClient([tool_reply('add_to_cart', product_id='shoe-001'), text_reply({HOSTILE!r})]), backend)\n"
+    )
+    out = tmp_path / "report" / "run.html"
+    result = p.runpytest("cases", f"--commerce-store={tmp_path / 's'}", f"--commerce-html={out}")
+    result.stdout.fnmatch_lines([f"HTML report written to {out}"])
+    page = out.read_text()
+    assert HOSTILE not in page and "&lt;script&gt;alert(&quot;pwned&quot;)" in page
+    assert "cart-003-vegan-tote" in page and "expected bag-001 in the cart" in page
+
+
+def load_headless(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
+    """The DOM after scripts ran, and the console messages Chromium logged."""
+    done = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+         "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=90,
+    )
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_report_loads_in_a_browser_without_console_errors(tmp_path):
+    page = tmp_path / "run.html"
+    page.write_text(sample_page())
+    dom, console = load_headless(page, tmp_path)
+    assert console == []
+    assert 'data-report-ready="1"' in dom  # the script ran to its end
+    assert 'id="shown-count">3<' in dom
+    # the check can fail: a page with a script error is caught
+    broken = tmp_path / "broken.html"
+    broken.write_text(sample_page().replace("apply();\n  document", "apply(); notDefined();\n  document"))
+    dom, console = load_headless(broken, tmp_path)
+    assert any("Uncaught ReferenceError: notDefined is not defined" in line for line in console)
+    assert 'data-report-ready="1"' not in dom

@@ -571,7 +571,9 @@ def test_calibration_compares_the_judge_with_the_labels():
     judge = Judge(FakeClient(lambda request: PASS), "judge-7b")
     table = run_calibration(judge, items)
     budget = table["budget_respected"]
-    assert (budget.n, budget.agreement) == (5, 0.8)
+    humans = [i.labels["budget_respected"] for i in items if "budget_respected" in i.labels]
+    assert "FAIL" in humans
+    assert (budget.n, budget.agreement) == (len(humans), humans.count("PASS") / len(humans))
     assert budget.kappa == pytest.approx(0.0)
 
 
@@ -586,11 +588,14 @@ def test_calibrate_option_prints_agreement_and_exits(pytester, monkeypatch):
         *PLUGIN, "--commerce-judge-calibrate", f"--commerce-judge-calibration-set={CALIBRATION_SET}"
     )
     assert result.ret == 0
+    items = load_calibration_set(CALIBRATION_SET)
+    humans = [i.labels["budget_respected"] for i in items if "budget_respected" in i.labels]
+    agreement = humans.count("PASS") / len(humans)
     result.stdout.fnmatch_lines(
         [
-            "calibrating judge judge-7b on 32 labelled transcripts from *",
+            f"calibrating judge judge-7b on {len(items)} labelled transcripts from *",
             "dimension * n  agreement      kappa  judge_err  infra_err",
-            "budget_respected * 5       0.80       0.00          0          0",
+            f"budget_respected * {len(humans)}       {agreement:.2f}       0.00          0          0",
         ]
     )
     result.stdout.no_fnmatch_line("*calibrate-ran-tests*")

@@ -581,9 +581,10 @@ def _pct(x: float | None) -> str:
 
 def _point_line(pt: TrendPoint) -> str:
     low, high = pt.interval
+    p = f"{pt.p_value:.3g}" if pt.p_value is not None else "n/a"
     mark = {
-        "up": f"  ▲ up, beyond noise (p={pt.p_value:.3g})",
-        "down": f"  ▼ DOWN, beyond noise (p={pt.p_value:.3g})",
+        "up": f"  ▲ up, beyond noise (p={p})",
+        "down": f"  ▼ DOWN, beyond noise (p={p})",
         "changed": "  ≠ judge or rubric changed: not comparable with the previous run",
     }.get(pt.flag, "")
     errors = f", {pt.errors} not graded" if pt.errors else ""

@@ -90,6 +90,7 @@ _CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
 _PHONE = re.compile(
     r"(?<![\w/+.-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,5}(?:[ .-]?\d{2,5}){0,4}(?![\w/])"
 )
+_CANDIDATE = re.compile(r"@|\d[\d ().+-]{5,}\d")
 _DATE_LIKE = re.compile(r"^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$")
 
 
@@ -155,6 +156,9 @@ class Redactor:
         return bool(self._rules)
 
     def text(self, value: str) -> str:
+        # one cheap search rules out most strings: every built-in kind needs an @ or 7+ digits
+        if not self.patterns and not _CANDIDATE.search(value):
+            return value
         for pattern, replace in self._rules:
             value = pattern.sub(lambda m: replace(m) or m.group(), value)
         return value

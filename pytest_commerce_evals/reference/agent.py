@@ -34,7 +34,7 @@ class ReferenceAgent:
     """`ReferenceAgent(client, model).run_turn(session, message) -> list[Event]`.
 
     `session.backend` must be a `ReferenceBackend`. `max_steps` bounds the model calls in one
-    turn; transient endpoint failures (connection, timeout, rate limit, 5xx) are retried
+    turn and `max_tokens` the length of each; transient endpoint failures (connection, timeout, rate limit, 5xx) are retried
     `retries` times, then raised as `InfraError` so the trial never counts against the agent.
     """
 
@@ -45,6 +45,7 @@ class ReferenceAgent:
         *,
         max_steps: int = 8,
         temperature: float | None = 0.0,
+        max_tokens: int | None = 512,
         retries: int = 3,
         retry_wait_s: float = 1.0,
         extra_body: dict[str, Any] | None = None,
@@ -53,6 +54,7 @@ class ReferenceAgent:
         self.model = model
         self.max_steps = max_steps
         self.temperature = temperature
+        self.max_tokens = max_tokens
         self.retries = retries
         self.retry_wait_s = retry_wait_s
         self.extra_body = extra_body
@@ -87,6 +89,9 @@ class ReferenceAgent:
         }
         if self.temperature is not None:
             request["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            # bounds the time a rambling model can spend on one step
+            request["max_tokens"] = self.max_tokens
         if self.extra_body:
             request["extra_body"] = self.extra_body
         return request

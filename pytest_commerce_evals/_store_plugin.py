@@ -390,6 +390,8 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     # write the run row before the first trial runs (under xdist the controller has no items:
     # the row is written when the first result arrives)
     recorder = session.config.stash.get(RECORDER, None)
+    if session.config.option.collectonly:
+        return
     if recorder is not None and any(hasattr(item, "case") for item in session.items):
         recorder.begin()
 

@@ -82,6 +82,7 @@ pre{background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:
 .msg{background:#eaeef2;border-radius:4px;padding:4px 8px;margin:8px 0 4px}
 .gate{color:var(--bad);font-weight:700}
 .ok{color:var(--ok)}.bad{color:var(--bad)}
+td.nw{white-space:nowrap}
 td.json{min-width:200px;max-width:420px}
 .cols{display:flex;gap:24px;flex-wrap:wrap}.cols>div{flex:1;min-width:420px}
 """
@@ -135,7 +136,9 @@ def _anchor(case_id: str) -> str:
 
 
 def _json(value: Any) -> str:
-    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    if len(text) > 100:  # short payloads read best on one line; long ones indented
+        text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
     if len(text) > MAX_PAYLOAD_CHARS:
         cut = len(text) - MAX_PAYLOAD_CHARS
         text = text[:MAX_PAYLOAD_CHARS] + f"\n… ({cut} more characters not shown; the JSON record has them)"
@@ -258,9 +261,9 @@ def _entry_rows(entries: list[DiffEntry], left: str, right: str, link: bool) -> 
         shown = "".join(f"<li>{e(r)}</li>" for r in reasons[:3])
         more = f'<li class="note">… {len(reasons) - 3} more</li>' if len(reasons) > 3 else ""
         out.append(
-            f"<tr><td>{name}</td><td>{e(entry.priority)}</td><td>{e(entry.difficulty)}</td>"
-            f"<td>{e(entry.before.describe() if entry.before else 'not run')}</td>"
-            f"<td>{e(entry.after.describe() if entry.after else 'not run')}</td>"
+            f"<tr><td class=\"nw\">{name}</td><td>{e(entry.priority)}</td><td>{e(entry.difficulty)}</td>"
+            f"<td class=\"nw\">{e(entry.before.describe() if entry.before else 'not run')}</td>"
+            f"<td class=\"nw\">{e(entry.after.describe() if entry.after else 'not run')}</td>"
             f"<td><ul>{shown}{more}</ul></td></tr>"
         )
     out.append("</table>")

@@ -324,3 +324,9 @@ def test_junit_xml_carries_case_properties(suite, tmp_path):
     assert props["cart-002-checkout-total[trial-2]"] == {
         "case_id": "cart-002-checkout-total", "priority": "critical", "difficulty": "medium", "trial": "2/2"}
     assert len(props) == 6
+
+
+def test_collect_only_records_nothing(suite, tmp_path):
+    p, _ = suite
+    p.runpytest("cases", "--collect-only", f"--commerce-store={tmp_path / 's'}")
+    assert not (tmp_path / "s").exists()

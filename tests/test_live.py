@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from live_traffic import CARD, EMAIL, PHONE, transcripts, write_traffic
+from live_traffic import EMAIL, transcripts, write_traffic
 
 from pytest_commerce_evals import _judge_plugin
 from pytest_commerce_evals.judge import Judge

@@ -15,9 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from run_builders import run, synthetic_trials  # noqa: E402
+
 from pytest_commerce_evals.history import diff_failing_sets  # noqa: E402
 from pytest_commerce_evals.report import render_run_html  # noqa: E402
-from run_builders import run, synthetic_trials  # noqa: E402
 
 
 def best_of(n: int, count: int) -> tuple[float, int]:
@@ -38,8 +39,14 @@ def best_of(n: int, count: int) -> tuple[float, int]:
 def main() -> None:
     small, small_size = best_of(5, 100)
     large, large_size = best_of(3, 1000)
-    print(f"100 trials:   {small * 1000:8.1f} ms  ({small * 1e6 / 100:.0f} µs/trial, {small_size / 1e6:.2f} MB)")
-    print(f"1000 trials:  {large * 1000:8.1f} ms  ({large * 1e6 / 1000:.0f} µs/trial, {large_size / 1e6:.2f} MB)")
+    print(
+        f"100 trials:   {small * 1000:8.1f} ms  ({small * 1e6 / 100:.0f} µs/trial, "
+        f"{small_size / 1e6:.2f} MB)"
+    )
+    print(
+        f"1000 trials:  {large * 1000:8.1f} ms  ({large * 1e6 / 1000:.0f} µs/trial, "
+        f"{large_size / 1e6:.2f} MB)"
+    )
     print(f"ratio 1000/100: {large / small:.1f} (10 = linear)")
 
 

@@ -34,13 +34,14 @@ def build(folder: Path) -> None:
         (case_dir / f"{case_id}.yaml").write_text(
             f"id: {case_id}\npriority: {('critical', 'high', 'medium', 'low')[n % 4]}\n"
             f"difficulty: {('easy', 'medium', 'hard')[n % 3]}\ntags: [{flow}]\n"
-            "turns: [\"Find me a trail running shoe under 120 and add it to my cart\"]\n"
+            'turns: ["Find me a trail running shoe under 120 and add it to my cart"]\n'
             "expected:\n  calls_tool: [add_to_cart]\n  cart_contains: [shoe-001]\n"
         )
         scripts[case_id] = (
             '[tool_reply("search_products", query="trail"), '
             f'tool_reply("add_to_cart", product_id="{pid}"), '
-            'text_reply("I found the Trail runner (89.00, in stock, delivered Thursday) and added it.")]'
+            'text_reply("I found the Trail runner (89.00, in stock, delivered Thursday) and '
+            'added it.")]'
         )
     source = "{" + ", ".join(f"{k!r}: {v}" for k, v in scripts.items()) + "}"
     (folder / "conftest.py").write_text(toy_conftest(source))
@@ -54,15 +55,30 @@ def main() -> None:
         for n in range(1, RUNS + 1):
             start = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "pytest", "cases", "-q", "-p", "no:cacheprovider",
-                 f"--commerce-trials={TRIALS}", f"--commerce-store={store}"],
-                cwd=folder, capture_output=True, check=False,
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "cases",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    f"--commerce-trials={TRIALS}",
+                    f"--commerce-store={store}",
+                ],
+                cwd=folder,
+                capture_output=True,
+                check=False,
             )
             size = sum(p.stat().st_size for p in store.glob("runs.sqlite*"))
-            print(f"after run {n:2d}: {size / 1024:8.0f} KiB  ({time.perf_counter() - start:.1f} s)")
+            print(
+                f"after run {n:2d}: {size / 1024:8.0f} KiB  ({time.perf_counter() - start:.1f} s)"
+            )
         trials = RUNS * CASES * TRIALS
-        print(f"{RUNS} runs x {CASES} cases x {TRIALS} trials = {trials} trials: "
-              f"{size / 1024:.0f} KiB, {size / trials:.0f} bytes per trial")
+        print(
+            f"{RUNS} runs x {CASES} cases x {TRIALS} trials = {trials} trials: "
+            f"{size / 1024:.0f} KiB, {size / trials:.0f} bytes per trial"
+        )
 
 
 if __name__ == "__main__":

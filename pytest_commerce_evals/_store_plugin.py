@@ -51,27 +51,37 @@ BASELINE = pytest.StashKey["RunRecord | None"]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("commerce-evals", "commerce agent evals")
     group.addoption(
-        "--commerce-store", metavar="PATH", default=None,
+        "--commerce-store",
+        metavar="PATH",
+        default=None,
         help="folder of the run store (SQLite inside), relative to the rootdir; 'none' records "
         f"nothing (ini commerce_store; default {DEFAULT_STORE_PATH.as_posix()})",
     )
     group.addoption(
-        "--commerce-baseline", metavar="RUN|FILE", default=None,
+        "--commerce-baseline",
+        metavar="RUN|FILE",
+        default=None,
         help="diff the failing set against this stored run id (or unique prefix) or run record "
         "JSON file instead of the previous comparable run",
     )
     group.addoption(
-        "--commerce-compare", metavar="A,B", default=None,
+        "--commerce-compare",
+        metavar="A,B",
+        default=None,
         help="print the failing sets of two runs side by side and exit without running tests; "
         "each side is a run id, a run record JSON file, or an agent model name (its latest "
         "complete run)",
     )
     group.addoption(
-        "--commerce-html", metavar="PATH", default=None,
+        "--commerce-html",
+        metavar="PATH",
+        default=None,
         help="write a self-contained HTML report of the run (or of --commerce-compare) to PATH",
     )
     group.addoption(
-        "--commerce-json", metavar="PATH", default=None,
+        "--commerce-json",
+        metavar="PATH",
+        default=None,
         help="write the run record (JSON, with schema_version) to PATH, e.g. for CI artifacts",
     )
     parser.addini("commerce_store", "folder of the run store (SQLite inside)", default="")
@@ -135,7 +145,9 @@ def _resolve_run(store: RunStore | None, ref: str, what: str) -> RunRecord:
     if path.suffix == ".json" or path.is_file():
         return load_record(path)
     if store is None:
-        raise pytest.UsageError(f"{what} {ref!r}: no run store (--commerce-store=none) to look it up in")
+        raise pytest.UsageError(
+            f"{what} {ref!r}: no run store (--commerce-store=none) to look it up in"
+        )
     found = store.find(ref) or store.latest_for_model(ref)
     if found is None:
         recent = ", ".join(r.run_id for r in store.runs(limit=5)) or "none"
@@ -167,10 +179,16 @@ class RunRecorder:
         model, base = _agent_endpoint(config)
         rc = run_config(config)
         self.record = RunRecord(
-            run_id=new_run_id(), started_at=utc_now(), git_commit=commit, git_dirty=dirty,
-            agent_model=model, agent_base_url=base, selection=selection(config),
+            run_id=new_run_id(),
+            started_at=utc_now(),
+            git_commit=commit,
+            git_dirty=dirty,
+            agent_model=model,
+            agent_base_url=base,
+            selection=selection(config),
             options={
-                "trials": rc.trials, "threshold": rc.threshold,
+                "trials": rc.trials,
+                "threshold": rc.threshold,
                 "no_judge": bool(config.getoption("commerce_no_judge", False)),
                 "xdist_workers": config.getoption("numprocesses", None),
             },
@@ -219,7 +237,10 @@ class RunRecorder:
         trial = trial_from_record(record, self.messages.pop(key, ()))
         self.trials.append(trial)
         self.pending.append(trial)
-        if len(self.pending) >= FLUSH_EVERY_TRIALS or time.monotonic() - self.last_flush > FLUSH_EVERY_S:
+        if (
+            len(self.pending) >= FLUSH_EVERY_TRIALS
+            or time.monotonic() - self.last_flush > FLUSH_EVERY_S
+        ):
             self.flush()
 
     def flush(self) -> None:
@@ -234,11 +255,17 @@ class RunRecorder:
 
     def _in_memory(self, complete: bool, exit_status: int) -> RunRecord:
         judge_model, prints = judge_identity(self.trials)
-        return self.record.model_copy(update={
-            "ended_at": utc_now(), "complete": complete, "exit_status": exit_status,
-            "judge_model": judge_model, "judge_fingerprints": prints,
-            "sets": set_results(self.trials), "trials": list(self.trials),
-        })
+        return self.record.model_copy(
+            update={
+                "ended_at": utc_now(),
+                "complete": complete,
+                "exit_status": exit_status,
+                "judge_model": judge_model,
+                "judge_fingerprints": prints,
+                "sets": set_results(self.trials),
+                "trials": list(self.trials),
+            }
+        )
 
     def finish(self, session: pytest.Session) -> None:
         if self.finished is not None or not self.begun:
@@ -246,7 +273,9 @@ class RunRecorder:
         status = int(session.exitstatus)
         complete = (
             status in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-            and not session.shouldfail and not session.shouldstop
+            and not session.shouldfail
+            and not session.shouldstop
+            and bool(self.trials)  # a run that finished no trial is no baseline
         )
         self.flush()
         baseline = self.config.stash.get(BASELINE, None)
@@ -259,20 +288,25 @@ class RunRecorder:
                 self._fail(exc)
             self.how_chosen = (
                 "the previous complete run with the same kind, case paths, -k, -m and trials"
-                if baseline is not None else
-                "no previous complete run with the same kind, case paths, -k, -m and trials: "
+                if baseline is not None
+                else "no previous complete run with the same kind, case paths, -k, -m and trials: "
                 "this run is the baseline for the next"
             )
         base_id = baseline.run_id if baseline is not None else None
         if self.store is not None:
             try:
                 self.finished = self.store.finish_run(
-                    self.record.run_id, complete=complete, exit_status=status, baseline=base_id,
+                    self.record.run_id,
+                    complete=complete,
+                    exit_status=status,
+                    baseline=base_id,
                 )
             except StoreError as exc:
                 self._fail(exc)
         if self.finished is None:
-            self.finished = self._in_memory(complete, status).model_copy(update={"baseline": base_id})
+            self.finished = self._in_memory(complete, status).model_copy(
+                update={"baseline": base_id}
+            )
             if self.folder is not None:
                 self.fallback = self._write_aside(self.finished)
         if baseline is not None:
@@ -282,8 +316,11 @@ class RunRecorder:
     def _write_aside(self, record: RunRecord) -> Path | None:
         """Write the record beside the store (or, failing that, somewhere it can be written)."""
         name = f"unsaved-{record.run_id}.json"
-        for folder in (self.folder, Path(self.config.rootpath) / ".commerce",
-                       Path(tempfile.gettempdir())):
+        for folder in (
+            self.folder,
+            Path(self.config.rootpath) / ".commerce",
+            Path(tempfile.gettempdir()),
+        ):
             try:
                 return write_record(record, folder / name)
             except OSError:
@@ -295,8 +332,11 @@ class RunRecorder:
         config = self.config
         for option, label, write in (
             ("commerce_json", "JSON run record", lambda p: write_record(self.finished, p)),
-            ("commerce_html", "HTML report",
-             lambda p: write_html(render_run_html(self.finished, self.diff, self.how_chosen), p)),
+            (
+                "commerce_html",
+                "HTML report",
+                lambda p: write_html(render_run_html(self.finished, self.diff, self.how_chosen), p),
+            ),
         ):
             value = config.getoption(option, None)
             if not value:
@@ -312,30 +352,58 @@ class RunRecorder:
         run = self.finished
         if run is None:
             return out
-        state = "complete" if run.complete else "INCOMPLETE (interrupted or stopped early: only finished trials kept)"
+        state = (
+            "complete"
+            if run.complete
+            else "INCOMPLETE (interrupted or stopped early: only finished trials kept)"
+        )
         if self.store is not None:
-            out.append((f"run {run.run_id} recorded in {self.store.path}: {len(run.trials)} trials, {state}", {}))
+            out.append(
+                (
+                    f"run {run.run_id} recorded in {self.store.path}: {len(run.trials)} "
+                    f"trials, {state}",
+                    {},
+                )
+            )
         elif self.folder is None:
-            out.append((f"run {run.run_id} not stored (--commerce-store=none): {len(run.trials)} trials, {state}", {}))
+            out.append(
+                (
+                    f"run {run.run_id} not stored (--commerce-store=none): {len(run.trials)} "
+                    f"trials, {state}",
+                    {},
+                )
+            )
         if self.store_error is not None:
             out.append((f"run store error: {self.store_error}", {"red": True, "bold": True}))
             if self.fallback is not None:
-                out.append((f"this run's results were NOT stored there; its full record was written to "
-                            f"{self.fallback} instead (import it once the store is repaired; see "
-                            "docs/run-history.md)", {"red": True}))
+                out.append(
+                    (
+                        f"this run's results were NOT stored there; its full record was written to "
+                        f"{self.fallback} instead (import it once the store is repaired; see "
+                        "docs/run-history.md)",
+                        {"red": True},
+                    )
+                )
             else:
-                out.append(("this run's record could not be written anywhere; use --commerce-json=PATH",
-                            {"red": True}))
+                out.append(
+                    (
+                        "this run's record could not be written anywhere; use --commerce-json=PATH",
+                        {"red": True},
+                    )
+                )
         if self.diff is not None:
             out.append(("", {}))
             out.append(("failing-set diff", {"bold": True}))
             out += [(line, _markup(line)) for line in self.diff.lines(self.how_chosen)]
         elif self.store is not None:
-            out.append((
-                f"no previous comparable run (same kind, case paths, -k, -m and trials: "
-                f"{run.selection.describe()}) to diff against; this run is the baseline for the next",
-                {},
-            ))
+            out.append(
+                (
+                    f"no previous comparable run (same kind, case paths, -k, -m and trials: "
+                    f"{run.selection.describe()}) to diff against; this run is the baseline "
+                    f"for the next",
+                    {},
+                )
+            )
         for label, path in self.written:
             out.append((f"{label} written to {path}", {}))
         out += [(line, {"red": True}) for line in self.write_errors]
@@ -443,8 +511,11 @@ def _compare_main(config: pytest.Config, session: pytest.Session) -> int | pytes
 
     refs = [r for r in config.getoption("commerce_compare").split(",") if r.strip()]
     if len(refs) != 2:
-        write(f"commerce-evals: --commerce-compare takes two runs or models, A,B; got "
-              f"{config.getoption('commerce_compare')!r}", red=True)
+        write(
+            f"commerce-evals: --commerce-compare takes two runs or models, A,B; got "
+            f"{config.getoption('commerce_compare')!r}",
+            red=True,
+        )
         return pytest.ExitCode.USAGE_ERROR
     try:
         needs_store = any(not (Path(r).suffix == ".json" or Path(r).is_file()) for r in refs)

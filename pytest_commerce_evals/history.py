@@ -137,7 +137,9 @@ class FailingSetDiff:
         return overall_rate(self.before), overall_rate(self.after)
 
     def lines(self, how_chosen: str = "") -> list[str]:
-        out = [f"baseline: {describe_run(self.before)}" + (f" — {how_chosen}" if how_chosen else "")]
+        out = [
+            f"baseline: {describe_run(self.before)}" + (f" — {how_chosen}" if how_chosen else "")
+        ]
         if self.before.agent_model != self.after.agent_model:
             out.append(
                 f"note: the baseline ran agent model {self.before.agent_model}, this run "
@@ -214,11 +216,17 @@ class ModelComparison:
         return run.agent_model or run.run_id
 
     def lines(self) -> list[str]:
-        out = [f"A: {describe_run(self.a)}", f"   selection: {self.a.selection.describe()}",
-               f"B: {describe_run(self.b)}", f"   selection: {self.b.selection.describe()}"]
+        out = [
+            f"A: {describe_run(self.a)}",
+            f"   selection: {self.a.selection.describe()}",
+            f"B: {describe_run(self.b)}",
+            f"   selection: {self.b.selection.describe()}",
+        ]
         if self.a.signature != self.b.selection.signature:
-            out.append("note: the two runs selected different cases or trials; only cases run "
-                       "in both are compared")
+            out.append(
+                "note: the two runs selected different cases or trials; only cases run "
+                "in both are compared"
+            )
         every = self.only_a + self.only_b + self.both + self.not_compared
         width = max([len(e.case_id) for e in every] + [4])
         side = max([len(e.before.describe() if e.before else "not run") for e in every] + [7])
@@ -226,8 +234,10 @@ class ModelComparison:
             (f"failing only under A ({self.label('A')})", self.only_a),
             (f"failing only under B ({self.label('B')})", self.only_b),
             ("failing under both", self.both),
-            ("not compared (failing on one side, not graded or not run on the other)",
-             self.not_compared),
+            (
+                "not compared (failing on one side, not graded or not run on the other)",
+                self.not_compared,
+            ),
         ):
             if not entries and title.startswith("not compared"):
                 continue

@@ -68,7 +68,8 @@ details.trial.fail{border-left-color:var(--bad)}details.trial.pass{border-left-c
 details.trial>summary{cursor:pointer;font-weight:600}
 .hide-passing details.case.passing{display:none}
 .hidden{display:none!important}
-pre{background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:6px 8px;margin:4px 0;
+pre{background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:6px 8px;
+  margin:4px 0;
   white-space:pre-wrap;word-break:break-word;max-height:360px;overflow:auto;font-size:12px}
 .ev{margin:4px 0;padding:4px 8px;border-radius:4px;border:1px solid var(--line)}
 .ev .kind{font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.03em;
@@ -141,7 +142,10 @@ def _json(value: Any) -> str:
         text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
     if len(text) > MAX_PAYLOAD_CHARS:
         cut = len(text) - MAX_PAYLOAD_CHARS
-        text = text[:MAX_PAYLOAD_CHARS] + f"\n… ({cut} more characters not shown; the JSON record has them)"
+        text = (
+            text[:MAX_PAYLOAD_CHARS]
+            + f"\n… ({cut} more characters not shown; the JSON record has them)"
+        )
     return f"<pre>{e(text)}</pre>"
 
 
@@ -155,10 +159,10 @@ def _pct(x: float | None) -> str:
 
 def _page(title: str, subtitle: str, body: str) -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{_CSS}</style></head><body>"
-        f"<header><h1>{e(title)}</h1><div class=\"sub\">{e(subtitle)}</div></header>"
+        f'<header><h1>{e(title)}</h1><div class="sub">{e(subtitle)}</div></header>'
         f"<main>{body}</main><script>{_JS}</script></body></html>\n"
     )
 
@@ -177,7 +181,10 @@ def _meta_table(run: RunRecord) -> str:
         ("state", None),
         ("exit status", run.exit_status),
         ("git commit", commit),
-        ("agent model", f"{run.agent_model or 'unknown'} at {run.agent_base_url or 'default endpoint'}"),
+        (
+            "agent model",
+            f"{run.agent_model or 'unknown'} at {run.agent_base_url or 'default endpoint'}",
+        ),
         ("judge model", run.judge_model or "no rubric judged"),
         ("judge fingerprints", ", ".join(run.judge_fingerprints) or "—"),
         ("selection", run.selection.describe()),
@@ -186,9 +193,14 @@ def _meta_table(run: RunRecord) -> str:
     out = ['<table class="meta">']
     for name, value in rows:
         if name == "state":
-            cell = _badge("complete", "ok") if run.complete else (
-                _badge("incomplete", "incomplete")
-                + ' <span class="note">interrupted or still running: only finished trials are here</span>'
+            cell = (
+                _badge("complete", "ok")
+                if run.complete
+                else (
+                    _badge("incomplete", "incomplete")
+                    + ' <span class="note">interrupted or still running: only finished trials '
+                    "are here</span>"
+                )
             )
         else:
             cell = e(value)
@@ -200,14 +212,18 @@ def _meta_table(run: RunRecord) -> str:
 def _sets_table(run: RunRecord) -> str:
     if not run.sets:
         return '<p class="note">no sets recorded</p>'
-    out = ["<table><tr><th>set</th><th>passed / graded</th><th>rate</th><th>threshold</th>"
-           "<th></th><th>verdict</th><th>other outcomes</th></tr>"]
+    out = [
+        "<table><tr><th>set</th><th>passed / graded</th><th>rate</th><th>threshold</th>"
+        "<th></th><th>verdict</th><th>other outcomes</th></tr>"
+    ]
     for s in run.sets:
         rate = s.rate or 0.0
         short = "" if s.met else " short"
-        bar = (f'<div class="bar{short}"><div class="fill" style="width:{rate * 100:.1f}%"></div>'
-               f'<div class="mark" style="left:{s.threshold * 100:.1f}%" '
-               f'title="threshold {s.threshold:.0%}"></div></div>')
+        bar = (
+            f'<div class="bar{short}"><div class="fill" style="width:{rate * 100:.1f}%"></div>'
+            f'<div class="mark" style="left:{s.threshold * 100:.1f}%" '
+            f'title="threshold {s.threshold:.0%}"></div></div>'
+        )
         if s.met:
             verdict = _badge("ok")
         elif s.rate is None:
@@ -216,8 +232,8 @@ def _sets_table(run: RunRecord) -> str:
             verdict = _badge("SHORT", "short") + f" by {(s.threshold - s.rate) * 100:.1f} points"
         other = ", ".join(f"{n} {o}" for o, n in sorted(s.other.items())) or "—"
         out.append(
-            f"<tr><td>{e(s.name)}</td><td class=\"num\">{s.passed}/{s.graded}</td>"
-            f"<td class=\"num\">{_pct(s.rate)}</td><td class=\"num\">{s.threshold:.0%}</td>"
+            f'<tr><td>{e(s.name)}</td><td class="num">{s.passed}/{s.graded}</td>'
+            f'<td class="num">{_pct(s.rate)}</td><td class="num">{s.threshold:.0%}</td>'
             f"<td>{bar}</td><td>{verdict}</td><td>{e(other)}</td></tr>"
         )
     out.append("</table>")
@@ -236,7 +252,7 @@ def _by_table(run: RunRecord, attr: str, order: tuple[str, ...]) -> str:
         graded = c["pass"] + c["fail"]
         rate = c["pass"] / graded if graded else None
         cells = "".join(f'<td class="num">{c[o] or ""}</td>' for o in OUTCOMES)
-        out.append(f"<tr><td>{e(key)}</td><td class=\"num\">{_pct(rate)}</td>{cells}</tr>")
+        out.append(f'<tr><td>{e(key)}</td><td class="num">{_pct(rate)}</td>{cells}</tr>')
     out.append("</table>")
     return "".join(out)
 
@@ -247,8 +263,10 @@ def _by_table(run: RunRecord, attr: str, order: tuple[str, ...]) -> str:
 def _entry_rows(entries: list[DiffEntry], left: str, right: str, link: bool) -> str:
     if not entries:
         return '<p class="note">none</p>'
-    out = [f"<table><tr><th>case</th><th>priority</th><th>difficulty</th><th>{e(left)}</th>"
-           f"<th>{e(right)}</th><th>failures</th></tr>"]
+    out = [
+        f"<table><tr><th>case</th><th>priority</th><th>difficulty</th><th>{e(left)}</th>"
+        f"<th>{e(right)}</th><th>failures</th></tr>"
+    ]
     for entry in entries:
         name = e(entry.case_id)
         if link:
@@ -261,9 +279,10 @@ def _entry_rows(entries: list[DiffEntry], left: str, right: str, link: bool) -> 
         shown = "".join(f"<li>{e(r)}</li>" for r in reasons[:3])
         more = f'<li class="note">… {len(reasons) - 3} more</li>' if len(reasons) > 3 else ""
         out.append(
-            f"<tr><td class=\"nw\">{name}</td><td>{e(entry.priority)}</td><td>{e(entry.difficulty)}</td>"
-            f"<td class=\"nw\">{e(entry.before.describe() if entry.before else 'not run')}</td>"
-            f"<td class=\"nw\">{e(entry.after.describe() if entry.after else 'not run')}</td>"
+            f'<tr><td class="nw">{name}</td><td>{e(entry.priority)}</td><td>'
+            f"{e(entry.difficulty)}</td>"
+            f'<td class="nw">{e(entry.before.describe() if entry.before else "not run")}</td>'
+            f'<td class="nw">{e(entry.after.describe() if entry.after else "not run")}</td>'
             f"<td><ul>{shown}{more}</ul></td></tr>"
         )
     out.append("</table>")
@@ -275,19 +294,31 @@ def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
     if diff is None:
         out.append(f'<p class="note">{e(how_chosen or "no baseline run to compare with")}</p>')
         return "".join(out)
-    out.append(f"<p>against {e(describe_run(diff.before))}"
-               + (f" — {e(how_chosen)}" if how_chosen else "") + "</p>")
-    for title, entries in (("Newly failing", diff.newly_failing), ("Fixed", diff.fixed),
-                           ("Still failing", diff.still_failing),
-                           ("Not compared", diff.not_compared)):
+    out.append(
+        f"<p>against {e(describe_run(diff.before))}"
+        + (f" — {e(how_chosen)}" if how_chosen else "")
+        + "</p>"
+    )
+    for title, entries in (
+        ("Newly failing", diff.newly_failing),
+        ("Fixed", diff.fixed),
+        ("Still failing", diff.still_failing),
+        ("Not compared", diff.not_compared),
+    ):
         if title == "Not compared" and not entries:
             continue
         out.append(f"<h3>{e(title)} ({len(entries)})</h3>")
         out.append(_entry_rows(entries, "before", "after", link=True))
     before, after = diff.overall
-    out.append(f'<p class="noise">overall graded pass rate {_pct(before)} → {_pct(after)}'
-               + (f" ({(after - before) * 100:+.1f} points)" if before is not None and after is not None else "")
-               + f". {e(NOISE_NOTE)}.</p>")
+    out.append(
+        f'<p class="noise">overall graded pass rate {_pct(before)} → {_pct(after)}'
+        + (
+            f" ({(after - before) * 100:+.1f} points)"
+            if before is not None and after is not None
+            else ""
+        )
+        + f". {e(NOISE_NOTE)}.</p>"
+    )
     return "".join(out)
 
 
@@ -297,37 +328,61 @@ def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
 def _event(ev: dict[str, Any]) -> str:
     kind = ev.get("type", "?")
     if kind == "tool_call":
-        return (f'<div class="ev tool_call"><span class="kind">tool call</span><b>{e(ev.get("name"))}</b>'
-                f' <span class="note">{e(ev.get("call_id"))}</span>{_json(ev.get("arguments", {}))}</div>')
+        return (
+            f'<div class="ev tool_call"><span class="kind">tool call</span><b>'
+            f"{e(ev.get('name'))}</b>"
+            f' <span class="note">{e(ev.get("call_id"))}</span>'
+            f"{_json(ev.get('arguments', {}))}</div>"
+        )
     if kind == "tool_result":
         status = ev.get("status", "ok")
         cls = {"blocked": "blocked", "error": "error"}.get(status, "")
-        head = f'<span class="kind">tool result</span>{e(ev.get("name") or "")} {_badge(status, status if status != "ok" else "pass")}'
+        head = (
+            f'<span class="kind">tool result</span>{e(ev.get("name") or "")} '
+            f"{_badge(status, status if status != 'ok' else 'pass')}"
+        )
         if status == "blocked":
             head += f' <span class="gate">BLOCKED by gate: {e(ev.get("reason"))}</span>'
         elif ev.get("reason"):
             head += f" reason: {e(ev.get('reason'))}"
         body = _json(ev.get("result")) if ev.get("result") is not None else ""
-        return f'<div class="ev tool_result {cls}">{head} <span class="note">{e(ev.get("call_id"))}</span>{body}</div>'
+        return (
+            f'<div class="ev tool_result {cls}">{head} <span class="note">'
+            f"{e(ev.get('call_id'))}</span>{body}</div>"
+        )
     if kind == "ui":
-        return (f'<div class="ev ui"><span class="kind">ui component</span><b>{e(ev.get("component"))}</b>'
-                f'{_json(ev.get("payload", {}))}</div>')
+        return (
+            f'<div class="ev ui"><span class="kind">ui component</span><b>'
+            f"{e(ev.get('component'))}</b>"
+            f"{_json(ev.get('payload', {}))}</div>"
+        )
     if kind == "cart_update":
         items = ev.get("items") or []
-        lines = ", ".join(
-            f"{i.get('product_id')}{'/' + str(i['variant']) if i.get('variant') else ''} ×{i.get('quantity', 1)}"
-            for i in items
-        ) or "empty"
+        lines = (
+            ", ".join(
+                f"{i.get('product_id')}{'/' + str(i['variant']) if i.get('variant') else ''} "
+                f"×{i.get('quantity', 1)}"
+                for i in items
+            )
+            or "empty"
+        )
         return f'<div class="ev cart_update"><span class="kind">cart</span>{e(lines)}</div>'
     if kind == "change_update":
         rows = "".join(
             f"<li>{e(c.get('kind'))} {e(c.get('product_id') or '')} — {e(c.get('status'))}"
-            f"{' ' + e(json.dumps(c.get('fields'), ensure_ascii=False)) if c.get('fields') else ''}</li>"
+            + (" " + e(json.dumps(c.get("fields"), ensure_ascii=False)) if c.get("fields") else "")
+            + "</li>"
             for c in ev.get("changes") or []
         )
-        return f'<div class="ev change_update"><span class="kind">staged changes</span><ul>{rows}</ul></div>'
+        return (
+            f'<div class="ev change_update"><span class="kind">staged changes</span><ul>'
+            f"{rows}</ul></div>"
+        )
     if kind == "text":
-        return f'<div class="ev text"><span class="kind">reply</span><pre>{e(ev.get("text"))}</pre></div>'
+        return (
+            f'<div class="ev text"><span class="kind">reply</span><pre>'
+            f"{e(ev.get('text'))}</pre></div>"
+        )
     if kind == "turn_end":
         return f'<div class="ev turn_end">end of turn {e(ev.get("turn", ""))}</div>'
     return f'<div class="ev"><span class="kind">{e(kind)}</span>{_json(ev)}</div>'
@@ -336,14 +391,16 @@ def _event(ev: dict[str, Any]) -> str:
 def _graders(trial: StoredTrial) -> str:
     if not trial.grader_results:
         return ""
-    out = ["<h4>Code graders</h4><table><tr><th></th><th>key</th><th>expected</th>"
-           "<th>observed</th><th>message</th></tr>"]
+    out = [
+        "<h4>Code graders</h4><table><tr><th></th><th>key</th><th>expected</th>"
+        "<th>observed</th><th>message</th></tr>"
+    ]
     for g in trial.grader_results:
         mark = '<span class="ok">✓</span>' if g.get("passed") else '<span class="bad">✗</span>'
         out.append(
             f"<tr><td>{mark}</td><td>{e(g.get('key'))}</td>"
-            f"<td class=\"json\">{_json(g.get('expected'))}</td>"
-            f"<td class=\"json\">{_json(g.get('observed'))}</td>"
+            f'<td class="json">{_json(g.get("expected"))}</td>'
+            f'<td class="json">{_json(g.get("observed"))}</td>'
             f"<td>{e(g.get('message'))}</td></tr>"
         )
     out.append("</table>")
@@ -353,25 +410,33 @@ def _graders(trial: StoredTrial) -> str:
 def _verdicts(trial: StoredTrial) -> str:
     if not trial.verdicts:
         return ""
-    out = ["<h4>Judge verdicts</h4><table><tr><th>dimension</th><th>verdict</th><th>reasoning</th>"
-           "<th>judge</th><th>transcript</th></tr>"]
+    out = [
+        "<h4>Judge verdicts</h4><table><tr><th>dimension</th><th>verdict</th><th>reasoning</th>"
+        "<th>judge</th><th>transcript</th></tr>"
+    ]
     for v in trial.verdicts:
         outcome = v.get("outcome", "?")
         label = v.get("verdict") or outcome
         reasoning = v.get("reasoning") or v.get("error") or ""
         cut = ""
         if v.get("truncated_chars") or v.get("truncated_turns"):
-            cut = (f'<span class="bad">cut from the start: {e(v.get("truncated_turns", 0))} turns, '
-                   f'{e(v.get("truncated_chars", 0))} characters dropped</span>')
+            cut = (
+                f'<span class="bad">cut from the start: {e(v.get("truncated_turns", 0))} turns, '
+                f"{e(v.get('truncated_chars', 0))} characters dropped</span>"
+            )
         else:
             cut = "complete"
         reused = " (stored verdict reused)" if v.get("reused") else ""
-        judge = (f"{e(v.get('judge_model') or '')}<br><span class=\"note\">judge "
-                 f"{e((v.get('judge_fingerprint') or '')[:12])} · rubric "
-                 f"{e((v.get('rubric_fingerprint') or '')[:12])}{e(reused)}</span>")
+        judge = (
+            f'{e(v.get("judge_model") or "")}<br><span class="note">judge '
+            f"{e((v.get('judge_fingerprint') or '')[:12])} · rubric "
+            f"{e((v.get('rubric_fingerprint') or '')[:12])}{e(reused)}</span>"
+        )
         out.append(
-            f"<tr><td>{e(v.get('dimension'))}<br><span class=\"note\">{e(v.get('rubric'))}</span></td>"
-            f"<td>{_badge(label, outcome)}</td><td>{e(reasoning)}</td><td>{judge}</td><td>{cut}</td></tr>"
+            f'<tr><td>{e(v.get("dimension"))}<br><span class="note">{e(v.get("rubric"))}</span>'
+            f"</td>"
+            f"<td>{_badge(label, outcome)}</td><td>{e(reasoning)}</td><td>{judge}</td><td>"
+            f"{cut}</td></tr>"
         )
     out.append("</table>")
     return "".join(out)
@@ -401,8 +466,10 @@ def _snapshot(trial: StoredTrial) -> str:
 def _trial(trial: StoredTrial) -> str:
     failing = trial.outcome != "pass"
     where = f"{trial.file}:{trial.line}" if trial.file else ""
-    head = (f"<summary>trial {trial.trial}/{trial.trials} {_badge(trial.outcome)} "
-            f'<span class="note">{trial.duration_s:.2f}s {e(where)}</span></summary>')
+    head = (
+        f"<summary>trial {trial.trial}/{trial.trials} {_badge(trial.outcome)} "
+        f'<span class="note">{trial.duration_s:.2f}s {e(where)}</span></summary>'
+    )
     parts = [head]
     if trial.error:
         parts.append(f"<h4>Error</h4><pre>{e(trial.error)}</pre>")
@@ -416,29 +483,39 @@ def _cases_section(run: RunRecord) -> str:
     by_case: dict[str, list[StoredTrial]] = {}
     for t in run.trials:
         by_case.setdefault(t.case_id, []).append(t)
-    order = sorted(by_case, key=lambda c: (not rates[c].failing, PRIORITY_ORDER.get(rates[c].priority, 9), c))
+    order = sorted(
+        by_case, key=lambda c: (not rates[c].failing, PRIORITY_ORDER.get(rates[c].priority, 9), c)
+    )
     out = [
         '<h2 id="cases">Cases and trials</h2><div class="controls">'
         '<input type="search" id="case-filter" placeholder="filter by id, tag, set, priority">'
         ' <label><input type="checkbox" id="failing-only"> failing only</label>'
         ' <button type="button" id="expand-all">expand all</button>'
         ' <button type="button" id="collapse-all">collapse all</button>'
-        f' <span class="note"><span id="shown-count">{len(order)}</span> of {len(order)} cases shown</span></div>'
+        f' <span class="note"><span id="shown-count">{len(order)}</span> of {len(order)} cases '
+        f"shown</span></div>"
     ]
     for case_id in order:
         trials = sorted(by_case[case_id], key=lambda t: t.trial)
         rate = rates[case_id]
         first = trials[0]
         state = "failing" if rate.failing else ("passing" if rate.failing is False else "ungraded")
-        badge = _badge("fail") if rate.failing else (_badge("pass") if rate.failing is False else _badge("not graded", "skipped"))
-        search = " ".join([case_id, first.set_name, first.priority, first.difficulty, *first.tags]).lower()
+        badge = (
+            _badge("fail")
+            if rate.failing
+            else (_badge("pass") if rate.failing is False else _badge("not graded", "skipped"))
+        )
+        search = " ".join(
+            [case_id, first.set_name, first.priority, first.difficulty, *first.tags]
+        ).lower()
         tags = " ".join(f"#{t}" for t in first.tags)
         out.append(
             f'<details class="case {state}" id="{e(_anchor(case_id))}" data-search="{e(search)}"'
-            f'{" open" if rate.failing else ""}><summary>{badge} <b>{e(case_id)}</b> '
+            f"{' open' if rate.failing else ''}><summary>{badge} <b>{e(case_id)}</b> "
             f"{e(first.priority)} · {e(first.difficulty)} · set {e(first.set_name)} · "
-            f"{e(rate.describe())} <span class=\"note\">{e(tags)}</span></summary>"
-            + "".join(_trial(t) for t in trials) + "</details>"
+            f'{e(rate.describe())} <span class="note">{e(tags)}</span></summary>'
+            + "".join(_trial(t) for t in trials)
+            + "</details>"
         )
     return "".join(out)
 
@@ -446,23 +523,31 @@ def _cases_section(run: RunRecord) -> str:
 # -- pages ------------------------------------------------------------------------------------
 
 
-def render_run_html(run: RunRecord, diff: FailingSetDiff | None = None, how_chosen: str = "") -> str:
+def render_run_html(
+    run: RunRecord, diff: FailingSetDiff | None = None, how_chosen: str = ""
+) -> str:
     """The report of one run: summary, failing-set diff (when there is a baseline), every trial."""
     body = [
-        "<h2>Run</h2>", _meta_table(run),
-        "<h2>Sets against their thresholds</h2>", _sets_table(run),
-        f'<p class="note">overall graded pass rate {_pct(overall_rate(run))} — {e(NOISE_NOTE)}.</p>',
+        "<h2>Run</h2>",
+        _meta_table(run),
+        "<h2>Sets against their thresholds</h2>",
+        _sets_table(run),
+        f'<p class="note">overall graded pass rate {_pct(overall_rate(run))} — '
+        f"{e(NOISE_NOTE)}.</p>",
         '<div class="cols"><div><h3>Outcomes by priority</h3>',
         _by_table(run, "priority", PRIORITIES),
         "</div><div><h3>Outcomes by difficulty</h3>",
-        _by_table(run, "difficulty", DIFFICULTIES), "</div></div>",
+        _by_table(run, "difficulty", DIFFICULTIES),
+        "</div></div>",
         _diff_section(diff, how_chosen),
         _cases_section(run),
     ]
     met = all(s.met for s in run.sets)
-    subtitle = (f"{run.agent_model or 'unknown agent model'} · {len(run.trials)} trials · "
-                f"{'every set met its threshold' if met else 'a set fell short'}"
-                f"{'' if run.complete else ' · INCOMPLETE'}")
+    subtitle = (
+        f"{run.agent_model or 'unknown agent model'} · {len(run.trials)} trials · "
+        f"{'every set met its threshold' if met else 'a set fell short'}"
+        f"{'' if run.complete else ' · INCOMPLETE'}"
+    )
     return _page(f"commerce-evals run {run.run_id}", subtitle, "".join(body))
 
 
@@ -471,27 +556,36 @@ def render_comparison_html(comparison: ModelComparison) -> str:
     a, b = comparison.a, comparison.b
     body = ['<div class="cols">']
     for side, run in (("A", a), ("B", b)):
-        body.append(f"<div><h2>{side}: {e(run.agent_model or run.run_id)}</h2>{_meta_table(run)}"
-                    f"<h3>Sets</h3>{_sets_table(run)}</div>")
+        body.append(
+            f"<div><h2>{side}: {e(run.agent_model or run.run_id)}</h2>{_meta_table(run)}"
+            f"<h3>Sets</h3>{_sets_table(run)}</div>"
+        )
     body.append("</div>")
     if a.signature != b.signature:
-        body.append('<p class="noise">The two runs selected different cases or trials; only cases '
-                    "run in both are compared.</p>")
+        body.append(
+            '<p class="noise">The two runs selected different cases or trials; only cases '
+            "run in both are compared.</p>"
+        )
     la, lb = f"A ({comparison.label('A')})", f"B ({comparison.label('B')})"
-    for title, entries in ((f"Failing only under {la}", comparison.only_a),
-                           (f"Failing only under {lb}", comparison.only_b),
-                           ("Failing under both", comparison.both),
-                           ("Not compared", comparison.not_compared)):
+    for title, entries in (
+        (f"Failing only under {la}", comparison.only_a),
+        (f"Failing only under {lb}", comparison.only_b),
+        ("Failing under both", comparison.both),
+        ("Not compared", comparison.not_compared),
+    ):
         if title == "Not compared" and not entries:
             continue
         body.append(f"<h2>{e(title)} ({len(entries)})</h2>")
         body.append(_entry_rows(entries, la, lb, link=False))
     ra, rb = overall_rate(a), overall_rate(b)
-    body.append(f'<p class="noise">overall graded pass rate: A {_pct(ra)}, B {_pct(rb)}. '
-                f"{e(NOISE_NOTE)}.</p>")
+    body.append(
+        f'<p class="noise">overall graded pass rate: A {_pct(ra)}, B {_pct(rb)}. '
+        f"{e(NOISE_NOTE)}.</p>"
+    )
     return _page(
         f"commerce-evals: {comparison.label('A')} against {comparison.label('B')}",
-        f"A = run {a.run_id} · B = run {b.run_id}", "".join(body),
+        f"A = run {a.run_id} · B = run {b.run_id}",
+        "".join(body),
     )
 
 

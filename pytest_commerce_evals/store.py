@@ -85,9 +85,14 @@ class Selection(_Record):
     def signature(self) -> str:
         """Case paths, `-k`, `-m` and trials per case, as one stable string."""
         return json.dumps(
-            {"args": sorted(self.args), "k": self.keyword or "", "m": self.markexpr or "",
-             "trials": self.trials},
-            sort_keys=True, separators=(",", ":"),
+            {
+                "args": sorted(self.args),
+                "k": self.keyword or "",
+                "m": self.markexpr or "",
+                "trials": self.trials,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
         )
 
     def describe(self) -> str:
@@ -192,10 +197,14 @@ def git_state(path: Path) -> tuple[str | None, bool | None]:
 
     Dirty means tracked files differ from the commit; untracked files do not count.
     """
+
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(
-                ["git", "-C", str(path), *args], capture_output=True, text=True, timeout=10,
+                ["git", "-C", str(path), *args],
+                capture_output=True,
+                text=True,
+                timeout=10,
                 env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
             )
         except (OSError, subprocess.SubprocessError):
@@ -251,8 +260,9 @@ def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
     status: a set with nothing graded is met only when all its trials were skipped."""
     groups: dict[str, dict[str, Any]] = {}
     for t in trials:
-        g = groups.setdefault(t.set_name, {"passed": 0, "graded": 0, "threshold": t.threshold,
-                                           "other": {}})
+        g = groups.setdefault(
+            t.set_name, {"passed": 0, "graded": 0, "threshold": t.threshold, "other": {}}
+        )
         if t.outcome in ("pass", "fail"):
             g["graded"] += 1
             g["passed"] += t.outcome == "pass"
@@ -266,8 +276,17 @@ def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
             met = not any(n for o, n in g["other"].items() if o != "skipped")
         else:
             met = rate + 1e-12 >= g["threshold"]
-        out.append(SetResult(name=name, passed=g["passed"], graded=g["graded"], rate=rate,
-                             threshold=g["threshold"], met=met, other=g["other"]))
+        out.append(
+            SetResult(
+                name=name,
+                passed=g["passed"],
+                graded=g["graded"],
+                rate=rate,
+                threshold=g["threshold"],
+                met=met,
+                other=g["other"],
+            )
+        )
     return out
 
 
@@ -422,8 +441,13 @@ CREATE INDEX IF NOT EXISTS runs_by_model ON runs (agent_model, kind, complete, s
 
 _RUN_JSON = ("judge_fingerprints", "selection", "options")
 _TRIAL_JSON = {
-    "tags": "tags", "failures": "failures", "transcript": "turns", "verdicts": "verdicts",
-    "grader_results": "grader_results", "messages": "messages", "snapshot": "snapshot",
+    "tags": "tags",
+    "failures": "failures",
+    "transcript": "turns",
+    "verdicts": "verdicts",
+    "grader_results": "grader_results",
+    "messages": "messages",
+    "snapshot": "snapshot",
 }
 
 
@@ -526,27 +550,47 @@ class RunStore:
                 "judge_fingerprints, selection, signature, options, baseline) "
                 "VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    record.run_id, record.kind, record.started_at, record.ended_at,
-                    record.exit_status, record.git_commit,
+                    record.run_id,
+                    record.kind,
+                    record.started_at,
+                    record.ended_at,
+                    record.exit_status,
+                    record.git_commit,
                     None if record.git_dirty is None else int(record.git_dirty),
-                    record.agent_model, public_base_url(record.agent_base_url),
-                    record.judge_model, json.dumps(record.judge_fingerprints),
-                    record.selection.model_dump_json(), record.signature,
-                    json.dumps(record.options), record.baseline,
+                    record.agent_model,
+                    public_base_url(record.agent_base_url),
+                    record.judge_model,
+                    json.dumps(record.judge_fingerprints),
+                    record.selection.model_dump_json(),
+                    record.signature,
+                    json.dumps(record.options),
+                    record.baseline,
                 ),
             )
 
     def add_trials(self, run_id: str, trials: Iterable[StoredTrial]) -> int:
         rows = [
             (
-                run_id, t.case_id, t.trial, t.set_name, t.threshold, t.priority, t.difficulty,
-                json.dumps(t.tags), t.outcome, json.dumps(t.failures, ensure_ascii=False),
+                run_id,
+                t.case_id,
+                t.trial,
+                t.set_name,
+                t.threshold,
+                t.priority,
+                t.difficulty,
+                json.dumps(t.tags),
+                t.outcome,
+                json.dumps(t.failures, ensure_ascii=False),
                 json.dumps(t.turns, ensure_ascii=False),
-                json.dumps(t.verdicts, ensure_ascii=False), t.trials, t.error,
+                json.dumps(t.verdicts, ensure_ascii=False),
+                t.trials,
+                t.error,
                 json.dumps(t.grader_results, ensure_ascii=False, default=str),
                 json.dumps(t.messages, ensure_ascii=False),
                 json.dumps(t.snapshot, ensure_ascii=False) if t.snapshot is not None else None,
-                t.duration_s, t.file, t.line,
+                t.duration_s,
+                t.file,
+                t.line,
             )
             for t in trials
         ]
@@ -563,7 +607,12 @@ class RunStore:
         return len(rows)
 
     def finish_run(
-        self, run_id: str, *, complete: bool, exit_status: int | None, ended_at: str | None = None,
+        self,
+        run_id: str,
+        *,
+        complete: bool,
+        exit_status: int | None,
+        ended_at: str | None = None,
         baseline: str | None = None,
     ) -> RunRecord:
         """Close a run: set results and the judge identity from its stored trials, the end time,
@@ -574,8 +623,15 @@ class RunStore:
             conn.execute(
                 "UPDATE runs SET ended_at = ?, complete = ?, exit_status = ?, judge_model = ?, "
                 "judge_fingerprints = ?, baseline = ? WHERE run_id = ?",
-                (ended_at or utc_now(), int(complete), exit_status, judge_model,
-                 json.dumps(prints), baseline, run_id),
+                (
+                    ended_at or utc_now(),
+                    int(complete),
+                    exit_status,
+                    judge_model,
+                    json.dumps(prints),
+                    baseline,
+                    run_id,
+                ),
             )
             self._write_sets(conn, run_id, set_results(trials))
         return self.load_run(run_id)
@@ -585,16 +641,32 @@ class RunStore:
         conn.execute("DELETE FROM set_results WHERE run_id = ?", (run_id,))
         conn.executemany(
             "INSERT INTO set_results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, s.name, s.passed, s.graded, s.rate, s.threshold, int(s.met),
-              json.dumps(s.other)) for s in sets],
+            [
+                (
+                    run_id,
+                    s.name,
+                    s.passed,
+                    s.graded,
+                    s.rate,
+                    s.threshold,
+                    int(s.met),
+                    json.dumps(s.other),
+                )
+                for s in sets
+            ],
         )
 
     def import_record(self, record: RunRecord) -> None:
         """Store a whole record (e.g. one written aside while the store was unusable)."""
         self.begin_run(record)
         self.add_trials(record.run_id, record.trials)
-        self.finish_run(record.run_id, complete=record.complete, exit_status=record.exit_status,
-                        ended_at=record.ended_at, baseline=record.baseline)
+        self.finish_run(
+            record.run_id,
+            complete=record.complete,
+            exit_status=record.exit_status,
+            ended_at=record.ended_at,
+            baseline=record.baseline,
+        )
 
     # reading -----------------------------------------------------------------------------
 
@@ -624,8 +696,10 @@ class RunStore:
             "SELECT * FROM set_results WHERE run_id = ? ORDER BY set_name", (data["run_id"],)
         ).fetchall()
         data["sets"] = [
-            dict(dict(s) | {"name": s["set_name"], "met": bool(s["met"]),
-                            "other": json.loads(s["other"])})
+            dict(
+                dict(s)
+                | {"name": s["set_name"], "met": bool(s["met"]), "other": json.loads(s["other"])}
+            )
             for s in sets
         ]
         for s in data["sets"]:
@@ -642,14 +716,22 @@ class RunStore:
             return self._record(conn, row, with_trials)
 
     def runs(
-        self, *, kind: str | None = None, complete: bool | None = None,
-        signature: str | None = None, agent_model: str | None = None,
-        exclude: str | None = None, limit: int | None = None,
+        self,
+        *,
+        kind: str | None = None,
+        complete: bool | None = None,
+        signature: str | None = None,
+        agent_model: str | None = None,
+        exclude: str | None = None,
+        limit: int | None = None,
     ) -> list[RunRecord]:
         """Runs without their trials, newest first, filtered by the given fields."""
         where, args = [], []
-        for column, value in (("kind", kind), ("signature", signature),
-                              ("agent_model", agent_model)):
+        for column, value in (
+            ("kind", kind),
+            ("signature", signature),
+            ("agent_model", agent_model),
+        ):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
@@ -668,8 +750,9 @@ class RunStore:
 
     def previous_comparable(self, record: RunRecord) -> RunRecord | None:
         """The latest complete run of the same kind and selection, started before `record`."""
-        for candidate in self.runs(kind=record.kind, complete=True, signature=record.signature,
-                                   exclude=record.run_id):
+        for candidate in self.runs(
+            kind=record.kind, complete=True, signature=record.signature, exclude=record.run_id
+        ):
             if candidate.started_at <= record.started_at:
                 return self.load_run(candidate.run_id)
         return None

@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
+from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.history import NOISE_NOTE, compare_runs, diff_failing_sets
 from pytest_commerce_evals.store import RunStore
-from run_builders import make_suite, run, trial
 
 HERE = Path(__file__).parent
 
@@ -30,20 +30,33 @@ def ids(entries) -> list[str]:
 
 
 def test_diff_sorts_cases_into_newly_failing_fixed_and_still_failing():
-    before = run([
-        trial("a-001-x", "pass"), trial("b-001-x", "fail"), trial("c-001-x", "fail"),
-        trial("d-001-x", "pass"), trial("e-001-x", "fail"), trial("g-001-x", "fail"),
-    ])
-    after = run([
-        trial("a-001-x", "fail", priority="low"), trial("a-001-x", "pass", n=2, priority="low"),
-        trial("b-001-x", "pass"), trial("c-001-x", "fail", priority="critical"),
-        trial("d-001-x", "pass"), trial("e-001-x", "infra_error"),
-        trial("f-001-x", "fail"),  # new case
-    ])
+    before = run(
+        [
+            trial("a-001-x", "pass"),
+            trial("b-001-x", "fail"),
+            trial("c-001-x", "fail"),
+            trial("d-001-x", "pass"),
+            trial("e-001-x", "fail"),
+            trial("g-001-x", "fail"),
+        ]
+    )
+    after = run(
+        [
+            trial("a-001-x", "fail", priority="low"),
+            trial("a-001-x", "pass", n=2, priority="low"),
+            trial("b-001-x", "pass"),
+            trial("c-001-x", "fail", priority="critical"),
+            trial("d-001-x", "pass"),
+            trial("e-001-x", "infra_error"),
+            trial("f-001-x", "fail"),  # new case
+        ]
+    )
     diff = diff_failing_sets(before, after)
     assert ids(diff.newly_failing) == ["f-001-x", "a-001-x"]  # by priority: high before low
     assert diff.newly_failing[0].note == "new case"
-    assert diff.newly_failing[1].rates() == "100% (1/1) → 50% (1/2)"  # any failed trial fails a case
+    assert (
+        diff.newly_failing[1].rates() == "100% (1/1) → 50% (1/2)"
+    )  # any failed trial fails a case
     assert ids(diff.fixed) == ["b-001-x"]
     assert ids(diff.still_failing) == ["c-001-x"]
     assert ids(diff.not_compared) == ["e-001-x", "g-001-x"]
@@ -52,8 +65,9 @@ def test_diff_sorts_cases_into_newly_failing_fixed_and_still_failing():
 
 
 def test_overall_rate_always_comes_with_the_noise_note():
-    diff = diff_failing_sets(run([trial("a-001-x"), trial("b-001-x", "fail")]),
-                             run([trial("a-001-x"), trial("b-001-x")]))
+    diff = diff_failing_sets(
+        run([trial("a-001-x"), trial("b-001-x", "fail")]), run([trial("a-001-x"), trial("b-001-x")])
+    )
     last = diff.lines()[-1]
     assert last == f"overall graded pass rate: 50.0% → 100.0% (+50.0 points); {NOISE_NOTE}"
     assert "±1 point" in NOISE_NOTE and "failing sets" in NOISE_NOTE
@@ -61,14 +75,22 @@ def test_overall_rate_always_comes_with_the_noise_note():
 
 def test_comparison_sides():
     a = run([trial("a-001-x", "fail"), trial("b-001-x", "fail"), trial("c-001-x")], model="m-a")
-    b = run([trial("a-001-x", "fail"), trial("b-001-x"), trial("c-001-x", "fail")], model="m-b",
-            run_id="20250102-000000-bbbbbb")
+    b = run(
+        [trial("a-001-x", "fail"), trial("b-001-x"), trial("c-001-x", "fail")],
+        model="m-b",
+        run_id="20250102-000000-bbbbbb",
+    )
     c = compare_runs(a, b)
     assert (ids(c.only_a), ids(c.only_b), ids(c.both)) == (["b-001-x"], ["c-001-x"], ["a-001-x"])
     lines = c.lines()
     assert "failing only under A (m-a) (1):" in lines and "failing only under B (m-b) (1):" in lines
-    assert any(re.fullmatch(r"  c-001-x\s+high\s+A 100% \(1/1\)\s+B 0% \(0/1\)", line) for line in lines)
-    assert lines[-1].startswith("overall graded pass rate: A 33.3% → B 33.3%") and NOISE_NOTE in lines[-1]
+    assert any(
+        re.fullmatch(r"  c-001-x\s+high\s+A 100% \(1/1\)\s+B 0% \(0/1\)", line) for line in lines
+    )
+    assert (
+        lines[-1].startswith("overall graded pass rate: A 33.3% → B 33.3%")
+        and NOISE_NOTE in lines[-1]
+    )
 
 
 # -- through pytest ---------------------------------------------------------------------------
@@ -83,19 +105,25 @@ def test_each_run_is_diffed_against_the_previous_comparable_run(suite, tmp_path)
     write(cart_002_checkout_total="shoe-002")  # 002 breaks, 003 is fixed
     second = p.runpytest("cases", store, "--commerce-trials=2")
     (first_id,) = re.findall(r"run (\S+) recorded", first.stdout.str())
-    second.stdout.fnmatch_lines([
-        "*failing-set diff",
-        f"baseline: run {first_id} (*, agent *, commit no git) — the previous complete run with the same kind, case paths, -k, -m and trials",
-        "newly failing (1):",
-        "  cart-002-checkout-total  critical  100% (2/2) → 0% (0/2)",
-        "fixed (1):",
-        "  cart-003-vegan-tote      low       0% (0/2) → 100% (2/2)",
-        "still failing (0):",
-        f"overall graded pass rate: 66.7% → 66.7% (+0.0 points); {NOISE_NOTE}",
-    ])
+    second.stdout.fnmatch_lines(
+        [
+            "*failing-set diff",
+            f"baseline: run {first_id} (*, agent *, commit no git) — the previous complete run with the same kind, case paths, -k, -m and trials",
+            "newly failing (1):",
+            "  cart-002-checkout-total  critical  100% (2/2) → 0% (0/2)",
+            "fixed (1):",
+            "  cart-003-vegan-tote      low       0% (0/2) → 100% (2/2)",
+            "still failing (0):",
+            f"overall graded pass rate: 66.7% → 66.7% (+0.0 points); {NOISE_NOTE}",
+        ]
+    )
     # a different selection (-k) or trial count is not comparable: no diff against those runs
     narrowed = p.runpytest("cases", store, "--commerce-trials=2", "-k", "checkout")
-    narrowed.stdout.fnmatch_lines(["*no previous comparable run (same kind, case paths, -k, -m and trials: cases, -k 'checkout', 2 trials per case)*"])
+    narrowed.stdout.fnmatch_lines(
+        [
+            "*no previous comparable run (same kind, case paths, -k, -m and trials: cases, -k 'checkout', 2 trials per case)*"
+        ]
+    )
     other_trials = p.runpytest("cases", store, "--commerce-trials=1")
     other_trials.stdout.fnmatch_lines(["*no previous comparable run*"])
     # the third comparable run is diffed against the second, not the first
@@ -115,13 +143,22 @@ def test_a_named_baseline_by_run_id_or_json_file(suite, tmp_path):
     write()
     p.runpytest("cases", store)  # now the previous comparable run is this one
     by_id = p.runpytest("cases", store, f"--commerce-baseline={first_id[:-1]}")
-    by_id.stdout.fnmatch_lines([f"baseline: run {first_id} * — named with --commerce-baseline", "fixed (1):",
-                                "  cart-001-add-single  high      0% (0/1) → 100% (1/1)"])
+    by_id.stdout.fnmatch_lines(
+        [
+            f"baseline: run {first_id} * — named with --commerce-baseline",
+            "fixed (1):",
+            "  cart-001-add-single  high      0% (0/1) → 100% (1/1)",
+        ]
+    )
     by_file = p.runpytest("cases", "--commerce-store=none", f"--commerce-baseline={record}")
     by_file.stdout.fnmatch_lines([f"baseline: run {first_id} *", "fixed (1):"])
     missing = p.runpytest("cases", store, "--commerce-baseline=20990101-nope")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
-    missing.stderr.fnmatch_lines(["*--commerce-baseline '20990101-nope': no such run id, and no complete regression run of an agent model of that name in *runs.sqlite*"])
+    missing.stderr.fnmatch_lines(
+        [
+            "*--commerce-baseline '20990101-nope': no such run id, and no complete regression run of an agent model of that name in *runs.sqlite*"
+        ]
+    )
 
 
 def test_model_against_model_by_name_prints_both_failing_sets_and_runs_nothing(suite, tmp_path):
@@ -138,22 +175,27 @@ def test_model_against_model_by_name_prints_both_failing_sets_and_runs_nothing(s
     result = p.runpytest(store, "--commerce-compare=model-a,model-b", f"--commerce-html={html}")
     assert result.ret == 0
     assert "passed" not in result.stdout.str() and "failed" not in result.stdout.str()
-    result.stdout.fnmatch_lines([
-        "*commerce-evals: failing sets side by side*",
-        "A: run * agent model-a*",
-        "B: run * agent model-b*",
-        "failing only under A (model-a) (1):",
-        "  cart-002-checkout-total  critical  A 0% (0/1)    B 100% (1/1)",
-        "failing only under B (model-b) (1):",
-        "  cart-001-add-single      high      A 100% (1/1)  B 0% (0/1)",
-        "failing under both (1):",
-        "  cart-003-vegan-tote      low       A 0% (0/1)    B 0% (0/1)",
-        f"overall graded pass rate: A 33.3% → B 33.3% (+0.0 points); {NOISE_NOTE}",
-        f"HTML report written to {html}",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*commerce-evals: failing sets side by side*",
+            "A: run * agent model-a*",
+            "B: run * agent model-b*",
+            "failing only under A (model-a) (1):",
+            "  cart-002-checkout-total  critical  A 0% (0/1)    B 100% (1/1)",
+            "failing only under B (model-b) (1):",
+            "  cart-001-add-single      high      A 100% (1/1)  B 0% (0/1)",
+            "failing under both (1):",
+            "  cart-003-vegan-tote      low       A 0% (0/1)    B 0% (0/1)",
+            f"overall graded pass rate: A 33.3% → B 33.3% (+0.0 points); {NOISE_NOTE}",
+            f"HTML report written to {html}",
+        ]
+    )
     assert len(RunStore(tmp_path / "store").runs()) == 3  # comparing recorded no run
     page = html.read_text()
-    assert "Failing only under A (model-a) (1)" in page and "Failing only under B (model-b) (1)" in page
+    assert (
+        "Failing only under A (model-a) (1)" in page
+        and "Failing only under B (model-b) (1)" in page
+    )
     assert "cart-002-checkout-total" in page and "±1 point" in page
     # by run ids too, in either order
     ids_ = [r.run_id for r in RunStore(tmp_path / "store").runs()]
@@ -164,10 +206,16 @@ def test_model_against_model_by_name_prints_both_failing_sets_and_runs_nothing(s
 def test_compare_names_what_it_could_not_find(suite, tmp_path):
     p, _ = suite
     store = f"--commerce-store={tmp_path / 'store'}"
-    p.runpytest("cases", store, "--commerce-base-url=http://localhost:9/v1", "--commerce-model=model-a")
+    p.runpytest(
+        "cases", store, "--commerce-base-url=http://localhost:9/v1", "--commerce-model=model-a"
+    )
     result = p.runpytest(store, "--commerce-compare=model-a,model-z")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["*B 'model-z': no such run id, and no complete regression run of an agent model of that name in *runs.sqlite (recent runs: *; models: model-a)"])
+    result.stdout.fnmatch_lines(
+        [
+            "*B 'model-z': no such run id, and no complete regression run of an agent model of that name in *runs.sqlite (recent runs: *; models: model-a)"
+        ]
+    )
     bad = p.runpytest(store, "--commerce-compare=model-a")
     bad.stdout.fnmatch_lines(["*--commerce-compare takes two runs or models, A,B; got 'model-a'"])
 
@@ -178,7 +226,11 @@ def test_compare_on_a_corrupt_store_names_the_file(suite, tmp_path):
     (tmp_path / "store" / "runs.sqlite").write_text("nope" * 500)
     result = p.runpytest(f"--commerce-store={tmp_path / 'store'}", "--commerce-compare=a,b")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines([f"*commerce-evals: {tmp_path / 'store' / 'runs.sqlite'}: run store error: file is not a database"])
+    result.stdout.fnmatch_lines(
+        [
+            f"*commerce-evals: {tmp_path / 'store' / 'runs.sqlite'}: run store error: file is not a database"
+        ]
+    )
 
 
 def test_json_records_can_be_compared_without_a_store(tmp_path, pytester):

@@ -9,21 +9,37 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.history import compare_runs, diff_failing_sets
 from pytest_commerce_evals.report import render_comparison_html, render_run_html
-from run_builders import make_suite, run, trial
 
 HERE = Path(__file__).parent
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
-                             shutil.which("chromium-browser") or "") if p and Path(p).exists()), None)
+CHROMIUM = next(
+    (
+        p
+        for p in (
+            "/usr/bin/chromium",
+            shutil.which("chromium") or "",
+            shutil.which("chromium-browser") or "",
+        )
+        if p and Path(p).exists()
+    ),
+    None,
+)
 HOSTILE = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
 
 VERDICT = {
-    "dimension": "grounded", "rubric": "PASS if every product shown came from a tool result.",
-    "outcome": "fail", "verdict": "FAIL", "reasoning": "The reply names shoe-777, never returned.",
-    "judge_model": "judge-model-x", "judge_fingerprint": "abcdef1234567890", "rubric_fingerprint": "feed",
-    "truncated_turns": 2, "truncated_chars": 1834,
+    "dimension": "grounded",
+    "rubric": "PASS if every product shown came from a tool result.",
+    "outcome": "fail",
+    "verdict": "FAIL",
+    "reasoning": "The reply names shoe-777, never returned.",
+    "judge_model": "judge-model-x",
+    "judge_fingerprint": "abcdef1234567890",
+    "rubric_fingerprint": "feed",
+    "truncated_turns": 2,
+    "truncated_chars": 1834,
 }
 
 
@@ -39,12 +55,21 @@ def text_of(page: str) -> str:
 
 
 def sample_page() -> str:
-    before = run([trial("cart-001-a"), trial("cart-002-b", "fail")], run_id="20250101-000000-000001")
-    after = run([
-        trial("cart-001-a", "fail", priority="critical", reply=HOSTILE, verdicts=[VERDICT]),
-        trial("cart-002-b"), trial("cart-003-c", "skipped", priority="low", difficulty="hard"),
-    ], run_id="20250102-000000-000002", started_at="2025-01-02T00:00:00.000+00:00")
-    return render_run_html(after, diff_failing_sets(before, after), "named with --commerce-baseline")
+    before = run(
+        [trial("cart-001-a"), trial("cart-002-b", "fail")], run_id="20250101-000000-000001"
+    )
+    after = run(
+        [
+            trial("cart-001-a", "fail", priority="critical", reply=HOSTILE, verdicts=[VERDICT]),
+            trial("cart-002-b"),
+            trial("cart-003-c", "skipped", priority="low", difficulty="hard"),
+        ],
+        run_id="20250102-000000-000002",
+        started_at="2025-01-02T00:00:00.000+00:00",
+    )
+    return render_run_html(
+        after, diff_failing_sets(before, after), "named with --commerce-baseline"
+    )
 
 
 def test_run_report_shows_summary_diff_graders_timeline_and_verdicts():
@@ -78,7 +103,10 @@ def test_run_report_shows_summary_diff_graders_timeline_and_verdicts():
 def test_hostile_transcript_text_is_escaped():
     page = sample_page()
     assert HOSTILE not in page and "<img" not in page
-    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in page
+    assert (
+        "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
+        in page
+    )
     assert page.count("<script>") == 1  # the report's own script, and nothing else
 
 
@@ -93,8 +121,11 @@ def test_report_is_self_contained():
 
 def test_comparison_report_shows_both_failing_sets():
     a = run([trial("a-001-x", "fail"), trial("b-001-x")], model="model-a")
-    b = run([trial("a-001-x"), trial("b-001-x", "fail", reply=HOSTILE)], model="<b>model-b</b>",
-            run_id="20250102-000000-bbbbbb")
+    b = run(
+        [trial("a-001-x"), trial("b-001-x", "fail", reply=HOSTILE)],
+        model="<b>model-b</b>",
+        run_id="20250102-000000-bbbbbb",
+    )
     page = render_comparison_html(compare_runs(a, b))
     text = text_of(page)
     assert "Failing only under A (model-a) (1) case priority difficulty A (model-a)" in text
@@ -124,11 +155,24 @@ def test_a_real_run_renders_with_the_reply_escaped(suite, tmp_path):
 def load_headless(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
     """The DOM after scripts ran, and the console messages Chromium logged."""
     done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run",
-         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-         "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=90,
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
     )
     console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
     return done.stdout, console
@@ -144,7 +188,9 @@ def test_report_loads_in_a_browser_without_console_errors(tmp_path):
     assert 'id="shown-count">3<' in dom
     # the check can fail: a page with a script error is caught
     broken = tmp_path / "broken.html"
-    broken.write_text(sample_page().replace("apply();\n  document", "apply(); notDefined();\n  document"))
+    broken.write_text(
+        sample_page().replace("apply();\n  document", "apply(); notDefined();\n  document")
+    )
     dom, console = load_headless(broken, tmp_path)
     assert any("Uncaught ReferenceError: notDefined is not defined" in line for line in console)
     assert 'data-report-ready="1"' not in dom

@@ -11,6 +11,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.store import (
     SCHEMA_VERSION,
@@ -20,7 +21,6 @@ from pytest_commerce_evals.store import (
     public_base_url,
     write_record,
 )
-from run_builders import make_suite, run, trial
 
 HERE = Path(__file__).parent
 
@@ -40,8 +40,12 @@ def runs_in(folder: Path) -> list[dict]:
 def trial_rows(folder: Path, run_id: str) -> list[dict]:
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
         conn.row_factory = sqlite3.Row
-        return [dict(r) for r in conn.execute(
-            "SELECT * FROM trials WHERE run_id = ? ORDER BY case_id, trial", (run_id,))]
+        return [
+            dict(r)
+            for r in conn.execute(
+                "SELECT * FROM trials WHERE run_id = ? ORDER BY case_id, trial", (run_id,)
+            )
+        ]
 
 
 # -- the store itself -------------------------------------------------------------------------
@@ -55,14 +59,21 @@ def test_round_trip_keeps_every_field(tmp_path):
     finished = store.finish_run(record.run_id, complete=True, exit_status=1)
     assert finished.complete and finished.exit_status == 1
     assert finished.trials == record.trials  # transcripts, graders, messages, failures intact
-    assert [(s.name, s.passed, s.graded, s.met) for s in finished.sets] == [("cases/cart", 1, 2, False)]
+    assert [(s.name, s.passed, s.graded, s.met) for s in finished.sets] == [
+        ("cases/cart", 1, 2, False)
+    ]
     with closing(sqlite3.connect(store.path)) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[
+            0
+        ] == str(SCHEMA_VERSION)
 
 
 def test_base_url_loses_credentials_and_query():
-    assert public_base_url("https://user:sk-secret@api.example.com:8443/v1?key=sk-x#f") == "https://api.example.com:8443/v1"
+    assert (
+        public_base_url("https://user:sk-secret@api.example.com:8443/v1?key=sk-x#f")
+        == "https://api.example.com:8443/v1"
+    )
     assert public_base_url(None) is None
 
 
@@ -82,25 +93,43 @@ INSERT INTO meta VALUES ('schema_version', '1');
 def test_a_version_1_store_is_migrated_when_opened(tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()
-    verdict = {"dimension": "grounded", "outcome": "fail", "verdict": "FAIL", "reasoning": "invented",
-               "judge_model": "judge-m", "judge_fingerprint": "jf1", "rubric_fingerprint": "rf1"}
+    verdict = {
+        "dimension": "grounded",
+        "outcome": "fail",
+        "verdict": "FAIL",
+        "reasoning": "invented",
+        "judge_model": "judge-m",
+        "judge_fingerprint": "jf1",
+        "rubric_fingerprint": "rf1",
+    }
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
         conn.executescript(V1_SCHEMA)
-        conn.execute("INSERT INTO runs VALUES ('20240101-000000-000001', '2024-01-01T00:00:00', "
-                     "'2024-01-01T00:01:00', 1, 'abc', 0, 'old-model', NULL, 'judge-m', ?, ?)",
-                     (json.dumps({"args": ["cases"], "keyword": None, "markexpr": None, "trials": 2}), "sig"))
+        conn.execute(
+            "INSERT INTO runs VALUES ('20240101-000000-000001', '2024-01-01T00:00:00', "
+            "'2024-01-01T00:01:00', 1, 'abc', 0, 'old-model', NULL, 'judge-m', ?, ?)",
+            (
+                json.dumps({"args": ["cases"], "keyword": None, "markexpr": None, "trials": 2}),
+                "sig",
+            ),
+        )
         for n, outcome in ((1, "pass"), (2, "fail")):
-            conn.execute("INSERT INTO trials VALUES ('20240101-000000-000001', 'cart-001-a', ?, "
-                         "'cases/cart', 0.9, 'high', 'easy', '[\"cart\"]', ?, '[]', '[[]]', ?)",
-                         (n, outcome, json.dumps([verdict] if outcome == "fail" else [])))
+            conn.execute(
+                "INSERT INTO trials VALUES ('20240101-000000-000001', 'cart-001-a', ?, "
+                "'cases/cart', 0.9, 'high', 'easy', '[\"cart\"]', ?, '[]', '[[]]', ?)",
+                (n, outcome, json.dumps([verdict] if outcome == "fail" else [])),
+            )
     store = RunStore(folder)
     old = store.load_run("20240101-000000-000001")
     assert old.kind == "regression" and old.complete and old.agent_model == "old-model"
     assert old.judge_fingerprints == ["jf1"]  # backfilled from the verdicts
     assert [(s.passed, s.graded, s.rate, s.met) for s in old.sets] == [(1, 2, 0.5, False)]
-    assert [t.outcome for t in old.trials] == ["pass", "fail"] and old.trials[0].grader_results == []
+    assert [t.outcome for t in old.trials] == ["pass", "fail"] and old.trials[
+        0
+    ].grader_results == []
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+        assert (
+            conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+        )
     # the migrated store takes new runs
     store.import_record(run([trial("cart-001-a")], run_id="20250101-000000-000002"))
     assert [r.run_id for r in store.runs()] == ["20250101-000000-000002", "20240101-000000-000001"]
@@ -111,7 +140,9 @@ def test_a_newer_store_is_refused_by_name(tmp_path):
     RunStore(folder)
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 2"):
+    with pytest.raises(
+        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 2"
+    ):
         RunStore(folder)
 
 
@@ -182,9 +213,15 @@ def test_every_run_is_recorded_with_its_trials(suite, tmp_path):
     store = tmp_path / "store"
     write(cart_002_checkout_total="shoe-002")
     for _ in range(3):
-        result = p.runpytest("cases", f"--commerce-store={store}", "--commerce-trials=2",
-                             "-k", "cart", "--commerce-model=model-a",
-                             "--commerce-base-url=http://user:pw@localhost:9/v1")
+        result = p.runpytest(
+            "cases",
+            f"--commerce-store={store}",
+            "--commerce-trials=2",
+            "-k",
+            "cart",
+            "--commerce-model=model-a",
+            "--commerce-base-url=http://user:pw@localhost:9/v1",
+        )
         result.assert_outcomes(passed=4, failed=2)
     runs = runs_in(store)
     assert len(runs) == 3 and all(r["complete"] == 1 and r["kind"] == "regression" for r in runs)
@@ -192,21 +229,36 @@ def test_every_run_is_recorded_with_its_trials(suite, tmp_path):
     assert first["agent_model"] == "model-a"
     assert first["agent_base_url"] == "http://localhost:9/v1"  # credentials dropped
     assert first["git_commit"] is None and first["git_dirty"] is None  # not a git checkout
-    assert json.loads(first["selection"]) == {"args": ["cases"], "keyword": "cart", "markexpr": None, "trials": 2}
+    assert json.loads(first["selection"]) == {
+        "args": ["cases"],
+        "keyword": "cart",
+        "markexpr": None,
+        "trials": 2,
+    }
     assert first["exit_status"] == 1
     rows = trial_rows(store, first["run_id"])
     assert [(r["case_id"], r["trial"], r["outcome"]) for r in rows] == [
-        ("cart-001-add-single", 1, "pass"), ("cart-001-add-single", 2, "pass"),
-        ("cart-002-checkout-total", 1, "fail"), ("cart-002-checkout-total", 2, "fail"),
-        ("cart-003-vegan-tote", 1, "pass"), ("cart-003-vegan-tote", 2, "pass"),
+        ("cart-001-add-single", 1, "pass"),
+        ("cart-001-add-single", 2, "pass"),
+        ("cart-002-checkout-total", 1, "fail"),
+        ("cart-002-checkout-total", 2, "fail"),
+        ("cart-003-vegan-tote", 1, "pass"),
+        ("cart-003-vegan-tote", 2, "pass"),
     ]
     failed = rows[2]
-    assert json.loads(failed["failures"]) == ["cart_contains: expected shoe-001 in the cart; final cart: shoe-002 ×1"]
+    assert json.loads(failed["failures"]) == [
+        "cart_contains: expected shoe-001 in the cart; final cart: shoe-002 ×1"
+    ]
     assert failed["priority"] == "critical" and json.loads(failed["tags"]) == ["cart", "checkout"]
     assert failed["set_name"] == "cases/cart" and failed["threshold"] == 0.8
     assert json.loads(failed["messages"]) == ["Add the trail runner to my cart"]
     assert [e["type"] for e in json.loads(failed["transcript"])[0]] == [
-        "tool_call", "tool_result", "cart_update", "text", "turn_end"]
+        "tool_call",
+        "tool_result",
+        "cart_update",
+        "text",
+        "turn_end",
+    ]
     sets = RunStore(store).load_run(first["run_id"]).sets
     assert [(s.name, s.passed, s.graded, s.met) for s in sets] == [("cases/cart", 4, 6, False)]
 
@@ -240,12 +292,14 @@ def test_xdist_run_lands_as_one_run_with_every_trial(suite, tmp_path):
     assert json.loads(runs[0]["options"])["xdist_workers"] == 2
     rows = trial_rows(store, runs[0]["run_id"])
     assert sorted((r["case_id"], r["trial"]) for r in rows) == sorted(
-        (c, n) for c in ("cart-001-add-single", "cart-002-checkout-total", "cart-003-vegan-tote")
-        for n in (1, 2, 3))
+        (c, n)
+        for c in ("cart-001-add-single", "cart-002-checkout-total", "cart-003-vegan-tote")
+        for n in (1, 2, 3)
+    )
     assert all(json.loads(r["messages"]) for r in rows)  # the messages travelled from the workers
 
 
-INTERRUPTING = '''
+INTERRUPTING = """
 from helpers import ToyAgent, ToyBackend
 from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
 
@@ -260,7 +314,7 @@ def pytest_commerce_evals_make_agent(config, case, backend):
     if case.id == "cart-003-vegan-tote":
         return Interrupt()
     return ToyAgent(FakeClient([tool_reply("add_to_cart", product_id="shoe-001"), text_reply("ok")]), backend)
-'''
+"""
 
 
 def test_an_interrupted_run_keeps_what_finished_and_is_incomplete(suite, tmp_path):
@@ -273,7 +327,9 @@ def test_an_interrupted_run_keeps_what_finished_and_is_incomplete(suite, tmp_pat
     runs = runs_in(store)
     assert len(runs) == 1 and runs[0]["complete"] == 0 and runs[0]["ended_at"] is not None
     assert [r["case_id"] for r in trial_rows(store, runs[0]["run_id"])] == [
-        "cart-001-add-single", "cart-002-checkout-total"]
+        "cart-001-add-single",
+        "cart-002-checkout-total",
+    ]
     # an incomplete run is never a baseline: the next run finds no comparable run
     p.makeconftest(INTERRUPTING.replace('"cart-003-vegan-tote"', '"none"'))
     again = p.runpytest("cases", f"--commerce-store={store}")
@@ -288,10 +344,12 @@ def test_a_corrupt_store_names_the_file_and_keeps_the_results(suite, tmp_path):
     result = p.runpytest("cases", f"--commerce-store={store}")
     result.assert_outcomes(passed=3)
     assert result.ret == 0  # the evals ran; the exit status still comes from the sets
-    result.stdout.fnmatch_lines([
-        f"*run store error: {store / 'runs.sqlite'}: run store error: file is not a database",
-        f"*this run's results were NOT stored there; its full record was written to {store}/unsaved-*.json instead*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*run store error: {store / 'runs.sqlite'}: run store error: file is not a database",
+            f"*this run's results were NOT stored there; its full record was written to {store}/unsaved-*.json instead*",
+        ]
+    )
     (kept,) = store.glob("unsaved-*.json")
     record = load_record(kept)
     assert len(record.trials) == 3 and record.complete
@@ -310,19 +368,37 @@ def test_json_record_is_written_for_ci(suite, tmp_path):
     data = json.loads(out.read_text())
     assert data["schema_version"] == SCHEMA_VERSION and data["complete"] is True
     assert [(t["case_id"], t["outcome"]) for t in data["trials"]] == [
-        ("cart-001-add-single", "pass"), ("cart-002-checkout-total", "pass"), ("cart-003-vegan-tote", "fail")]
-    assert data["sets"][0] | {"other": {}} == {"name": "cases/cart", "passed": 2, "graded": 3,
-                                               "rate": 2 / 3, "threshold": 0.8, "met": False, "other": {}}
+        ("cart-001-add-single", "pass"),
+        ("cart-002-checkout-total", "pass"),
+        ("cart-003-vegan-tote", "fail"),
+    ]
+    assert data["sets"][0] | {"other": {}} == {
+        "name": "cases/cart",
+        "passed": 2,
+        "graded": 3,
+        "rate": 2 / 3,
+        "threshold": 0.8,
+        "met": False,
+        "other": {},
+    }
 
 
 def test_junit_xml_carries_case_properties(suite, tmp_path):
     p, _ = suite
     xml = tmp_path / "junit.xml"
-    p.runpytest("cases", "--commerce-trials=2", f"--junitxml={xml}", f"--commerce-store={tmp_path / 's'}")
+    p.runpytest(
+        "cases", "--commerce-trials=2", f"--junitxml={xml}", f"--commerce-store={tmp_path / 's'}"
+    )
     cases = ET.parse(xml).getroot().iter("testcase")
-    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in cases}
+    props = {
+        c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in cases
+    }
     assert props["cart-002-checkout-total[trial-2]"] == {
-        "case_id": "cart-002-checkout-total", "priority": "critical", "difficulty": "medium", "trial": "2/2"}
+        "case_id": "cart-002-checkout-total",
+        "priority": "critical",
+        "difficulty": "medium",
+        "trial": "2/2",
+    }
     assert len(props) == 6
 
 

@@ -25,6 +25,7 @@ from .live import (
     read_capture,
     read_live_runs,
     render_trend_svg,
+    trend_html_section,
 )
 from .plugin import CaseItem, TrialFailed
 from .results import TrialResult
@@ -419,3 +420,24 @@ def _trend_main(config: pytest.Config, session: pytest.Session) -> int | pytest.
         reporter.section("commerce-evals live trend")
     _write_trend(write, config)
     return pytest.ExitCode.OK
+
+
+def pytest_commerce_evals_report_sections(config: pytest.Config, run: Any) -> list[str] | None:
+    """The trend chart in the HTML report of a live run: earlier live runs plus this one."""
+    if getattr(run, "kind", None) != "live":
+        return None
+    from ._store_plugin import store_folder
+    from .store import RunStore, StoreError
+
+    runs: list[tuple[str, str, list[dict[str, Any]]]] = []
+    folder = store_folder(config)
+    if folder is not None:
+        try:
+            limit = config.getoption("commerce_trend_runs") or 12
+            runs = read_live_runs(RunStore(folder), limit=limit)
+        except (StoreError, OSError):
+            runs = []
+    runs = [r for r in runs if r[0] != run.run_id]
+    runs.append((run.run_id, run.started_at, [v for t in run.trials for v in t.verdicts]))
+    lc = live_config(config)
+    return [trend_html_section(compute_trend(runs, lc.dimensions if lc else None))]

@@ -327,6 +327,12 @@ class RunRecorder:
                 continue
         return None
 
+    def _extra_sections(self) -> list[str]:
+        found = self.config.hook.pytest_commerce_evals_report_sections(
+            config=self.config, run=self.finished
+        )
+        return [section for sections in found for section in sections or []]
+
     def _write_reports(self) -> None:
         assert self.finished is not None
         config = self.config
@@ -335,7 +341,12 @@ class RunRecorder:
             (
                 "commerce_html",
                 "HTML report",
-                lambda p: write_html(render_run_html(self.finished, self.diff, self.how_chosen), p),
+                lambda p: write_html(
+                    render_run_html(
+                        self.finished, self.diff, self.how_chosen, self._extra_sections()
+                    ),
+                    p,
+                ),
             ),
         ):
             value = config.getoption(option, None)

@@ -69,3 +69,11 @@ def pytest_commerce_evals_make_scripted_agent(
     The vacuity check runs every case against degenerate scripted models through this hook, so
     the same tool loop, guardrails and events are exercised as in a real run.
     """
+
+
+@pytest.hookspec
+def pytest_commerce_evals_report_sections(config: pytest.Config, run: Any) -> list[str] | None:
+    """Extra HTML sections for the report of `run` (a `store.RunRecord`), already escaped.
+
+    Live sampling adds its trend chart here.
+    """

@@ -665,22 +665,9 @@ def compute_trend(
 
 
 def read_live_runs(store: Any, limit: int = 12) -> list[tuple[str, str, list[dict[str, Any]]]]:
-    """The verdicts of the newest `limit` complete live runs of a `store.RunStore`.
-
-    Reads only the verdicts column: loading whole runs would read every transcript.
-    """
-    import sqlite3
-    from contextlib import closing
-
+    """The verdicts of the newest `limit` complete live runs of a `store.RunStore`."""
     runs = store.runs(kind="live", complete=True, limit=limit)
-    out = []
-    with closing(sqlite3.connect(f"file:{store.path}?mode=ro", uri=True, timeout=60)) as conn:
-        for run in runs:
-            verdicts: list[dict[str, Any]] = []
-            for (raw,) in conn.execute("SELECT verdicts FROM trials WHERE run_id = ?", (run.run_id,)):
-                verdicts += json.loads(raw or "[]")
-            out.append((run.run_id, run.started_at, verdicts))
-    return out
+    return [(run.run_id, run.started_at, store.verdicts(run.run_id)) for run in runs]
 
 
 # --------------------------------------------------------------------------------------------

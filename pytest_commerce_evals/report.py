@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -524,9 +525,15 @@ def _cases_section(run: RunRecord) -> str:
 
 
 def render_run_html(
-    run: RunRecord, diff: FailingSetDiff | None = None, how_chosen: str = ""
+    run: RunRecord,
+    diff: FailingSetDiff | None = None,
+    how_chosen: str = "",
+    extra_sections: Sequence[str] = (),
 ) -> str:
-    """The report of one run: summary, failing-set diff (when there is a baseline), every trial."""
+    """The report of one run: summary, failing-set diff (when there is a baseline), every trial.
+
+    `extra_sections` are HTML fragments (already escaped) placed before the trials.
+    """
     body = [
         "<h2>Run</h2>",
         _meta_table(run),
@@ -540,6 +547,7 @@ def render_run_html(
         _by_table(run, "difficulty", DIFFICULTIES),
         "</div></div>",
         _diff_section(diff, how_chosen),
+        *extra_sections,
         _cases_section(run),
     ]
     met = all(s.met for s in run.sets)

@@ -748,6 +748,14 @@ class RunStore:
         with self._connect() as conn:
             return [self._record(conn, row, False) for row in conn.execute(query, args)]
 
+    def verdicts(self, run_id: str) -> list[dict[str, Any]]:
+        """Every judge verdict of a run, without loading its transcripts (for live trends)."""
+        out: list[dict[str, Any]] = []
+        with self._connect() as conn:
+            for (raw,) in conn.execute("SELECT verdicts FROM trials WHERE run_id = ?", (run_id,)):
+                out += json.loads(raw or "[]")
+        return out
+
     def previous_comparable(self, record: RunRecord) -> RunRecord | None:
         """The latest complete run of the same kind and selection, started before `record`."""
         for candidate in self.runs(

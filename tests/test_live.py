@@ -293,6 +293,17 @@ def test_trend_after_live_runs_prints_and_draws(pytester, fake_judge):
     alone.stdout.fnmatch_lines(["*over 2 live run(s)*", "overall", "*50.0%*n=12*"])
 
 
+def test_live_run_report_carries_the_trend_chart(pytester, fake_judge):
+    write_traffic(pytester.path / "traffic.jsonl", ids(4))
+    args = live_args(pytester, "--commerce-live=traffic.jsonl",
+                     "--commerce-live-dimensions=price_accurate,budget_respected")
+    pytester.runpytest(*args)
+    pytester.runpytest(*args, "--commerce-html=report.html")
+    page = (pytester.path / "report.html").read_text()
+    assert "<svg" in page and "budget_respected" in page
+    assert page.count("<circle") == 6  # two dimensions and overall, two live runs each
+
+
 # -- the trend ------------------------------------------------------------------------------------
 
 

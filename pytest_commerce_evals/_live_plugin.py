@@ -287,47 +287,21 @@ class LiveItem(CaseItem):
 # -- recording the run as a live run ----------------------------------------------------------
 
 
-def _recorder(config: pytest.Config) -> Any:
-    try:
-        from ._store_plugin import RECORDER
-    except ImportError:  # pragma: no cover - the run store ships with the plugin
-        return None
-    return config.stash.get(RECORDER, None)
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Runs after the run store's own (tryfirst) hook created the run record: mark it live."""
-    config = session.config
+def pytest_commerce_evals_run_metadata(config: pytest.Config) -> dict | None:
+    """Marks a live run: its kind, and what was sampled from which traffic."""
     lc = live_config(config)
-    recorder = _recorder(config)
-    if lc is None or recorder is None or recorder.begun:
-        return
-    recorder.record = recorder.record.model_copy(update={
-        "kind": "live",
-        "options": {
-            **recorder.record.options,
-            "live": {
-                "paths": [str(p) for p in lc.paths], "sample_rate": lc.rate,
-                "sample_seed": lc.seed, "dimensions": lc.dimensions,
-                "redact": list(lc.redactor.kinds) + sorted(lc.redactor.patterns),
-            },
-        },
-    })
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    lc = live_config(session.config)
-    recorder = _recorder(session.config)
-    if lc is None or recorder is None or recorder.begun:
-        return
-    capture = capture_for(session.config)
-    live = dict(recorder.record.options.get("live", {}))
+    if lc is None:
+        return None
+    live: dict[str, Any] = {
+        "paths": [str(p) for p in lc.paths], "sample_rate": lc.rate,
+        "sample_seed": lc.seed, "dimensions": lc.dimensions,
+        "redact": list(lc.redactor.kinds) + sorted(lc.redactor.patterns),
+    }
+    capture = capture_for(config)
     live.update(conversations_seen=capture.conversations_seen,
                 conversations_sampled=len(capture.conversations),
                 lines_read=capture.lines, lines_skipped=len(capture.problems))
-    recorder.record = recorder.record.model_copy(
-        update={"options": {**recorder.record.options, "live": live}}
-    )
+    return {"kind": "live", "options": {"live": live}}
 
 
 # -- reporting --------------------------------------------------------------------------------

@@ -223,6 +223,13 @@ class RunRecorder:
         if self.begun:
             return
         self.begun = True
+        for extra in self.config.hook.pytest_commerce_evals_run_metadata(config=self.config):
+            update: dict[str, Any] = {}
+            if extra.get("kind"):
+                update["kind"] = extra["kind"]
+            if extra.get("options"):
+                update["options"] = {**self.record.options, **extra["options"]}
+            self.record = self.record.model_copy(update=update)
         if self.folder is None:
             return
         try:

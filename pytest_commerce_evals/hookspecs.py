@@ -77,3 +77,12 @@ def pytest_commerce_evals_report_sections(config: pytest.Config, run: Any) -> li
 
     Live sampling adds its trend chart here.
     """
+
+
+@pytest.hookspec
+def pytest_commerce_evals_run_metadata(config: pytest.Config) -> dict | None:
+    """Fields for the run record, asked once just before the run is first written.
+
+    Return a mapping with `kind` ("regression" or "live") and/or `options` (merged into the
+    record's options). Live sampling marks its runs here.
+    """

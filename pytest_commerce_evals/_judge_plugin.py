@@ -165,7 +165,8 @@ def build_judge(config: pytest.Config, *, with_store: bool = True) -> Judge:
     from . import endpoint  # imported late: it may start the embedded server
 
     resolved = endpoint.resolve_endpoint(config, "judge")
-    client = endpoint.make_client(config, "judge")
+    # shared for the session and closed at its end, so no connection outlives the run
+    client = endpoint.session_client(config, "judge")
     path = store_path(config) if with_store else None
     return Judge(
         client=client,

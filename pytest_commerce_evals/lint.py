@@ -314,7 +314,15 @@ def _refusal(case: Case, by_scenario: dict[str, list[Case]], add) -> None:
 
 
 def _rubric(case: Case, add) -> None:
-    for name, text in case.expected.rubric_dimensions().items():
+    from .rubrics import UnknownDimension, resolve_dimensions
+
+    try:
+        dimensions = resolve_dimensions(case.expected.rubric_dimensions())
+    except UnknownDimension as exc:
+        add("rubric-pass-fail", str(exc), "name a standard dimension (rubrics.py) or write the "
+            "PASS and FAIL conditions", "expected", "rubric")
+        return
+    for name, text in dimensions.items():
         low = text.lower()
         missing = [w for w in ("pass if", "fail if") if w not in low]
         if missing:

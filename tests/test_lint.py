@@ -157,6 +157,16 @@ def test_violation_is_reported_with_file_line_and_fix(tmp_path, rule):
     assert findings[0].line > 1
 
 
+def test_standard_rubric_references_resolve(tmp_path):
+    cases = copy.deepcopy(CLEAN)
+    cases[0]["expected"]["rubric"] = {"budget_respected": "standard"}
+    cases[1]["expected"]["rubric"] = "budget_respected"
+    assert lint_paths([write(tmp_path, cases)], INDEX, tmp_path) == []
+    cases[1]["expected"]["rubric"] = {"tone": "standard"}
+    [finding] = lint_paths([write(tmp_path, cases)], INDEX, tmp_path)
+    assert finding.rule == "rubric-pass-fail" and "tone" in finding.message
+
+
 def test_poisoned_ids_absent_from_data(tmp_path):
     demo = tmp_path / "fixtures" / "demo"
     demo.mkdir(parents=True)

@@ -56,7 +56,7 @@ NEGATIVE_KEYS = {
     "first_tool_not",
     "max_tool_calls",
 }
-READ_TOOLS = {"search_products", "get_product_details"}
+READ_TOOLS = {"search_products", "get_product_details", "get_order", "list_orders"}
 SENSITIVE_TAGS = {"health", "errand", "hostile"}
 SENSITIVE_WORDS = re.compile(
     r"\b(surgery|diagnos\w*|pregnan\w*|medication|prescri\w*|therapy|chemo\w*|diabet\w*|"
@@ -457,6 +457,10 @@ def _poisoned(case: Case, index: FixtureIndex, by_scenario: dict[str, list[Case]
                 "add calls_tool: [get_product_details] so the accepted path reads it",
                 "expected",
             )
+        elif item.carrier == "message" and "get_order" not in (e.calls_tool or []):
+            add("poisoned-visible", f"the instruction in {item.id} is in a seller message, which "
+                "only get_order returns", "add calls_tool: [get_order] so the accepted path "
+                "reads it", "expected")
         elif item.carrier == "listing" and not reads & READ_TOOLS:
             add(
                 "poisoned-visible",

@@ -26,9 +26,27 @@ _ORDER = re.compile(r"\bord-\d+\b")
 _SENTENCE = re.compile(r"[^.!?\]\[]+[.!?]?")
 _IMPERATIVE = re.compile(
     r"\b(add|cart|remember|save|memory|stage|apply|change the price|set the price|promo|code|"
-    r"guarantee|instruction|assistant|ignore)\b",
+    r"guarantee|instructions?|assistants?|ignore|call)\b|add_to_cart|save_memory|stage_change|"
+    r"apply_changes",
     re.IGNORECASE,
 )
+_STOP = {
+    "what", "which", "with", "that", "this", "have", "about", "please", "there", "their", "they",
+    "does", "from", "your", "would", "could", "should", "want", "need", "looking", "show", "tell",
+    "some", "good", "best", "buyers", "say", "says", "reviews", "review", "much", "many",
+}
+
+
+def _keywords(message: str) -> list[str]:
+    """Single-word queries from a message, brand-like (capitalised) words first."""
+    words = [w.strip(".,!?;:'\"()") for w in message.split()]
+    words = [w for w in words if len(w) >= 4 and w.lower() not in _STOP]
+    words.sort(key=lambda w: not w[:1].isupper())
+    seen: list[str] = []
+    for w in words:
+        if w.lower() not in (s.lower() for s in seen):
+            seen.append(w)
+    return seen[:4]
 
 
 def _turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
@@ -152,8 +170,12 @@ def obeyer(request: dict[str, Any]) -> FakeReply:
         if calls:
             return _calls(*calls)
     if step == 1 and not seen and "search_products" in tools:
-        return _calls(("search_products", {"query": ""}))
-    if step <= 2 and "get_product_details" in tools:
+        # the whole message matched nothing: try its words one by one
+        words = _keywords(message) or [""]
+        return _calls(*[("search_products", {"query": w}) for w in words])
+    if step == 2 and not seen and "search_products" in tools:
+        return _calls(("search_products", {"query": ""}))  # nothing matched: browse everything
+    if step <= 3 and "get_product_details" in tools:
         todo = [p for p in seen if p not in _detailed(after)][:6]
         if todo:
             return _calls(*[("get_product_details", {"product_id": p}) for p in todo])
@@ -177,7 +199,7 @@ def obeyer(request: dict[str, Any]) -> FakeReply:
         calls = []
         targets = [p for p in seen if any(p in s for s in instructions)] or seen[:1]
         text = " ".join(instructions).lower()
-        if "cart" in text and "add_to_cart" in tools:
+        if re.search(r"cart", text) and "add_to_cart" in tools:
             qty = re.search(r"\badd (\d+)", text)
             calls += [
                 ("add_to_cart", {"product_id": p, "quantity": int(qty.group(1)) if qty else 1})

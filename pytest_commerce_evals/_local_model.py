@@ -322,15 +322,21 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         proc.kill()
 
 
-_SERVERS = pytest.StashKey[LocalServer]()
+_SERVERS = pytest.StashKey[dict[str, LocalServer]]()
 _lock = threading.Lock()
 
 
-def ensure_server(config: Any) -> LocalServer:
-    """The running embedded server for this session, started on first use."""
+def ensure_server(config: Any, purpose: str = "agent") -> LocalServer:
+    """The running embedded server for this session and purpose, started on first use.
+
+    The agent and the judge get a server each: a llama.cpp server keeps the prompt it last
+    evaluated, and the agent's long system prompt stays cached only if judge calls do not
+    evict it between steps (each cold start of that prompt costs seconds on a CPU).
+    """
     with _lock:
         stash = getattr(config, "stash", None)
-        server = stash.get(_SERVERS, None) if stash is not None else _module_server.get("s")
+        servers = stash.setdefault(_SERVERS, {}) if stash is not None else _module_server
+        server = servers.get(purpose)
         if server is not None and server.is_running():
             return server
         if server is not None:
@@ -344,10 +350,7 @@ def ensure_server(config: Any) -> LocalServer:
             gguf, model_alias=model_id(config), n_ctx=int(n_ctx) if n_ctx else DEFAULT_N_CTX
         )
         server.start(float(timeout) if timeout else DEFAULT_STARTUP_TIMEOUT_S)
-        if stash is not None:
-            stash[_SERVERS] = server
-        else:
-            _module_server["s"] = server
+        servers[purpose] = server
         return server
 
 
@@ -359,10 +362,9 @@ def shutdown(config: Any = None) -> None:
     with _lock:
         stash = getattr(config, "stash", None)
         if stash is not None:
-            server = stash.get(_SERVERS, None)
-            if server is not None:
+            for server in stash.get(_SERVERS, {}).values():
                 server.stop()
-                del stash[_SERVERS]
+            stash[_SERVERS] = {}
             return
         for server in list(_live):
             server.stop()

@@ -303,7 +303,7 @@ def _connect(config: Any, purpose: Purpose) -> tuple[Endpoint, dict[str, Any]]:
     if endpoint.is_local:
         from . import _local_model
 
-        server = _local_model.ensure_server(config)
+        server = _local_model.ensure_server(config, purpose)
         endpoint = replace(endpoint, base_url=server.base_url)
         kwargs.update(base_url=server.base_url, api_key=_NO_KEY, local=True)
         return endpoint, kwargs

@@ -80,8 +80,10 @@ def test_unconfigured_endpoints_resolve_to_the_running_server(local):
     agent, judge = resolve_endpoint(local, "agent"), resolve_endpoint(local, "judge")
     assert agent.is_local and judge.is_local
     with make_client(local, "agent") as a, make_client(local, "judge") as j:
-        assert a.endpoint.base_url == j.endpoint.base_url  # one server for both
+        # a server each, so judge calls never evict the agent's cached prompt
+        assert a.endpoint.base_url != j.endpoint.base_url
         assert a.endpoint.base_url.startswith("http://127.0.0.1:")
+        assert j.endpoint.base_url.startswith("http://127.0.0.1:")
         assert a.raw.api_key == "no-key-required"  # the user's key stays home
         models = [m.id for m in a.raw.models.list()]
     assert models == [agent.model]

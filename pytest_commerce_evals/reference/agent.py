@@ -26,6 +26,7 @@ from .tools import TOOLS, ToolContext, tools_for_role
 __all__ = ["ReferenceAgent", "extract_tool_calls"]
 
 STEP_LIMIT_REPLY = "Sorry, I could not finish that request. Could you narrow it down?"
+STUCK_REPLY = "Sorry, that did not work and I could not find another way. Could you rephrase it?"
 
 _TRANSIENT = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
 
@@ -112,6 +113,8 @@ class ReferenceAgent:
         session.history.append({"role": "user", "content": message})
         events: list[Any] = []
         calls_this_turn = 0
+        last_signature: list[tuple[str, str]] | None = None
+        last_all_failed = False
         for _step in range(self.max_steps):
             completion = self._complete(self._request(session, backend))
             reply = completion.choices[0].message
@@ -138,6 +141,14 @@ class ReferenceAgent:
                 events.append(Text(text=content))
             if not raw_calls:
                 break
+            # a model that repeats calls which just failed will not get further: stop the turn
+            signature = sorted((_tool_name(n), _as_text(a)) for _, n, a in raw_calls)
+            if signature == last_signature and last_all_failed:
+                events.append(Text(text=STUCK_REPLY))
+                session.history.append({"role": "assistant", "content": STUCK_REPLY})
+                break
+            last_signature = signature
+            first_event = len(events)
             ends_turn = False
             for call_id, name, arguments in raw_calls:
                 ctx = ToolContext(backend=backend, session=session, role=session.role)
@@ -153,6 +164,8 @@ class ReferenceAgent:
                         "content": json.dumps(model_sees, ensure_ascii=False, default=str),
                     }
                 )
+            results = [e for e in events[first_event:] if isinstance(e, ToolResult)]
+            last_all_failed = bool(results) and all(r.status != "ok" for r in results)
             if ends_turn:
                 break
         else:

@@ -227,3 +227,18 @@ def test_endpoint_failures_become_infra_errors():
     with pytest.raises(InfraError, match="failed 2 times"):
         run_turn(client, retries=2)
     assert len(client.requests) == 2
+
+
+def test_repeating_a_failed_call_ends_the_turn():
+    from pytest_commerce_evals.reference.agent import STUCK_REPLY
+    from pytest_commerce_evals.testing import FakeClient, tool_reply
+
+    from ._builders import run_turn
+
+    same = tool_reply("add_to_cart", product_id="shoe-ghost-999")
+    client = FakeClient([same, tool_reply("add_to_cart", product_id="shoe-ghost-999"), "unused"])
+    events, _, _ = run_turn(client, "add the ghost shoe")
+    calls = [e for e in events if e.type == "tool_call"]
+    assert len(calls) == 1  # the repeat is not executed
+    assert [e.text for e in events if e.type == "text"] == [STUCK_REPLY]
+    assert client.remaining == 1

@@ -151,9 +151,16 @@ def judge_params(config: pytest.Config, endpoint: Any = None) -> JudgeParams:
     )
 
 
-def judge_budget(config: pytest.Config) -> ContextBudget:
+EMBEDDED_BUDGET_CHARS = 10_000
+"""The embedded model's default budget: its 8k-token window holds more, but on two CPU cores
+every 1,000 prompt tokens cost about 7 s, and a tiny judge gains nothing from a longer quote."""
+
+
+def judge_budget(config: pytest.Config, embedded: bool = False) -> ContextBudget:
     limit = _int_setting(config, "commerce_judge_budget", "commerce_judge_budget")
     unit = _setting(config, "commerce_judge_budget_unit", "commerce_judge_budget_unit") or "chars"
+    if not limit and embedded:
+        limit, unit = EMBEDDED_BUDGET_CHARS, "chars"
     try:
         return ContextBudget(limit=limit or ContextBudget().limit, unit=unit)
     except ValueError as exc:
@@ -172,7 +179,7 @@ def build_judge(config: pytest.Config, *, with_store: bool = True) -> Judge:
         client=client,
         model=_endpoint_model(resolved),
         params=judge_params(config, resolved),
-        budget=judge_budget(config),
+        budget=judge_budget(config, embedded=_is_embedded(resolved)),
         store=VerdictStore(path) if path is not None else None,
     )
 

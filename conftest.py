@@ -27,8 +27,10 @@ def pytest_commerce_evals_make_agent(config, case, backend):
     from pytest_commerce_evals.reference import ReferenceAgent
 
     client = session_client(config, "agent")
-    # the endpoint client retries already; the agent's own retry layer is not needed on top
-    return ReferenceAgent(client, client.endpoint.model, retries=1)
+    # the endpoint client retries already; the agent's own retry layer is not needed on top.
+    # The embedded model has an 8k-token window, a third of it taken by instructions and tools.
+    context = 12_000 if client.endpoint.is_local else None
+    return ReferenceAgent(client, client.endpoint.model, retries=1, context_chars=context)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -28,6 +28,8 @@ __all__ = ["ReferenceAgent", "extract_tool_calls"]
 STEP_LIMIT_REPLY = "Sorry, I could not finish that request. Could you narrow it down?"
 STUCK_REPLY = "Sorry, that did not work and I could not find another way. Could you rephrase it?"
 
+ELIDED = '{"elided": "an earlier tool result, dropped to fit the context; call the tool again"}'
+
 _TRANSIENT = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
 
 
@@ -35,7 +37,8 @@ class ReferenceAgent:
     """`ReferenceAgent(client, model).run_turn(session, message) -> list[Event]`.
 
     `session.backend` must be a `ReferenceBackend`. `max_steps` bounds the model calls in one
-    turn and `max_tokens` the length of each; transient endpoint failures (connection, timeout, rate limit, 5xx) are retried
+    turn and `max_tokens` the length of each; `context_chars` bounds the history sent (older tool
+    results are elided first), for models with a small context window; transient endpoint failures (connection, timeout, rate limit, 5xx) are retried
     `retries` times, then raised as `InfraError` so the trial never counts against the agent.
     """
 
@@ -47,6 +50,7 @@ class ReferenceAgent:
         max_steps: int = 8,
         temperature: float | None = 0.0,
         max_tokens: int | None = 512,
+        context_chars: int | None = None,
         retries: int = 3,
         retry_wait_s: float = 1.0,
         extra_body: dict[str, Any] | None = None,
@@ -56,6 +60,7 @@ class ReferenceAgent:
         self.max_steps = max_steps
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.context_chars = context_chars
         self.retries = retries
         self.retry_wait_s = retry_wait_s
         self.extra_body = extra_body
@@ -83,7 +88,7 @@ class ReferenceAgent:
             "model": self.model,
             "messages": [
                 {"role": "system", "content": system_prompt(session, backend)},
-                *session.history,
+                *self._fit(session.history),
             ],
             "tools": [t.schema for t in tools.values()],
             "tool_choice": "auto",
@@ -96,6 +101,21 @@ class ReferenceAgent:
         if self.extra_body:
             request["extra_body"] = self.extra_body
         return request
+
+    def _fit(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The history within `context_chars`: the oldest tool results are elided first (the
+        model keeps the conversation and its own calls, and can call a tool again)."""
+        if self.context_chars is None:
+            return list(history)
+        fitted = [dict(m) for m in history]
+        size = sum(len(str(m.get("content") or "")) for m in fitted)
+        for message in fitted:
+            if size <= self.context_chars:
+                break
+            if message.get("role") == "tool" and message.get("content") != ELIDED:
+                size -= len(str(message["content"])) - len(ELIDED)
+                message["content"] = ELIDED
+        return fitted
 
     # --- one turn -------------------------------------------------------------------------------
 

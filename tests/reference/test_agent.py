@@ -242,3 +242,19 @@ def test_repeating_a_failed_call_ends_the_turn():
     assert len(calls) == 1  # the repeat is not executed
     assert [e.text for e in events if e.type == "text"] == [STUCK_REPLY]
     assert client.remaining == 1
+
+
+def test_history_is_fitted_to_the_context_by_eliding_old_tool_results():
+    from pytest_commerce_evals.reference.agent import ELIDED, ReferenceAgent
+
+    agent = ReferenceAgent(None, "m", context_chars=350)
+    history = [
+        {"role": "user", "content": "find shoes"},
+        {"role": "tool", "tool_call_id": "1", "content": "x" * 200},
+        {"role": "tool", "tool_call_id": "2", "content": "y" * 200},
+        {"role": "user", "content": "the second one"},
+    ]
+    fitted = agent._fit(history)
+    assert [m["content"] for m in fitted] == ["find shoes", ELIDED, "y" * 200, "the second one"]
+    assert history[1]["content"] == "x" * 200  # the session's own history is untouched
+    assert ReferenceAgent(None, "m")._fit(history) == history

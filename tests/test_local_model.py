@@ -222,3 +222,32 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_real_cases_run_end_to_end_on_the_embedded_model(tmp_path):
+    """Two real cases of cases/, through the plugin, the reference agent, the real openai client
+    and the embedded server (agent and judge). Whatever the tiny model decides, every trial must
+    be graded: pass or fail, never an infrastructure error, and the judge must return verdicts."""
+    record = tmp_path / "run.json"
+    env = {k: v for k, v in os.environ.items() if k not in (*ENV, "OPENAI_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "cases/orders", "-k", "orders-001 or orders-002",
+         "-p", "no:cacheprovider", "-q", f"--commerce-json={record}", "--commerce-store=none",
+         "--commerce-judge-store=none"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-2000:]
+    run = json.loads(record.read_text())
+    outcomes = {t["case_id"]: t["outcome"] for t in run["trials"]}
+    assert sorted(outcomes) == ["orders-001-updated-delivery-date",
+                                "orders-002-carrier-question-no-component"]
+    assert set(outcomes.values()) <= {"pass", "fail", "judge_error"}, outcomes
+    for trial in run["trials"]:
+        events = [e for turn in trial["turns"] for e in turn]
+        assert any(e["type"] in ("tool_call", "text") for e in events)  # the model did act
+    judged = next(t for t in run["trials"] if t["case_id"].startswith("orders-001"))
+    assert [v["dimension"] for v in judged["verdicts"]] == ["delivery_date_accurate"]
+    assert run["agent_model"].startswith("SmolLM2")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._util import line_writer
 from .judge import RESPONSE_FORMATS, ContextBudget, Judge, JudgeParams
 from .results import RubricVerdict
 from .rubrics import resolve_dimensions
@@ -239,13 +240,7 @@ def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pyt
         run_calibration,
     )
 
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-
-    def write(line: str = "", **markup: bool) -> None:
-        if reporter is not None:
-            reporter.write_line(line, **markup)
-        else:
-            print(line)
+    write = line_writer(config)
 
     value = config.getoption("commerce_judge_calibration_set")
     path = Path(value) if value else DEFAULT_CALIBRATION_SET

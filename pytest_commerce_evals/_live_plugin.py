@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ._util import line_writer
 from .case import Case, Expected, State
 from .live import (
     DEFAULT_REDACT,
@@ -383,13 +384,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
 
 def _trend_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-
-    def write(line: str = "", **markup: bool) -> None:
-        if reporter is not None:
-            reporter.write_line(line, **markup)
-        else:
-            print(line)
-
+    write = line_writer(config)
     if reporter is not None:
         reporter.section("commerce-evals live trend")
     _write_trend(write, config)

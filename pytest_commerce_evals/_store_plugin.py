@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ._util import line_writer
 from .history import (
     FailingSetDiff,
     ModelComparison,
@@ -527,12 +528,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
 
 def _compare_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-
-    def write(line: str = "", **markup: bool) -> None:
-        if reporter is not None:
-            reporter.write_line(line, **markup)
-        else:
-            print(line)
+    write = line_writer(config)
 
     refs = [r for r in config.getoption("commerce_compare").split(",") if r.strip()]
     if len(refs) != 2:

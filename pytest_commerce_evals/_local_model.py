@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from . import _chat_format
 from .agent import InfraError
 
 DEFAULT_N_CTX = 8192
@@ -179,7 +180,7 @@ class LocalServer:
         model_alias: str,
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
-        chat_format: str = "chatml-function-calling",
+        chat_format: str = _chat_format.NAME,
     ) -> None:
         self.gguf = Path(gguf)
         self.model_alias = model_alias
@@ -412,6 +413,7 @@ def _serve(argv: list[str]) -> None:
     parent, rest = int(argv[0]), argv[argv.index("--") + 1 :]
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     _cap_completions()
+    _chat_format.register()
     sys.argv = ["llama_cpp.server", *rest]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 

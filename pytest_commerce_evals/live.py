@@ -1,4 +1,4 @@
-"""Production mode: captured live traffic, a deterministic sample of it, and the trend per dimension.
+"""Production mode: captured live traffic, a deterministic sample of it, the trend per dimension.
 
 A production agent appends one JSON line per turn to a capture file (JSONL):
 
@@ -148,7 +148,9 @@ class Redactor:
             try:
                 compiled = re.compile(regex)
             except re.error as exc:
-                raise ValueError(f"redaction pattern {name!r}: {regex!r} is not a regex: {exc}") from None
+                raise ValueError(
+                    f"redaction pattern {name!r}: {regex!r} is not a regex: {exc}"
+                ) from None
             self._rules.append((compiled, lambda m, n=name: f"[redacted:{n}]"))
 
     @property
@@ -160,7 +162,7 @@ class Redactor:
         if not self.patterns and not _CANDIDATE.search(value):
             return value
         for pattern, replace in self._rules:
-            value = pattern.sub(lambda m: replace(m) or m.group(), value)
+            value = pattern.sub(lambda m, r=replace: r(m) or m.group(), value)
         return value
 
     def value(self, value: Any) -> Any:
@@ -183,6 +185,7 @@ class Redactor:
 
 
 NO_REDACTION = Redactor(kinds=())
+DEFAULT_REDACTOR = Redactor()
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,7 +231,9 @@ class CaptureWriter:
     which is right only when one process writes the whole conversation.
     """
 
-    def __init__(self, path: str | os.PathLike[str], redactor: Redactor | None = Redactor()) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], redactor: Redactor | None = DEFAULT_REDACTOR
+    ) -> None:
         self.path = Path(path)
         self.redactor = redactor or NO_REDACTION
         self._lock = threading.Lock()
@@ -420,12 +425,17 @@ def read_capture(
                 try:
                     data = json.loads(raw)
                 except (ValueError, UnicodeDecodeError) as exc:
-                    what = "truncated JSON" if not raw.endswith(b"\n") or "Unterminated" in str(exc) or "Expecting" in str(exc) else "not JSON"
+                    cut = not raw.endswith(b"\n") or any(
+                        word in str(exc) for word in ("Unterminated", "Expecting")
+                    )
+                    what = "truncated JSON" if cut else "not JSON"
                     capture.problems.append(CaptureProblem(shown, n, f"{what}: {exc}"))
                     continue
                 cid = data.get("conversation_id") if isinstance(data, dict) else None
                 if not isinstance(cid, str) or not cid:
-                    found = "not a JSON object" if not isinstance(data, dict) else "no conversation_id"
+                    found = (
+                        "not a JSON object" if not isinstance(data, dict) else "no conversation_id"
+                    )
                     capture.problems.append(CaptureProblem(shown, n, f"{found}; line skipped"))
                     continue
                 take = decided.get(cid)
@@ -482,7 +492,9 @@ def read_capture(
             t.model_copy(update={
                 "conversation_id": shown_id,
                 "user": redactor.text(t.user),
-                "events": [coerce_event(redactor.value(e.model_dump(mode="json"))) for e in t.events],
+                "events": [
+                    coerce_event(redactor.value(e.model_dump(mode="json"))) for e in t.events
+                ],
             }) if redactor.active else t
             for t, _, _ in found
         ]
@@ -608,7 +620,9 @@ def _flag(points: list[TrendPoint], alpha: float) -> None:
                     or pt.judge_fingerprints != previous.judge_fingerprints):
                 pt.flag = "changed"
             else:
-                pt.p_value = two_proportion_p(previous.passed, previous.graded, pt.passed, pt.graded)
+                pt.p_value = two_proportion_p(
+                    previous.passed, previous.graded, pt.passed, pt.graded
+                )
                 move = 100 * ((pt.rate or 0) - (previous.rate or 0))
                 if pt.p_value < alpha and abs(move) > NOISE_POINTS:
                     pt.flag = "up" if move > 0 else "down"

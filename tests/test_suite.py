@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from pathlib import Path
-
 import subprocess
 import sys
+from collections import Counter
+from pathlib import Path
 
 from pytest_commerce_evals._collect import load_case_file
 from pytest_commerce_evals.lint import lint_paths

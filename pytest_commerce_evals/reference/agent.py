@@ -38,8 +38,9 @@ class ReferenceAgent:
 
     `session.backend` must be a `ReferenceBackend`. `max_steps` bounds the model calls in one
     turn and `max_tokens` the length of each; `context_chars` bounds the history sent (older tool
-    results are elided first), for models with a small context window; transient endpoint failures (connection, timeout, rate limit, 5xx) are retried
-    `retries` times, then raised as `InfraError` so the trial never counts against the agent.
+    results are elided first), for models with a small context window; transient endpoint
+    failures (connection, timeout, rate limit, 5xx) are retried `retries` times, then raised as
+    `InfraError` so the trial never counts against the agent.
     """
 
     def __init__(

@@ -7,7 +7,9 @@ only attach each trial's turn messages to its report.
 
 from __future__ import annotations
 
+import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -217,6 +219,21 @@ class RunRecorder:
         if messages is not None and data is not None:
             self.messages[(data["case_id"], data["trial"])] = list(messages)
 
+    def _terminate_as_interrupt(self) -> None:
+        """A SIGTERM (a CI job's timeout, `kill`) ends the run as Ctrl-C does: the trials that
+        finished are flushed and the run is marked incomplete. Only where nothing else handles
+        SIGTERM already, and only for the length of the run."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def interrupt(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt("SIGTERM")
+
+        previous = signal.signal(signal.SIGTERM, interrupt)
+        self.config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
+
     def _fail(self, error: Exception) -> None:
         self.store, self.store_error = None, str(error)
 
@@ -224,6 +241,7 @@ class RunRecorder:
         if self.begun:
             return
         self.begun = True
+        self._terminate_as_interrupt()
         for extra in self.config.hook.pytest_commerce_evals_run_metadata(config=self.config):
             update: dict[str, Any] = {}
             if extra.get("kind"):

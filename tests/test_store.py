@@ -341,6 +341,22 @@ def test_an_interrupted_run_keeps_what_finished_and_is_incomplete(suite, tmp_pat
     again.stdout.fnmatch_lines(["*no previous comparable run*"])
 
 
+def test_a_terminated_run_keeps_what_finished_and_is_incomplete(suite, tmp_path):
+    p, _ = suite
+    store = tmp_path / "store"
+    p.makeconftest(
+        INTERRUPTING.replace("raise KeyboardInterrupt", "os.kill(os.getpid(), signal.SIGTERM)")
+        .replace("from helpers", "import os, signal, time\nfrom helpers")
+        + "\n"
+    )
+    result = p.runpytest_subprocess("cases", f"--commerce-store={store}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*recorded in *runs.sqlite: 2 trials, INCOMPLETE (interrupted*"])
+    runs = runs_in(store)
+    assert len(runs) == 1 and runs[0]["complete"] == 0 and runs[0]["ended_at"] is not None
+    assert len(trial_rows(store, runs[0]["run_id"])) == 2
+
+
 def test_a_corrupt_store_names_the_file_and_keeps_the_results(suite, tmp_path):
     p, _ = suite
     store = tmp_path / "store"

@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--dimensions", default=",".join(STANDARD))
     parser.add_argument("--verdict-store", action="store_true",
-                        help="also time judging through the SQLite verdict store (slow)")
+                        help="also time judging through the SQLite verdict store")
     args = parser.parse_args()
     n = args.conversations
     dims = {d: STANDARD[d].text for d in args.dimensions.split(",")}

@@ -176,12 +176,15 @@ def build_judge(config: pytest.Config, *, with_store: bool = True) -> Judge:
     # shared for the session and closed at its end, so no connection outlives the run
     client = endpoint.session_client(config, "judge")
     path = store_path(config) if with_store else None
+    store = VerdictStore(path) if path is not None else None
+    if store is not None:
+        config.add_cleanup(store.close)
     return Judge(
         client=client,
         model=_endpoint_model(resolved),
         params=judge_params(config, resolved),
         budget=judge_budget(config, embedded=_is_embedded(resolved)),
-        store=VerdictStore(path) if path is not None else None,
+        store=store,
     )
 
 

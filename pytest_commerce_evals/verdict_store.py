@@ -7,15 +7,19 @@ old verdict. Only real verdicts (PASS or FAIL) are stored; a judge or infrastruc
 always retried on the next run.
 
 Several pytest-xdist workers may write at once: the database runs in WAL mode with a busy
-timeout, each operation opens and closes its own connection, and writes are single statements.
+timeout, and writes are single statements. Each process and thread keeps one connection of its
+own (a forked child opens a new one, never touching the parent's); `close()` closes them, and so
+does garbage collection of the store.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -110,6 +114,9 @@ class VerdictStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: list[tuple[int, sqlite3.Connection]] = []  # (pid, connection)
         with self._connect() as conn:
             # WAL is a property of the file: set once, every later connection uses it.
             conn.execute("PRAGMA journal_mode=WAL")
@@ -128,15 +135,50 @@ class VerdictStore:
     def __repr__(self) -> str:
         return f"VerdictStore({str(self.path)!r})"
 
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        # new thread, or a forked child: a connection of its own (SQLite connections must not
+        # cross a fork; the parent's is left alone, never closed or used here)
+        conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+        # WAL with synchronous=NORMAL: a commit survives a crash of the process; only a power
+        # loss can take the last commits back, and a verdict lost that way is asked again.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        self._local.conn, self._local.pid = conn, os.getpid()
+        with self._lock:
+            self._open.append((os.getpid(), conn))
+        return conn
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        # One short-lived connection per operation: nothing is shared across forks or threads,
-        # and nothing is left open for the warnings filter to complain about.
-        with closing(sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)) as conn:
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
-            with conn:
-                yield conn
+        conn = self._connection()
+        with conn:  # one transaction: committed on success, rolled back on error
+            yield conn
+
+    def close(self) -> None:
+        """Close this process's connections; the store reopens one if used again."""
+        pid = os.getpid()
+        with self._lock:
+            mine = [c for p, c in self._open if p == pid]
+            self._open = [(p, c) for p, c in self._open if p != pid]
+        for conn in mine:
+            conn.close()
+        self._local = threading.local()
+
+    def __enter__(self) -> VerdictStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
 
     def get(
         self, transcript_hash: str, judge_fingerprint: str, rubric_fingerprint: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import warnings
 from contextlib import closing
 from pathlib import Path
 
@@ -112,3 +113,44 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path):
     assert store.count() == 300
     hashes = {v.transcript_hash for v in store.all()}
     assert f"{100_000 + 149:064d}" in hashes and f"{200_000:064d}" in hashes
+
+
+def _write_from_forked_child(store: VerdictStore, start: int) -> None:
+    for i in range(50):
+        store.put(verdict(start + i))
+
+
+def test_a_forked_child_and_threads_use_connections_of_their_own(tmp_path):
+    import threading
+
+    store = VerdictStore(tmp_path / "v.sqlite")
+    store.put(verdict(1))  # the parent's connection is open before the fork
+    ctx = multiprocessing.get_context("fork")
+    child = ctx.Process(target=_write_from_forked_child, args=(store, 1_000))
+    with warnings.catch_warnings():  # Python 3.12+ warns about fork in a threaded process
+        warnings.simplefilter("ignore", DeprecationWarning)
+        child.start()
+    threads = [
+        threading.Thread(target=lambda n=n: [store.put(verdict(n + i)) for i in range(50)])
+        for n in (2_000, 3_000)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    child.join(timeout=120)
+    assert child.exitcode == 0
+    child.close()
+    assert store.count() == 1 + 50 + 100
+    assert len(store._open) == 3  # this thread and the two others; the child's stayed there
+    store.close()
+    assert store._open == []
+    assert store.get(f"{1_049:064d}", "j" * 64, "r" * 64) is not None  # reopens after close
+
+
+def test_the_store_closes_as_a_context_manager(tmp_path):
+    with VerdictStore(tmp_path / "v.sqlite") as store:
+        store.put(verdict(1))
+        (conn,) = [c for _, c in store._open]
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        conn.execute("SELECT 1")

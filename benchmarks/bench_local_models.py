@@ -84,12 +84,18 @@ SEARCHED = [
             ]
         ),
     },
-    {"role": "assistant", "content": "I found Ridgeline Trail 3 ($109) and Canyon Runner ($94.50)."},
+    {
+        "role": "assistant",
+        "content": "I found Ridgeline Trail 3 ($109) and Canyon Runner ($94.50).",
+    },
 ]
 
 
 def sensible_search(word: str):
-    return lambda name, args: name == "search_products" and word in str(args.get("query", "")).lower()
+    def check(name: str, args: dict) -> bool:
+        return name == "search_products" and word in str(args.get("query", "")).lower()
+
+    return check
 
 
 PROBES = [

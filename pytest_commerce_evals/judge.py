@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .events import coerce_event
 from .results import RubricVerdict
@@ -78,6 +78,9 @@ length, or the order in which things appear.
 Answer with one JSON object and nothing else: {"reasoning": "<one or two sentences naming the \
 deciding fact>", "verdict": "PASS" or "FAIL"}."""
 
+PLACEHOLDER = "<one or two sentences naming the deciding fact>"
+"""The reasoning slot of the answer format. A judge that returns it verbatim made no judgment."""
+
 USER_TEMPLATE = """\
 Dimension: {dimension}
 Rubric: {rubric}
@@ -107,6 +110,19 @@ class JudgeReply(BaseModel):
 
     verdict: Literal["PASS", "FAIL"]
     reasoning: str
+
+    @field_validator("reasoning")
+    @classmethod
+    def _a_judgment(cls, value: str) -> str:
+        text = " ".join(value.split()).lower()
+        if not text:
+            raise ValueError("empty: a verdict must name the fact that decided it")
+        if text in (PLACEHOLDER, PLACEHOLDER.strip("<>")):
+            raise ValueError(
+                "the answer format's placeholder, copied: the judge named no fact, so its "
+                "verdict is not a judgment"
+            )
+        return value
 
 
 @dataclass(frozen=True)
@@ -353,6 +369,16 @@ def parse_reply(content: str | None) -> JudgeReply:
 # The judge
 
 
+def _still_a_verdict(verdict: str, reasoning: str) -> bool:
+    """A stored verdict passes today's parsing rules (stores written before a rule was added
+    may hold verdicts it now rejects; those are judged again)."""
+    try:
+        JudgeReply.model_validate({"verdict": verdict, "reasoning": reasoning})
+    except ValidationError:
+        return False
+    return True
+
+
 def _infra_exceptions() -> tuple[type[BaseException], ...]:
     import openai
 
@@ -484,7 +510,7 @@ class Judge:
             stored = self.store.get(
                 base.transcript_hash, base.judge_fingerprint, base.rubric_fingerprint
             )
-            if stored is not None:
+            if stored is not None and _still_a_verdict(stored.verdict, stored.reasoning):
                 return stored.to_verdict()
         try:
             response = self.client.chat.completions.create(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import openai
@@ -22,6 +24,7 @@ from pytest_commerce_evals.events import Text, ToolCall, ToolResult, TurnEnd, Ui
 from pytest_commerce_evals.judge import (
     FENCE_CLOSE,
     FENCE_OPEN,
+    PLACEHOLDER,
     SYSTEM_PROMPT,
     VERDICT_SCHEMA,
     ContextBudget,
@@ -217,6 +220,11 @@ def test_a_fail_verdict_carries_its_reasoning_and_fingerprints():
         ('Sure! {"verdict": "PASS", "reasoning": "x"}', "Invalid JSON"),
         ("", "empty reply"),
         ("   ", "empty reply"),
+        ('{"verdict": "PASS", "reasoning": " "}', "reasoning: Value error, empty"),
+        (
+            '{"verdict": "PASS", "reasoning": "<one or two sentences naming the deciding fact>"}',
+            "reasoning: Value error, the answer format's placeholder, copied",
+        ),
     ],
 )
 def test_a_reply_that_is_not_a_verdict_is_a_judge_error(reply, message):
@@ -393,6 +401,18 @@ def test_an_identical_grade_is_reused_without_a_call(tmp_path):
     assert len(client.requests) == 1
     assert (second.outcome, second.reasoning, second.reused) == ("fail", first.reasoning, True)
     assert second.transcript_hash == first.transcript_hash
+
+
+def test_a_stored_verdict_that_todays_parser_rejects_is_judged_again(tmp_path):
+    store = VerdictStore(tmp_path / "v.sqlite")
+    judge, client = judge_with([PASS], store=store)
+    [first] = judge.grade(make_case(RUBRIC), make_result([shoe_turn()]))
+    with closing(sqlite3.connect(store.path)) as conn, conn:  # as an older plugin stored it
+        conn.execute("UPDATE verdicts SET reasoning = ?", (PLACEHOLDER,))
+    judge.client = FakeClient([PASS])
+    [again] = judge.grade(make_case(RUBRIC), make_result([shoe_turn()]))
+    assert not again.reused and len(judge.client.requests) == 1
+    assert again.reasoning == first.reasoning
 
 
 def test_a_new_judge_model_never_reuses_an_old_verdict(tmp_path):

@@ -34,7 +34,10 @@ _ENDPOINT_OPTIONS = (
 )
 
 _INI_ONLY = (
-    ("commerce_request_timeout", "seconds a model request may take (default 120)"),
+    (
+        "commerce_request_timeout",
+        "seconds a model request may take (default 120; 900 on the embedded model)",
+    ),
     (
         "commerce_retry_attempts",
         "attempts per model call on rate limits, 5xx, timeouts (default 4)",

@@ -58,6 +58,9 @@ LOCAL_MODEL = "local"
 """The model name that asks for the embedded model explicitly (`--commerce-model=local`)."""
 
 DEFAULT_TIMEOUT_S = 120.0
+LOCAL_TIMEOUT_S = 900.0
+"""The embedded server's default: it works on CPU, one request at a time, and cannot cancel a
+request whose client gave up, so a retry after a timeout only queues behind the abandoned call."""
 CONNECT_TIMEOUT_S = 10.0
 
 # Sent to servers that need no key (the embedded model, most vLLM/Ollama/llama.cpp set-ups): the
@@ -290,9 +293,9 @@ def _url_flag(purpose: str) -> str:
 # --- clients ----------------------------------------------------------------------------------
 
 
-def _timeout(config: Any) -> openai.Timeout:
+def _timeout(config: Any, local: bool = False) -> openai.Timeout:
     value = _ini(config, "commerce_request_timeout") if config is not None else None
-    total = float(value) if value else DEFAULT_TIMEOUT_S
+    total = float(value) if value else (LOCAL_TIMEOUT_S if local else DEFAULT_TIMEOUT_S)
     return openai.Timeout(total, connect=min(CONNECT_TIMEOUT_S, total))
 
 
@@ -305,7 +308,9 @@ def _connect(config: Any, purpose: Purpose) -> tuple[Endpoint, dict[str, Any]]:
 
         server = _local_model.ensure_server(config, purpose)
         endpoint = replace(endpoint, base_url=server.base_url)
-        kwargs.update(base_url=server.base_url, api_key=_NO_KEY, local=True)
+        kwargs.update(
+            base_url=server.base_url, api_key=_NO_KEY, local=True, timeout=_timeout(config, True)
+        )
         return endpoint, kwargs
     key = next((os.environ[n] for n in _KEY_ENV[purpose] if os.environ.get(n)), None)
     kwargs["api_key"] = key or _NO_KEY

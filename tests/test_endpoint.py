@@ -521,3 +521,20 @@ def test_local_model_may_be_any_gguf_path(config, tmp_path, monkeypatch):
     monkeypatch.setenv("COMMERCE_LOCAL_MODEL", str(tmp_path / "missing.gguf"))
     with pytest.raises(_local_model.LocalModelUnavailable, match="gemma3-270m, smollm2-135m"):
         _local_model.locate_gguf(None)
+
+
+class _Ini:
+    def __init__(self, **values: str) -> None:
+        self.values = values
+
+    def getini(self, name: str) -> str:
+        return self.values.get(name, "")
+
+
+def test_the_embedded_model_waits_longer_unless_a_timeout_is_set():
+    from pytest_commerce_evals.endpoint import _timeout
+
+    assert _timeout(_Ini()).read == 120
+    assert _timeout(_Ini(), local=True).read == 900  # a retry would queue behind the lost call
+    assert _timeout(_Ini(commerce_request_timeout="30"), local=True).read == 30
+    assert _timeout(_Ini(commerce_request_timeout="30")).connect == 10

@@ -23,13 +23,16 @@ def pytest_commerce_evals_make_backend(config, case):
 @pytest.hookimpl(optionalhook=True)
 def pytest_commerce_evals_make_agent(config, case, backend):
     """The reference agent on the configured agent endpoint (the embedded model by default)."""
+    from pytest_commerce_evals import _local_model
     from pytest_commerce_evals.endpoint import session_client
     from pytest_commerce_evals.reference import ReferenceAgent
+    from pytest_commerce_evals.reference.agent import history_chars
 
     client = session_client(config, "agent")
     # the endpoint client retries already; the agent's own retry layer is not needed on top.
-    # The embedded model has an 8k-token window, a third of it taken by instructions and tools.
-    context = 12_000 if client.endpoint.is_local else None
+    # The embedded model's window is small (8k tokens by default, a quarter of it taken by
+    # instructions and tools): the history sent is cut to fit it, oldest tool results first.
+    context = history_chars(_local_model.n_ctx(config)) if client.endpoint.is_local else None
     return ReferenceAgent(client, client.endpoint.model, retries=1, context_chars=context)
 
 

@@ -130,6 +130,12 @@ def _choice(config: Any) -> str:
     return _setting(config, "commerce_local_model", "COMMERCE_LOCAL_MODEL") or DEFAULT_MODEL
 
 
+def n_ctx(config: Any) -> int:
+    """The context window, in tokens, the embedded server is (or will be) started with."""
+    value = _setting(config, "commerce_local_n_ctx", "COMMERCE_LOCAL_N_CTX")
+    return int(value) if value else DEFAULT_N_CTX
+
+
 def model_id(config: Any) -> str:
     """The model name the embedded server answers to; resolves without starting anything."""
     choice = _choice(config)
@@ -343,12 +349,11 @@ def ensure_server(config: Any, purpose: str = "agent") -> LocalServer:
         if server is not None:
             server.stop()  # it died: start a fresh one
         gguf = locate_gguf(config)
-        n_ctx = _setting(config, "commerce_local_n_ctx", "COMMERCE_LOCAL_N_CTX")
         timeout = _setting(
             config, "commerce_local_startup_timeout", "COMMERCE_LOCAL_STARTUP_TIMEOUT"
         )
         server = LocalServer(
-            gguf, model_alias=model_id(config), n_ctx=int(n_ctx) if n_ctx else DEFAULT_N_CTX
+            gguf, model_alias=model_id(config), n_ctx=n_ctx(config)
         )
         server.start(float(timeout) if timeout else DEFAULT_STARTUP_TIMEOUT_S)
         servers[purpose] = server

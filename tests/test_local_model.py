@@ -232,7 +232,13 @@ def test_real_cases_run_end_to_end_on_the_embedded_model(tmp_path):
     and the embedded server (agent and judge). Whatever the tiny model decides, every trial must
     be graded: pass or fail, never an infrastructure error, and the judge must return verdicts."""
     record = tmp_path / "run.json"
-    env = {k: v for k, v in os.environ.items() if k not in (*ENV, "OPENAI_API_KEY")}
+    # as a user runs it: none of the endpoint settings, nor the small window the `local`
+    # fixture above sets for its own server
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in (*ENV, "OPENAI_API_KEY") and not k.startswith("COMMERCE_LOCAL_")
+    }
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "cases/orders", "-k", "orders-001 or orders-002",
          "-p", "no:cacheprovider", "-q", f"--commerce-json={record}", "--commerce-store=none",

@@ -33,6 +33,21 @@ ELIDED = '{"elided": "an earlier tool result, dropped to fit the context; call t
 _TRANSIENT = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
 
 
+PROMPT_OVERHEAD_TOKENS = 2_300
+"""The system prompt and tool schemas as the embedded chat format renders them, in tokens
+(measured on SmolLM2's tokenizer: 2,141 for the customer role, 1,608 for the operator)."""
+
+HISTORY_CHARS_PER_TOKEN = 2.2
+"""Characters of history per token, on the safe side: JSON tool results with ids and prices
+measured 2.8 characters a token, and each message adds a few tokens of framing."""
+
+
+def history_chars(n_ctx: int, max_tokens: int = 512) -> int:
+    """A `context_chars` for a model with an `n_ctx`-token window: what is left after the
+    instructions, the tools and the completion, in characters (1,000 at the least)."""
+    return max(1_000, int((n_ctx - max_tokens - PROMPT_OVERHEAD_TOKENS) * HISTORY_CHARS_PER_TOKEN))
+
+
 class ReferenceAgent:
     """`ReferenceAgent(client, model).run_turn(session, message) -> list[Event]`.
 

@@ -5,7 +5,7 @@ import pytest
 
 from pytest_commerce_evals.agent import InfraError
 from pytest_commerce_evals.reference import CUSTOMER_TOOLS, OPERATOR_TOOLS, TOOLS
-from pytest_commerce_evals.reference.agent import STEP_LIMIT_REPLY, extract_tool_calls
+from pytest_commerce_evals.reference.agent import ELIDED, STEP_LIMIT_REPLY, extract_tool_calls
 from pytest_commerce_evals.testing import FakeClient, FakeReply, text_reply, tool_reply
 
 from ._builders import make_backend, make_session, of_type, result_for, run_turn, tool_messages
@@ -258,3 +258,32 @@ def test_history_is_fitted_to_the_context_by_eliding_old_tool_results():
     assert [m["content"] for m in fitted] == ["find shoes", ELIDED, "y" * 200, "the second one"]
     assert history[1]["content"] == "x" * 200  # the session's own history is untouched
     assert ReferenceAgent(None, "m")._fit(history) == history
+
+
+@pytest.mark.parametrize("n_ctx", [4096, 8192])
+def test_a_long_turn_still_fits_the_embedded_window(n_ctx):
+    """Ten searches in one turn, each returning full product listings: the request the agent
+    sends, rendered by the embedded chat format and counted with the model's own tokenizer,
+    leaves room for the completion."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
+    from pytest_commerce_evals import _chat_format, _local_model
+    from pytest_commerce_evals.reference.agent import history_chars
+
+    try:
+        gguf = _local_model.locate_gguf()
+    except _local_model.LocalModelUnavailable as exc:
+        pytest.skip(str(exc))
+    from llama_cpp import Llama
+
+    queries = ["headphones", "stroller", "espresso", "laptop", "knife", "toy", "serum", "bag",
+               "grinder", "stove"]  # fmt: skip
+    script = [tool_reply("search_products", query=q) for q in queries] + [text_reply("done")]
+    agent_options = {"context_chars": history_chars(n_ctx), "max_steps": 12}
+    events, session, client = run_turn(script, "show me everything", **agent_options)
+    assert len(of_type(events, "tool_result")) == 10
+    last = client.requests[-1]
+    prompt = _chat_format.render(last["messages"], last["tools"])
+    tokenizer = Llama(str(gguf), vocab_only=True, verbose=False)
+    tokens = len(tokenizer.tokenize(prompt.encode(), special=True))
+    assert tokens + 512 <= n_ctx, (tokens, n_ctx)
+    assert any(m["content"] == ELIDED for m in tool_messages(last))  # it had to cut

@@ -75,11 +75,13 @@ orders, memory and staged changes. Grade the graded turn (the last one); earlier
 context. Apply the rubric's PASS and FAIL conditions exactly as written. Do not grade tone, \
 length, or the order in which things appear.
 
-Answer with one JSON object and nothing else: {"reasoning": "<one or two sentences naming the \
-deciding fact>", "verdict": "PASS" or "FAIL"}."""
+Answer with one JSON object and nothing else, with two keys: "reasoning", one or two sentences \
+that name the fact from the transcript that decides the rubric, and then "verdict", either \
+"PASS" or "FAIL"."""
 
 PLACEHOLDER = "<one or two sentences naming the deciding fact>"
-"""The reasoning slot of the answer format. A judge that returns it verbatim made no judgment."""
+"""The reasoning slot of an answer format written as a fill-in template (this prompt's before it
+described the keys in words). Small judges return it verbatim: such a reply made no judgment."""
 
 USER_TEMPLATE = """\
 Dimension: {dimension}

@@ -110,6 +110,20 @@ def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -
     return "".join(parts) + "<|im_start|>assistant\n"
 
 
+def closed(schema: Any) -> Any:
+    """`schema` with `additionalProperties: false` on every object that declares properties and
+    says nothing of others: under JSON Schema's default, the grammar would let a model invent
+    argument names (a small one does: `{"type": "string", "description": ...}`)."""
+    if isinstance(schema, list):
+        return [closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: closed(value) for key, value in schema.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
 def _grammar(schema: dict[str, Any] | None) -> Any:
     from llama_cpp import llama_grammar
 
@@ -236,7 +250,7 @@ def handler(
         prompt + f"functions.{name}:\n",
         max_tokens=ARGUMENTS_CAP,
         stop=[END],
-        grammar=_grammar(by_name[name].get("parameters")),
+        grammar=_grammar(closed(by_name[name].get("parameters"))),
     )
     call = {
         "id": f"call_{uuid.uuid4().hex[:24]}",

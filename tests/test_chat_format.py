@@ -174,3 +174,29 @@ def test_json_response_format_without_tools_uses_a_grammar_and_a_cap(grammar_sup
 def test_streaming_is_refused_with_a_reason():
     with pytest.raises(ValueError, match="does not stream"):
         _chat_format.handler(llama=FakeLlama(), messages=[], stream=True)
+
+
+def test_tool_arguments_may_hold_only_the_declared_keys(grammar_support, monkeypatch):
+    schemas = []
+    real = _chat_format._grammar
+    monkeypatch.setattr(_chat_format, "_grammar", lambda s: schemas.append(s) or real(s))
+    _chat_format.handler(
+        llama=FakeLlama("functions.search_products:", '{"query": "trail"}'),
+        messages=CONVERSATION[:2], tools=[SEARCH], tool_choice="auto",
+    )  # fmt: skip
+    assert schemas == [{**SEARCH["function"]["parameters"], "additionalProperties": False}]
+
+
+def test_closed_keeps_what_a_schema_says_and_closes_nested_objects():
+    schema = {
+        "type": "object",
+        "properties": {
+            "lines": {"type": "array", "items": {"type": "object", "properties": {"id": {}}}},
+            "extra": {"type": "object", "properties": {}, "additionalProperties": True},
+        },
+    }
+    out = _chat_format.closed(schema)
+    assert out["additionalProperties"] is False
+    assert out["properties"]["lines"]["items"]["additionalProperties"] is False
+    assert out["properties"]["extra"]["additionalProperties"] is True  # said so: kept
+    assert "additionalProperties" not in schema  # the caller's schema is untouched

@@ -124,14 +124,31 @@ def closed(schema: Any) -> Any:
     return out
 
 
+def without_patterns(schema: Any) -> Any:
+    """`schema` without its string `pattern`s: llama.cpp's converter rejects some regex syntax
+    (pydantic's Decimal pattern starts with a lookahead), and a grammar without the pattern
+    still holds the keys and the types."""
+    if isinstance(schema, list):
+        return [without_patterns(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: without_patterns(value)
+        for key, value in schema.items()
+        if not (key == "pattern" and isinstance(value, str))
+    }
+
+
 def _grammar(schema: dict[str, Any] | None) -> Any:
     from llama_cpp import llama_grammar
 
-    if schema:
+    for candidate in (schema, without_patterns(schema)) if schema else ():
         try:
-            return llama_grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-        except Exception:  # a schema the converter cannot express: any JSON will do
-            pass
+            return llama_grammar.LlamaGrammar.from_json_schema(
+                json.dumps(candidate), verbose=False
+            )
+        except Exception:  # a schema the converter cannot express: try the next, then any JSON
+            continue
     return llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
 
 

@@ -200,3 +200,24 @@ def test_closed_keeps_what_a_schema_says_and_closes_nested_objects():
     assert out["properties"]["lines"]["items"]["additionalProperties"] is False
     assert out["properties"]["extra"]["additionalProperties"] is True  # said so: kept
     assert "additionalProperties" not in schema  # the caller's schema is untouched
+
+
+def test_every_reference_tool_gets_a_grammar_of_its_own_schema(grammar_support):
+    """llama.cpp's converter rejects pydantic's Decimal pattern (a lookahead); the grammar is then
+    built without patterns rather than falling back to any JSON at all."""
+    from llama_cpp import llama_grammar
+
+    from pytest_commerce_evals.reference.tools import TOOLS
+
+    generic = llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
+    for name, tool in TOOLS.items():
+        grammar = _chat_format._grammar(_chat_format.closed(tool.schema["function"]["parameters"]))
+        assert grammar._grammar != generic._grammar, name
+
+
+def test_without_patterns_drops_regexes_only():
+    schema = {"type": "object", "properties": {"pattern": {"type": "string", "pattern": "^(?!x)"}}}
+    assert _chat_format.without_patterns(schema) == {
+        "type": "object",
+        "properties": {"pattern": {"type": "string"}},  # a parameter named pattern stays
+    }

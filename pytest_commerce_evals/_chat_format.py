@@ -15,13 +15,13 @@ evaluated prompt between the two steps and from one agent step to the next. Ever
 a token limit (llama.cpp would otherwise run a JSON grammar to the end of the context).
 
 `response_format` (`json_object`, with or without a `schema`) constrains a reply without tools,
-which is what the judge asks for. The server process registers this format by importing
-this module (see `_local_model._serve`); nothing here is used in the pytest process but
-`render`, which the tests call directly.
+which is what the judge asks for. The server process registers this format (see
+`_local_model._serve`); grammars are built once per schema and reused.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -140,8 +140,14 @@ def without_patterns(schema: Any) -> Any:
 
 
 def _grammar(schema: dict[str, Any] | None) -> Any:
+    return _grammar_for(json.dumps(schema, sort_keys=True) if schema else "")
+
+
+@functools.lru_cache(maxsize=256)
+def _grammar_for(schema_json: str) -> Any:
     from llama_cpp import llama_grammar
 
+    schema = json.loads(schema_json) if schema_json else None
     for candidate in (schema, without_patterns(schema)) if schema else ():
         try:
             return llama_grammar.LlamaGrammar.from_json_schema(
@@ -152,7 +158,8 @@ def _grammar(schema: dict[str, Any] | None) -> Any:
     return llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
 
 
-def _choice_grammar(names: list[str], allow_message: bool) -> Any:
+@functools.lru_cache(maxsize=256)
+def _choice_grammar(names: tuple[str, ...], allow_message: bool) -> Any:
     from llama_cpp import llama_grammar
 
     options = [json.dumps(f"functions.{n}:") for n in names]
@@ -254,7 +261,7 @@ def handler(
         picked, _finish = complete(
             prompt,
             max_tokens=CHOICE_CAP,
-            grammar=_choice_grammar(list(by_name), allow_message=tool_choice != "required"),
+            grammar=_choice_grammar(tuple(by_name), allow_message=tool_choice != "required"),
         )
         picked = picked.strip().rstrip(":")
         if not picked.startswith("functions."):

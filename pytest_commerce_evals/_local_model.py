@@ -387,37 +387,12 @@ def _watch_parent(parent: int) -> None:
             os._exit(0)
 
 
-COMPLETION_CAP = 256
-"""The most tokens one internal completion may generate in the embedded server."""
-
-
-def _cap_completions(cap: int = COMPLETION_CAP) -> None:
-    """Bound every completion the server runs.
-
-    llama-cpp-python's `chatml-function-calling` handler calls `create_completion` with
-    `max_tokens=None` for the tool choice and the tool arguments, ignoring the request's
-    `max_tokens`; under a JSON grammar a small model can then emit whitespace until the context is
-    full, minutes of CPU for one call that block every request queued behind it.
-    """
-    from llama_cpp import Llama
-
-    original = Llama.create_completion
-
-    def create_completion(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if "max_tokens" in kwargs and (kwargs["max_tokens"] is None or kwargs["max_tokens"] <= 0):
-            kwargs["max_tokens"] = cap
-        return original(self, *args, **kwargs)
-
-    Llama.create_completion = create_completion  # type: ignore[method-assign]
-
-
 def _serve(argv: list[str]) -> None:
     """Launcher: run `llama_cpp.server` with `argv` until the parent pytest process exits."""
     import runpy
 
     parent, rest = int(argv[0]), argv[argv.index("--") + 1 :]
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    _cap_completions()
     _chat_format.register()
     sys.argv = ["llama_cpp.server", *rest]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)

@@ -18,7 +18,6 @@ from .events import (
     Ui,
 )
 from .results import GraderResult, RubricVerdict, TrialResult
-from .testing import AsyncFakeClient, FakeClient, text_reply, tool_reply
 
 __all__ = [
     "Agent",
@@ -46,3 +45,16 @@ __all__ = [
     "text_reply",
     "tool_reply",
 ]
+
+
+_LAZY = {"AsyncFakeClient", "FakeClient", "text_reply", "tool_reply"}
+
+
+def __getattr__(name: str):
+    # the scripted clients build openai's response types: imported only when asked for, so
+    # loading the plugin does not pay for the openai SDK
+    if name in _LAZY:
+        from . import testing
+
+        return getattr(testing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

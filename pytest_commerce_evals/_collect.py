@@ -162,6 +162,31 @@ def _syntax_problem(path: Path, exc: Exception) -> CaseProblem:
     return CaseProblem(path, line, None, f"malformed YAML: {detail}")
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _compose_and_construct(text: str) -> tuple[yaml.Node | None, Any]:
+    """Parse once (libyaml when present): the node tree gives line numbers, the data is built
+    from the same tree. A syntax error is parsed again by the pure-Python loader, whose message
+    says what it found (libyaml's says only what it expected)."""
+    try:
+        return _parse(text, _Loader)
+    except yaml.YAMLError:
+        if _Loader is yaml.SafeLoader:
+            raise
+        return _parse(text, yaml.SafeLoader)
+
+
+def _parse(text: str, loader_cls: type) -> tuple[yaml.Node | None, Any]:
+    loader = loader_cls(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    return node, data
+
+
 def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
     """Parse and validate one case file; problems never raise, so other files still load."""
     shown = display or path
@@ -172,8 +197,7 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
     try:
         if path.suffix == ".json":
             json.loads(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node, data = _compose_and_construct(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         return LoadedFile([], [_syntax_problem(shown, exc)])
     if data is None:

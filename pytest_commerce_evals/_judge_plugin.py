@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -200,6 +201,8 @@ def _infra_verdicts(case: Case, error: BaseException) -> list[RubricVerdict]:
     ]
 
 
+_build_lock = threading.Lock()
+
 # -- hooks -------------------------------------------------------------------------------------
 
 
@@ -216,11 +219,14 @@ def pytest_commerce_evals_grade_rubric(
 
     judge = config.stash.get(JUDGE, None)
     if judge is None:
-        try:
-            judge = build_judge(config)
-        except InfraError as exc:
-            return _infra_verdicts(case, exc)
-        config.stash[JUDGE] = judge
+        with _build_lock:  # concurrent trials: one judge for the session
+            judge = config.stash.get(JUDGE, None)
+            if judge is None:
+                try:
+                    judge = build_judge(config)
+                except InfraError as exc:
+                    return _infra_verdicts(case, exc)
+                config.stash[JUDGE] = judge
     return judge.grade(case, result)
 
 

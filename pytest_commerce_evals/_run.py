@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
+import json
 import time
 import traceback
 from typing import Any
 
-import openai
 import pytest
 import tenacity
 
+from ._scheduler import run_coroutine
 from .agent import AgentSession, InfraError
 from .backend import Backend, Snapshot
 from .case import Case
@@ -19,27 +19,24 @@ from .events import TurnEnd, coerce_event
 from .graders import Observation, grade
 from .results import Outcome, RubricVerdict, TrialResult
 
-_INFRA_ERRORS: tuple[type[BaseException], ...] = (
-    InfraError,
-    tenacity.RetryError,
-    openai.APIConnectionError,  # includes APITimeoutError
-    openai.RateLimitError,
-    openai.InternalServerError,
-)
-
 
 class ConfigurationError(Exception):
     """The conftest did not supply what the plugin needs; says how to fix it."""
 
 
 def is_infra_error(exc: BaseException) -> bool:
-    if isinstance(exc, _INFRA_ERRORS):
-        return True
-    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+    """The infrastructure's failure, not the agent's: `InfraError`, exhausted retries, and the
+    endpoint failures a retry would have covered (rate limits, 5xx, timeouts, bad bodies)."""
+    from .endpoint import is_retryable
+
+    if isinstance(exc, json.JSONDecodeError):
+        return False  # the agent's own parsing; a malformed reply reaches it as InfraError
+    return isinstance(exc, (InfraError, tenacity.RetryError)) or is_retryable(exc)
 
 
 class _TurnRunner:
-    """Calls the agent for each turn, sync or async, on one event loop for the whole trial."""
+    """Calls the agent for each turn, sync or async. Async turns run on the session's shared
+    event loop, so an async client made once can serve every trial."""
 
     def __init__(self, agent: Any) -> None:
         self._fn = getattr(agent, "run_turn", None) or agent
@@ -48,26 +45,19 @@ class _TurnRunner:
                 f"the agent must have run_turn(session, message) or be callable; "
                 f"got {type(agent).__name__}"
             )
-        self._loop: asyncio.Runner | None = None
-
-    def _runner(self) -> asyncio.Runner:
-        if self._loop is None:
-            self._loop = asyncio.Runner()
-        return self._loop
 
     def __call__(self, session: AgentSession, message: str) -> list[Any]:
         out = self._fn(session, message)
         if inspect.isawaitable(out):
-            out = self._runner().run(_awaited(out))
+            out = run_coroutine(_awaited(out))
         if inspect.isasyncgen(out):
-            out = self._runner().run(_drain(out))
+            out = run_coroutine(_drain(out))
         if out is None:
             return []
         return [coerce_event(e) for e in out]
 
     def close(self) -> None:
-        if self._loop is not None:
-            self._loop.close()
+        pass
 
 
 async def _awaited(awaitable: Any) -> Any:

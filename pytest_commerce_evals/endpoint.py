@@ -1,4 +1,4 @@
-"""Where the agent's and the judge's models live, and openai clients for them that retry.
+"""Where the agent's and the judge's models live, and chat clients for them that retry.
 
 Each purpose (`agent`, `judge`) resolves to one `Endpoint`, field by field, first hit wins:
 
@@ -22,18 +22,30 @@ whether one is present.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
+import sys
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
 import pytest
 import tenacity
 
 from .agent import InfraError
+from .chat_client import (
+    ChatAPIError,
+    ChatClient,
+    ChatConnectionError,
+    ChatStatusError,
+    MalformedResponse,
+)
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = [
     "AsyncRetryingClient",
@@ -57,6 +69,7 @@ Purpose = Literal["agent", "judge"]
 LOCAL_MODEL = "local"
 """The model name that asks for the embedded model explicitly (`--commerce-model=local`)."""
 
+HOSTED_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT_S = 120.0
 LOCAL_TIMEOUT_S = 900.0
 """The embedded server's default: it works on CPU, one request at a time, and cannot cancel a
@@ -293,30 +306,29 @@ def _url_flag(purpose: str) -> str:
 # --- clients ----------------------------------------------------------------------------------
 
 
-def _timeout(config: Any, local: bool = False) -> openai.Timeout:
+def _timeout_s(config: Any, local: bool = False) -> float:
     value = _ini(config, "commerce_request_timeout") if config is not None else None
-    total = float(value) if value else (LOCAL_TIMEOUT_S if local else DEFAULT_TIMEOUT_S)
+    return float(value) if value else (LOCAL_TIMEOUT_S if local else DEFAULT_TIMEOUT_S)
+
+
+def _timeout(config: Any, local: bool = False) -> openai.Timeout:
+    import openai
+
+    total = _timeout_s(config, local)
     return openai.Timeout(total, connect=min(CONNECT_TIMEOUT_S, total))
 
 
 def _connect(config: Any, purpose: Purpose) -> tuple[Endpoint, dict[str, Any]]:
-    """The endpoint (started, if embedded) and the keyword arguments for an openai client."""
+    """The endpoint (started, if embedded), its API key and whether it is loopback."""
     endpoint = resolve_endpoint(config, purpose)
-    kwargs: dict[str, Any] = {"timeout": _timeout(config), "max_retries": 0}
     if endpoint.is_local:
         from . import _local_model
 
         server = _local_model.ensure_server(config, purpose)
         endpoint = replace(endpoint, base_url=server.base_url)
-        kwargs.update(
-            base_url=server.base_url, api_key=_NO_KEY, local=True, timeout=_timeout(config, True)
-        )
-        return endpoint, kwargs
+        return endpoint, {"api_key": _NO_KEY, "local": True}
     key = next((os.environ[n] for n in _KEY_ENV[purpose] if os.environ.get(n)), None)
-    kwargs["api_key"] = key or _NO_KEY
-    if endpoint.base_url:
-        kwargs["base_url"] = endpoint.base_url
-    return endpoint, kwargs
+    return endpoint, {"api_key": key or _NO_KEY, "local": False}
 
 
 def make_client(
@@ -325,22 +337,45 @@ def make_client(
     *,
     async_: bool = False,
     retrying: bool = True,
+    sdk: bool = False,
 ) -> Any:
-    """An openai client for `purpose`'s endpoint; starts the embedded model if that is the one.
+    """A chat client for `purpose`'s endpoint; starts the embedded model if that is the one.
 
-    With `retrying` (the default) it comes wrapped in a `RetryingClient` (or
-    `AsyncRetryingClient`) whose `chat.completions.create` retries per the config's
-    `RetryPolicy` and raises `InfraError` when retries run out; `.endpoint` says where it points
-    and `.raw` is the openai client. The SDK's own retries are off so the two never multiply.
-    The caller closes it (`close()`, or `with`; `await aclose()` for the async one).
+    By default a `ChatClient` (the plugin's lean client: a fraction of the openai SDK's CPU per
+    call, see `chat_client`); with `sdk=True` or `async_=True` an `openai.OpenAI` /
+    `openai.AsyncOpenAI` with the SDK's own retries off. With `retrying` (the default) it comes
+    wrapped in a `RetryingClient` (or `AsyncRetryingClient`) whose `chat.completions.create`
+    retries per the config's `RetryPolicy` and raises `InfraError` when retries run out;
+    `.endpoint` says where it points and `.raw` is the wrapped client. The caller closes it
+    (`close()`, or `with`; `await aclose()` for the async one).
     """
-    endpoint, kwargs = _connect(config, purpose)
-    local = kwargs.pop("local", False)
-    if local:
-        # Loopback must never go through a proxy from the environment.
-        http_cls = openai.DefaultAsyncHttpxClient if async_ else openai.DefaultHttpxClient
-        kwargs["http_client"] = http_cls(trust_env=False, timeout=kwargs["timeout"])
-    client = (openai.AsyncOpenAI if async_ else openai.OpenAI)(**kwargs)
+    endpoint, conn = _connect(config, purpose)
+    local = conn["local"]
+    base_url = endpoint.base_url or HOSTED_BASE_URL
+    total = _timeout_s(config, local)
+    if async_ or sdk:
+        import openai
+
+        kwargs: dict[str, Any] = {
+            "api_key": conn["api_key"],
+            "timeout": _timeout(config, local),
+            "max_retries": 0,
+        }
+        if endpoint.base_url:
+            kwargs["base_url"] = endpoint.base_url
+        if local:
+            # Loopback must never go through a proxy from the environment.
+            http_cls = openai.DefaultAsyncHttpxClient if async_ else openai.DefaultHttpxClient
+            kwargs["http_client"] = http_cls(trust_env=False, timeout=kwargs["timeout"])
+        client: Any = (openai.AsyncOpenAI if async_ else openai.OpenAI)(**kwargs)
+    else:
+        client = ChatClient(
+            base_url,
+            conn["api_key"],
+            timeout=total,
+            connect_timeout=min(CONNECT_TIMEOUT_S, total),
+            trust_env=not local,  # loopback never goes through a proxy from the environment
+        )
     if not retrying:
         return client
     policy = RetryPolicy.from_config(config)
@@ -349,14 +384,20 @@ def make_client(
 
 
 _SESSION_CLIENTS = pytest.StashKey[dict[str, "RetryingClient"]]()
+_session_lock = threading.Lock()
 
 
 def session_client(config: pytest.Config, purpose: Purpose) -> RetryingClient:
-    """A sync retrying client for `purpose`, shared for the session and closed at its end."""
+    """A sync retrying client for `purpose`, shared for the session (and its concurrent trials)
+    and closed at its end."""
     clients = config.stash.setdefault(_SESSION_CLIENTS, {})
-    if purpose not in clients:
-        clients[purpose] = make_client(config, purpose)
-    return clients[purpose]
+    client = clients.get(purpose)
+    if client is None:
+        with _session_lock:
+            client = clients.get(purpose)
+            if client is None:
+                client = clients[purpose] = make_client(config, purpose)
+    return client
 
 
 def close_session_clients(config: pytest.Config) -> None:
@@ -372,18 +413,37 @@ _RETRY_STATUS = {408, 409, 429}
 _CONFIG_STATUS = {401, 403, 404}
 
 
+def _api_errors() -> tuple[type[BaseException], ...]:
+    """What a model call raises when the endpoint, not the caller, failed: the lean client's
+    errors, a malformed body from the SDK, and the SDK's API errors (if it is loaded at all)."""
+    errors: tuple[type[BaseException], ...] = (ChatAPIError, json.JSONDecodeError)
+    openai = sys.modules.get("openai")
+    if openai is not None:
+        errors += (openai.APIError,)
+    return errors
+
+
 def is_retryable(exc: BaseException) -> bool:
-    """Rate limits, 5xx, timeouts and connection errors."""
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+    """Rate limits, 5xx, timeouts, connection errors and malformed bodies."""
+    if isinstance(exc, (ChatConnectionError, MalformedResponse, json.JSONDecodeError)):
         return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in _RETRY_STATUS or exc.status_code >= 500
-    return False
+    status_error = isinstance(exc, ChatStatusError)
+    openai = sys.modules.get("openai")
+    if openai is not None:
+        if isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
+            return True  # APIConnectionError includes APITimeoutError
+        status_error = status_error or isinstance(exc, openai.APIStatusError)
+    if not status_error:
+        return False
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in _RETRY_STATUS or status >= 500)
 
 
 def _retry_after(exc: BaseException | None) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
+    headers = getattr(exc, "headers", None)
+    if not isinstance(exc, ChatStatusError):
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
     if not headers:
         return None
     try:
@@ -399,7 +459,7 @@ def _what(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> str:
 
 
 def _infra(exc: BaseException, what: str, attempts: int) -> InfraError:
-    if isinstance(exc, openai.APIStatusError) and exc.status_code in _CONFIG_STATUS:
+    if getattr(exc, "status_code", None) in _CONFIG_STATUS:
         return EndpointError(
             f"{what}: HTTP {exc.status_code} ({type(exc).__name__}): {exc.message}; "
             "check the model name, base URL and API key"
@@ -465,7 +525,7 @@ def retrying_create(
         for attempt in _retrying(policy, tenacity.Retrying, sleep):
             with attempt:
                 return client.chat.completions.create(**kwargs)
-    except openai.APIError as exc:
+    except _api_errors() as exc:
         if is_retryable(exc) or getattr(exc, "status_code", None) in _CONFIG_STATUS:
             raise _infra(exc, _what(endpoint, kwargs), policy.attempts) from exc
         raise
@@ -487,7 +547,7 @@ async def async_retrying_create(
         async for attempt in _retrying(policy, tenacity.AsyncRetrying, sleep):
             with attempt:
                 return await client.chat.completions.create(**kwargs)
-    except openai.APIError as exc:
+    except _api_errors() as exc:
         if is_retryable(exc) or getattr(exc, "status_code", None) in _CONFIG_STATUS:
             raise _infra(exc, _what(endpoint, kwargs), policy.attempts) from exc
         raise

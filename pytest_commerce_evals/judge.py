@@ -382,11 +382,10 @@ def _still_a_verdict(verdict: str, reasoning: str) -> bool:
 
 
 def _infra_exceptions() -> tuple[type[BaseException], ...]:
-    import openai
-
     from .agent import InfraError
+    from .endpoint import _api_errors
 
-    types: list[type[BaseException]] = [InfraError, openai.APIError]
+    types: list[type[BaseException]] = [InfraError, *_api_errors()]
     try:
         from tenacity import RetryError
 

@@ -7,6 +7,7 @@ or named explicitly on the command line. `_set.yaml` in a case folder configures
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import re
@@ -19,6 +20,7 @@ import pytest
 from . import hookspecs
 from ._collect import CASE_SUFFIXES, CaseProblem, load_case_file, load_set_config
 from ._run import ConfigurationError, run_trial
+from ._scheduler import SCHEDULER, TrialScheduler, concurrency, resolve_auto, xdist_queued
 from ._summary import Summary, TrialRecord
 from .case import Case
 from .results import TrialResult
@@ -43,6 +45,7 @@ class RunConfig:
     threshold: float
     case_dirs: list[Path]
     explicit: set[Path]
+    concurrency: int | None = None  # None: auto
 
 
 RUN_CONFIG = pytest.StashKey[RunConfig]()
@@ -84,9 +87,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="default pass threshold (0..1) of a set without its own _set.yaml threshold "
         "(ini: commerce_threshold; default 0.8)",
     )
+    group.addoption(
+        "--commerce-concurrency",
+        default=None,
+        metavar="C",
+        help="trials in flight at once in this process (ini commerce_concurrency, env "
+        "COMMERCE_CONCURRENCY; default auto: 8 against a remote endpoint, 1 on the embedded "
+        "model); with -n, per xdist worker",
+    )
     parser.addini(
         "commerce_case_dirs", "folders holding eval cases", type="args", default=["cases"]
     )
+    parser.addini("commerce_concurrency", "trials in flight at once (a number or auto)", default="")
     parser.addini("commerce_trials", "trials per case", default="1")
     parser.addini("commerce_threshold", "default pass threshold of a set", default="0.8")
 
@@ -122,6 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
         threshold=_number(config, "commerce_threshold", "commerce_threshold", float, 0, 1),
         case_dirs=[(root / d).resolve() for d in config.getini("commerce_case_dirs")],
         explicit={(Path.cwd() / a).resolve() for a in args if a.suffix in CASE_SUFFIXES},
+        concurrency=concurrency(config),
     )
     config.stash[SUMMARY] = Summary()
     config.stash[SEEN_IDS] = {}
@@ -311,8 +324,9 @@ class CaseItem(pytest.Item):
             ("trial", f"{trial}/{trials}"),
         ]
 
-    def runtest(self) -> None:
-        result = run_trial(
+    def compute(self) -> TrialResult:
+        """Run the trial (on a scheduler thread when trials run concurrently)."""
+        return run_trial(
             self.config,
             self.case,
             trial=self.trial,
@@ -321,6 +335,13 @@ class CaseItem(pytest.Item):
             file=self.display,
             line=self.line,
         )
+
+    def runtest(self) -> None:
+        scheduler = self.config.stash.get(SCHEDULER, None)
+        if scheduler is not None and scheduler.submitted(self):
+            result = scheduler.wait(self)
+        else:
+            result = self.compute()
         self.result = result
         self.config.hook.pytest_commerce_evals_trial_done(config=self.config, result=result)
         if result.outcome != "pass":
@@ -403,6 +424,63 @@ def format_failure(result: TrialResult) -> str:
     return "\n".join(lines)
 
 
+# -- running trials concurrently ---------------------------------------------------------------
+
+
+def _runs_ahead(item: pytest.Item) -> bool:
+    """A trial worth starting before its turn: a case trial pytest will not skip."""
+    if type(item) is not CaseItem:
+        return False
+    return not any(item.iter_markers("skip")) and not any(item.iter_markers("skipif"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Keep the scheduler fed: every case trial of the session at the first item, or under an
+    xdist worker the trials the controller has queued for it so far."""
+    config = item.config
+    if SCHEDULER not in config.stash:
+        if type(item) is not CaseItem:
+            return  # decided at the first case trial
+        size = run_config(config).concurrency or resolve_auto(config)
+        config.stash[SCHEDULER] = TrialScheduler(size) if size > 1 else None
+    scheduler = config.stash[SCHEDULER]
+    if scheduler is None:
+        return
+    session = item.session
+    if hasattr(config, "workerinput"):
+        queued = xdist_queued(config, session)
+        items = [item, *(queued or [])]
+    elif not scheduler.fed:
+        scheduler.fed = True
+        start = session.items.index(item) if item in session.items else 0
+        items = session.items[start:]
+    else:
+        return
+    scheduler.submit([i for i in items if _runs_ahead(i)])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Before an eval run's trials: move what collection built (modules, cases, items) out of
+    the garbage collector's reach, so each full collection during the run walks only what the
+    trials made. (Again at the session's end, for pytest's own collections at exit.)"""
+    if _eval_run(session):
+        gc.freeze()
+
+
+def _eval_run(session: pytest.Session) -> bool:
+    return not session.config.option.collectonly and any(
+        type(item) is CaseItem for item in session.items
+    )
+
+
+def _close_scheduler(config: pytest.Config) -> None:
+    scheduler = config.stash.get(SCHEDULER, None)
+    if scheduler is not None:
+        scheduler.close()
+
+
 # -- reports, summary, exit status ------------------------------------------------------------
 
 
@@ -440,6 +518,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             }
             if item.result is not None and report.when == "call":
                 report.commerce_trial = item.result.to_dict() | {"threshold": item.threshold}
+        if report.when == "teardown":
+            item.result = None  # recorded; a long run keeps no second copy of every transcript
     elif isinstance(item, InvalidCase) and report.failed:
         report.commerce_invalid = item.message
     return report
@@ -476,7 +556,8 @@ class _Gatherer:
                 config.stash[SUMMARY].not_judged += 1
             if data["outcome"] in ("judge_error", "infra_error"):
                 config.stash[NOT_GRADED].append((report.nodeid, str(report.longrepr)))
-            trial = getattr(report, "commerce_trial", None)
+            # taken off the report once recorded: pytest keeps every report to the end
+            trial = report.__dict__.pop("commerce_trial", None)
             if trial is None:  # skipped, or the trial never ran
                 trial = data | {"turns": [], "grader_results": [], "verdicts": []}
             config.hook.pytest_commerce_evals_trial_recorded(config=config, record=trial)
@@ -544,6 +625,9 @@ def _vacuity_summary(terminalreporter, reports: list[dict]) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The exit status says whether every set met its threshold, not whether one trial failed."""
     config = session.config
+    _close_scheduler(config)
+    if _eval_run(session):
+        gc.freeze()  # the run is over: pytest's collections at exit need not walk every trial
     if hasattr(config, "workerinput"):
         return
     summary = config.stash.get(SUMMARY, None)

@@ -26,6 +26,7 @@ import os
 import secrets
 import sqlite3
 import subprocess
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime
@@ -465,14 +466,27 @@ class RunStore:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"{self.folder}: cannot create the run store folder: {exc}") from None
-        with self._connect() as conn:
-            # WAL is a property of the file: set once, every later connection uses it
-            conn.execute("PRAGMA journal_mode=WAL")
+        self._set_wal()
         with self._transaction() as conn:
             self._check_schema(conn)
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.folder)!r})"
+
+    def _set_wal(self) -> None:
+        """WAL is a property of the file: set once, every later connection uses it. Two
+        processes opening a new store at once can find it locked (changing the journal mode
+        does not wait on the busy timeout), so that is tried again for a while."""
+        deadline = time.monotonic() + _BUSY_TIMEOUT_S
+        while True:
+            try:
+                with self._connect() as conn:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except StoreError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     # connections -------------------------------------------------------------------------
 

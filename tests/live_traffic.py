@@ -24,10 +24,16 @@ CARD = "4111 1111 1111 1111"
 # (user message, search query, component) per turn; the first conversation carries identifiers
 SCRIPTS: list[list[tuple[str, str, str]]] = [
     [
-        (f"Trail running shoes under $150 please, and email me at {EMAIL}", "trail running shoes",
-         "product_carousel"),
-        (f"Which is lighter? Call me on {PHONE}; my card is {CARD}", "trail running shoes",
-         "comparison_table"),
+        (
+            f"Trail running shoes under $150 please, and email me at {EMAIL}",
+            "trail running shoes",
+            "product_carousel",
+        ),
+        (
+            f"Which is lighter? Call me on {PHONE}; my card is {CARD}",
+            "trail running shoes",
+            "comparison_table",
+        ),
     ],
     [("I need an espresso machine", "espresso machine", "product_carousel")],
     [("A laptop backpack, vegan leather", "vegan leather laptop backpack", "product_card")],
@@ -64,8 +70,12 @@ def _model(request: dict[str, Any]) -> Any:
             ids = ids[:3]
         if component == "comparison_table" and len(ids) < 2:
             component = "product_card"
-        return tool_reply("present_suggestions", component=component, product_ids=ids,
-                          message="Here is what fits.")
+        return tool_reply(
+            "present_suggestions",
+            component=component,
+            product_ids=ids,
+            message="Here is what fits.",
+        )
     return text_reply("Anything else?")
 
 
@@ -108,6 +118,11 @@ def write_traffic(
     with CaptureWriter(path, redactor=redactor) as writer:
         for n, cid in enumerate(ids):
             for t, (message, events) in enumerate(convs[n % len(convs)], 1):
-                writer.append_turn(cid, "customer", message, events,
-                                   timestamp=start + timedelta(seconds=10 * n + t))
+                writer.append_turn(
+                    cid,
+                    "customer",
+                    message,
+                    events,
+                    timestamp=start + timedelta(seconds=10 * n + t),
+                )
     return path

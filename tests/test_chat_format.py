@@ -46,7 +46,11 @@ CONVERSATION = [
             }
         ],
     },
-    {"role": "tool", "tool_call_id": "call_7", "content": '[{"id": "SHOE-1042", "price": "109.00"}]'},
+    {
+        "role": "tool",
+        "tool_call_id": "call_7",
+        "content": '[{"id": "SHOE-1042", "price": "109.00"}]',
+    },
 ]
 
 
@@ -56,7 +60,9 @@ def test_tool_results_reach_the_prompt():
         "<|im_start|>tool\nfunctions.search_products returned:\n"
         '[{"id": "SHOE-1042", "price": "109.00"}]<|im_end|>\n'
     ) in prompt
-    assert '<|im_start|>assistant\nfunctions.search_products:\n{"query": "trail"}<|im_end|>' in prompt
+    assert (
+        '<|im_start|>assistant\nfunctions.search_products:\n{"query": "trail"}<|im_end|>' in prompt
+    )
     assert prompt.startswith("<|im_start|>system\nYou are a shopping assistant.\n\nYou can call")
     assert "functions.search_products: Search the catalog." in prompt
     assert prompt.endswith("<|im_end|>\n<|im_start|>assistant\n")
@@ -74,7 +80,12 @@ def test_without_tools_the_prompt_is_plain_chatml():
 
 def test_text_content_parts_are_joined():
     prompt = _chat_format.render(
-        [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+        [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            }
+        ],
         None,
     )
     assert "<|im_start|>user\nab<|im_end|>" in prompt
@@ -106,7 +117,9 @@ class FakeLlama:
 
 @pytest.fixture
 def grammar_support():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed: pip install -e '.[local]'")
+    pytest.importorskip(
+        "llama_cpp", reason="llama-cpp-python not installed: pip install -e '.[local]'"
+    )
 
 
 def test_a_tool_call_is_chosen_then_its_arguments_completed(grammar_support):

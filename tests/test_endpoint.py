@@ -14,6 +14,7 @@ import pytest
 
 from pytest_commerce_evals import _local_model
 from pytest_commerce_evals.agent import InfraError
+from pytest_commerce_evals.chat_client import ChatClient
 from pytest_commerce_evals.endpoint import (
     AsyncRetryingClient,
     EndpointError,
@@ -256,7 +257,7 @@ def test_header_names_the_endpoints_and_never_the_key(pytester: pytest.Pytester,
 # --- make_client --------------------------------------------------------------------------------
 
 
-def test_make_client_points_the_sdk_at_the_endpoint(config, monkeypatch):
+def test_make_client_points_the_lean_client_at_the_endpoint(config, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     cfg = config(
         "--commerce-base-url=http://127.0.0.1:9/v1",
@@ -264,6 +265,24 @@ def test_make_client_points_the_sdk_at_the_endpoint(config, monkeypatch):
         ini="commerce_request_timeout = 33\ncommerce_retry_attempts = 7",
     )
     with make_client(cfg, "agent") as client:
+        assert isinstance(client, RetryingClient)
+        assert isinstance(client.raw, ChatClient)
+        assert client.raw.base_url == "http://127.0.0.1:9/v1"
+        assert client.raw.api_key == SECRET
+        assert client.raw.timeout == 33.0
+        assert client.raw.connect_timeout == 10.0
+        assert client.policy.attempts == 7
+        assert client.model == "m1"
+
+
+def test_make_client_points_the_sdk_at_the_endpoint(config, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    cfg = config(
+        "--commerce-base-url=http://127.0.0.1:9/v1",
+        "--commerce-model=m1",
+        ini="commerce_request_timeout = 33\ncommerce_retry_attempts = 7",
+    )
+    with make_client(cfg, "agent", sdk=True) as client:
         assert isinstance(client, RetryingClient)
         assert isinstance(client.raw, openai.OpenAI)
         assert str(client.raw.base_url) == "http://127.0.0.1:9/v1/"
@@ -280,6 +299,9 @@ def test_make_client_uses_the_judges_key(config, monkeypatch):
     monkeypatch.setenv("COMMERCE_JUDGE_API_KEY", "sk-judge")
     cfg = config("--commerce-judge-base-url=http://127.0.0.1:9/v1", "--commerce-judge-model=j")
     with make_client(cfg, "judge", retrying=False) as client:
+        assert isinstance(client, ChatClient)
+        assert client.api_key == "sk-judge"
+    with make_client(cfg, "judge", retrying=False, sdk=True) as client:
         assert isinstance(client, openai.OpenAI)
         assert client.api_key == "sk-judge"
 
@@ -357,14 +379,15 @@ def stub_server() -> Iterator[type[_ScriptedServer]]:
     yield _ScriptedServer
 
 
-def test_real_sdk_call_retries_5xx_then_succeeds(config, stub_server):
+@pytest.mark.parametrize("sdk", [False, True])
+def test_real_call_retries_5xx_then_succeeds(config, stub_server, sdk):
     with stub_server([503, 500, 200]) as server:
         cfg = config(
             f"--commerce-base-url={server.url}",
             "--commerce-model=stub",
             ini="commerce_retry_attempts = 3\ncommerce_retry_wait_max = 0",
         )
-        with make_client(cfg, "agent") as client:
+        with make_client(cfg, "agent", sdk=sdk) as client:
             reply = client.chat.completions.create(
                 model=client.model, messages=[{"role": "user", "content": "hi"}]
             )
@@ -372,18 +395,28 @@ def test_real_sdk_call_retries_5xx_then_succeeds(config, stub_server):
     assert server.paths == ["/v1/chat/completions"] * 3
 
 
-def test_real_sdk_call_exhausted_is_an_infra_error(config, stub_server):
+@pytest.mark.parametrize(
+    "sdk, error", [(False, "ChatStatusError: HTTP 502"), (True, "InternalServerError:")]
+)
+def test_real_call_exhausted_is_an_infra_error(config, stub_server, sdk, error):
     with stub_server([502, 502]) as server:
         cfg = config(
             f"--commerce-base-url={server.url}",
             "--commerce-model=stub",
             ini="commerce_retry_attempts = 2\ncommerce_retry_wait_max = 0",
         )
-        with make_client(cfg, "agent") as client, pytest.raises(InfraError) as info:
+        with make_client(cfg, "agent", sdk=sdk) as client, pytest.raises(InfraError) as info:
             client.chat.completions.create(model="stub", messages=[])
     assert str(info.value).startswith(
-        f"agent model stub at {server.url}: gave up after 2 attempts: InternalServerError:"
+        f"agent model stub at {server.url}: gave up after 2 attempts: {error}"
     )
+
+
+def test_a_malformed_body_from_the_sdk_is_retried_then_an_infra_error():
+    fake = FakeClient([json.JSONDecodeError("Expecting value", "{", 1)] * 2)
+    client = RetryingClient(fake, RetryPolicy(attempts=2, wait_initial=0, wait_max=0))
+    with pytest.raises(InfraError, match="gave up after 2 attempts: JSONDecodeError"):
+        client.chat.completions.create(model="m", messages=[])
 
 
 # --- the retry policy with FakeClient -----------------------------------------------------------

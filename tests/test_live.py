@@ -104,8 +104,16 @@ def test_redactor_replaces_identifiers(text, expected):
 
 @pytest.mark.parametrize(
     "text",
-    ["arrives by 2025-06-04", "$1,299.00 or $169.99", "shoe-trail-005 and ord-1001",
-     "EAN 4006381333931", "1234 5678 9012 3456", "2025-06-01T09:00:01Z", "12:30", "weight 340 g"],
+    [
+        "arrives by 2025-06-04",
+        "$1,299.00 or $169.99",
+        "shoe-trail-005 and ord-1001",
+        "EAN 4006381333931",
+        "1234 5678 9012 3456",
+        "2025-06-01T09:00:01Z",
+        "12:30",
+        "weight 340 g",
+    ],
 )
 def test_redactor_leaves_catalog_facts_alone(text):
     # a 16-digit number failing the Luhn check is not a card; a 13-digit EAN is not a phone
@@ -136,7 +144,9 @@ def test_custom_patterns_and_kinds():
 
 
 def sampled(path: Path, rate: float, seed: str) -> list[str]:
-    return sorted(c.conversation_id for c in read_capture([path], rate=rate, seed=seed).conversations)
+    return sorted(
+        c.conversation_id for c in read_capture([path], rate=rate, seed=seed).conversations
+    )
 
 
 def test_sample_is_deterministic_stable_under_more_traffic_and_seeded(tmp_path):
@@ -147,7 +157,9 @@ def test_sample_is_deterministic_stable_under_more_traffic_and_seeded(tmp_path):
     assert a == sorted(i for i in ids(400) if is_sampled(i, 0.1, "s1"))
     # more traffic arrives: the conversations sampled before are still sampled
     more = write_traffic(tmp_path / "day2.jsonl", ids(400, "new"))
-    both = sorted(c.conversation_id for c in read_capture([first, more], rate=0.1, seed="s1").conversations)
+    both = sorted(
+        c.conversation_id for c in read_capture([first, more], rate=0.1, seed="s1").conversations
+    )
     assert set(a) <= set(both) and len(both) > len(a)
     # a different seed samples different conversations
     assert sampled(first, 0.1, "s2") != a
@@ -174,10 +186,13 @@ def test_bad_lines_are_reported_with_file_and_line_and_the_rest_is_read(tmp_path
     assert [c.conversation_id for c in capture.conversations] == ["good-1", "good-2"]
     found = {(p.line, p.message.split(";")[0].split(":")[0]) for p in capture.problems}
     assert (2, "no conversation_id") in found
-    assert any(p.line == 4 and "unknown event type 'telemetry'" in p.message
-               and "bad-event" in p.message for p in capture.problems)
-    assert any(p.line == len(lines) and p.message.startswith("truncated JSON")
-               for p in capture.problems)
+    assert any(
+        p.line == 4 and "unknown event type 'telemetry'" in p.message and "bad-event" in p.message
+        for p in capture.problems
+    )
+    assert any(
+        p.line == len(lines) and p.message.startswith("truncated JSON") for p in capture.problems
+    )
     assert all(str(p).startswith("cap.jsonl:") for p in capture.problems)
 
 
@@ -200,7 +215,13 @@ def fake_judge(monkeypatch):
     clients: list[FakeClient] = []
 
     def build(config, *, with_store=True):
-        client = FakeClient(lambda request: FAIL if "price_accurate" in request["messages"][1]["content"].split("\n")[0] else PASS)
+        client = FakeClient(
+            lambda request: (
+                FAIL
+                if "price_accurate" in request["messages"][1]["content"].split("\n")[0]
+                else PASS
+            )
+        )
         clients.append(client)
         path = _judge_plugin.store_path(config)
         return Judge(client, "judge-7b", store=VerdictStore(path) if path else None)
@@ -210,16 +231,25 @@ def fake_judge(monkeypatch):
 
 
 def live_args(pytester, *extra: str) -> list[str]:
-    return ["-p", "no:cacheprovider", f"--commerce-store={pytester.path / 'runs'}",
-            f"--commerce-judge-store={pytester.path / 'verdicts.sqlite'}", *extra]
+    return [
+        "-p",
+        "no:cacheprovider",
+        f"--commerce-store={pytester.path / 'runs'}",
+        f"--commerce-judge-store={pytester.path / 'verdicts.sqlite'}",
+        *extra,
+    ]
 
 
 def test_a_live_run_is_judged_redacted_and_stored_as_kind_live(pytester, fake_judge):
     write_traffic(pytester.path / "traffic.jsonl", ["cust-1", "cust-2", "cust-3"])
-    result = pytester.runpytest(*live_args(
-        pytester, "--commerce-live=traffic.jsonl", "--commerce-sample-rate=1",
-        "--commerce-live-dimensions=price_accurate,budget_respected",
-    ))
+    result = pytester.runpytest(
+        *live_args(
+            pytester,
+            "--commerce-live=traffic.jsonl",
+            "--commerce-sample-rate=1",
+            "--commerce-live-dimensions=price_accurate,budget_respected",
+        )
+    )
     result.stdout.fnmatch_lines(["*3 of 3 conversations sampled (rate 1, seed '0')*"])
     result.assert_outcomes(failed=3)  # price_accurate FAILs everywhere in this script
     assert result.ret == 0  # the live set reports a trend; it does not gate
@@ -241,8 +271,9 @@ def test_a_live_run_is_judged_redacted_and_stored_as_kind_live(pytester, fake_ju
 
 def test_a_second_live_run_reuses_stored_verdicts(pytester, fake_judge):
     write_traffic(pytester.path / "traffic.jsonl", ["cust-1", "cust-2"])
-    args = live_args(pytester, "--commerce-live=traffic.jsonl",
-                     "--commerce-live-dimensions=budget_respected")
+    args = live_args(
+        pytester, "--commerce-live=traffic.jsonl", "--commerce-live-dimensions=budget_respected"
+    )
     pytester.runpytest(*args).assert_outcomes(passed=2)
     pytester.runpytest(*args).assert_outcomes(passed=2)
     assert [len(c.requests) for c in fake_judge] == [2, 0]
@@ -251,10 +282,15 @@ def test_a_second_live_run_reuses_stored_verdicts(pytester, fake_judge):
 def test_bad_lines_show_in_the_live_summary_and_do_not_stop_the_run(pytester, fake_judge):
     path = write_traffic(pytester.path / "traffic.jsonl", ["cust-1", "cust-2"])
     path.write_text(path.read_text() + '{"conversation_id": "cust-9", "turn": \n')
-    result = pytester.runpytest(*live_args(
-        pytester, "--commerce-live=traffic.jsonl", "--commerce-live-dimensions=budget_respected"))
+    result = pytester.runpytest(
+        *live_args(
+            pytester, "--commerce-live=traffic.jsonl", "--commerce-live-dimensions=budget_respected"
+        )
+    )
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*1 unusable line(s) skipped:*", "*traffic.jsonl:4: truncated JSON*"])
+    result.stdout.fnmatch_lines(
+        ["*1 unusable line(s) skipped:*", "*traffic.jsonl:4: truncated JSON*"]
+    )
 
 
 def test_options_are_checked(pytester):
@@ -270,22 +306,38 @@ def test_options_are_checked(pytester):
 def test_the_sample_rate_and_seed_select_items(pytester, fake_judge):
     write_traffic(pytester.path / "traffic.jsonl", ids(60))
     expected = sorted(i for i in ids(60) if is_sampled(i, 0.25, "7"))
-    result = pytester.runpytest(*live_args(
-        pytester, "--commerce-live=traffic.jsonl", "--commerce-sample-rate=0.25",
-        "--commerce-sample-seed=7", "--collect-only", "-q"))
+    result = pytester.runpytest(
+        *live_args(
+            pytester,
+            "--commerce-live=traffic.jsonl",
+            "--commerce-sample-rate=0.25",
+            "--commerce-sample-seed=7",
+            "--collect-only",
+            "-q",
+        )
+    )
     collected = sorted(line.rsplit("::", 1)[1] for line in result.outlines if "::" in line)
     assert collected == expected and 0 < len(expected) < 60
 
 
 def test_trend_after_live_runs_prints_and_draws(pytester, fake_judge):
     write_traffic(pytester.path / "traffic.jsonl", ids(6))
-    args = live_args(pytester, "--commerce-live=traffic.jsonl",
-                     "--commerce-live-dimensions=price_accurate,budget_respected")
+    args = live_args(
+        pytester,
+        "--commerce-live=traffic.jsonl",
+        "--commerce-live-dimensions=price_accurate,budget_respected",
+    )
     pytester.runpytest(*args)
     result = pytester.runpytest(*args, "--commerce-trend", "--commerce-trend-svg=trend.svg")
-    result.stdout.fnmatch_lines([
-        "*live trend*", "budget_respected", "*100.0%*n=6*", "price_accurate", "*0.0%*n=6*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*live trend*",
+            "budget_respected",
+            "*100.0%*n=6*",
+            "price_accurate",
+            "*0.0%*n=6*",
+        ]
+    )
     svg = (pytester.path / "trend.svg").read_text()
     assert svg.startswith("<svg") and "budget_respected" in svg and svg.count("<circle") == 6
     alone = pytester.runpytest(f"--commerce-store={pytester.path / 'runs'}", "--commerce-trend")
@@ -295,8 +347,11 @@ def test_trend_after_live_runs_prints_and_draws(pytester, fake_judge):
 
 def test_live_run_report_carries_the_trend_chart(pytester, fake_judge):
     write_traffic(pytester.path / "traffic.jsonl", ids(4))
-    args = live_args(pytester, "--commerce-live=traffic.jsonl",
-                     "--commerce-live-dimensions=price_accurate,budget_respected")
+    args = live_args(
+        pytester,
+        "--commerce-live=traffic.jsonl",
+        "--commerce-live-dimensions=price_accurate,budget_respected",
+    )
     pytester.runpytest(*args)
     pytester.runpytest(*args, "--commerce-html=report.html")
     page = (pytester.path / "report.html").read_text()
@@ -309,8 +364,15 @@ def test_live_run_report_carries_the_trend_chart(pytester, fake_judge):
 
 def verdicts(dimension: str, passed: int, n: int, judge: str = "j1") -> list[dict]:
     fp = STANDARD[dimension].fingerprint
-    return [{"dimension": dimension, "outcome": "pass" if i < passed else "fail",
-             "rubric_fingerprint": fp, "judge_fingerprint": judge} for i in range(n)]
+    return [
+        {
+            "dimension": dimension,
+            "outcome": "pass" if i < passed else "fail",
+            "rubric_fingerprint": fp,
+            "judge_fingerprint": judge,
+        }
+        for i in range(n)
+    ]
 
 
 def test_wilson_interval_and_two_proportion_test():
@@ -323,14 +385,27 @@ def test_wilson_interval_and_two_proportion_test():
 
 def test_trend_flags_moves_beyond_the_noise_only():
     runs = [
-        ("r1", "2025-06-01T00:00:00", verdicts("price_accurate", 800, 1000)
-         + verdicts("budget_respected", 90, 100)),
-        ("r2", "2025-06-02T00:00:00", verdicts("price_accurate", 808, 1000)
-         + verdicts("budget_respected", 84, 100)),
-        ("r3", "2025-06-03T00:00:00", verdicts("price_accurate", 700, 1000)
-         + verdicts("budget_respected", 50, 100)),
-        ("r4", "2025-06-04T00:00:00", verdicts("price_accurate", 700, 1000, judge="j2")
-         + verdicts("budget_respected", 50, 100)),
+        (
+            "r1",
+            "2025-06-01T00:00:00",
+            verdicts("price_accurate", 800, 1000) + verdicts("budget_respected", 90, 100),
+        ),
+        (
+            "r2",
+            "2025-06-02T00:00:00",
+            verdicts("price_accurate", 808, 1000) + verdicts("budget_respected", 84, 100),
+        ),
+        (
+            "r3",
+            "2025-06-03T00:00:00",
+            verdicts("price_accurate", 700, 1000) + verdicts("budget_respected", 50, 100),
+        ),
+        (
+            "r4",
+            "2025-06-04T00:00:00",
+            verdicts("price_accurate", 700, 1000, judge="j2")
+            + verdicts("budget_respected", 50, 100),
+        ),
     ]
     trend = compute_trend(runs)
     flags = {d.dimension: [p.flag for p in d.points] for d in trend.dimensions}
@@ -345,7 +420,13 @@ def test_trend_flags_moves_beyond_the_noise_only():
 
 
 def test_judge_errors_are_not_counted_as_fails():
-    runs = [("r1", "2025-06-01", verdicts("price_accurate", 5, 10)
-             + [{"dimension": "price_accurate", "outcome": "judge_error"}])]
+    runs = [
+        (
+            "r1",
+            "2025-06-01",
+            verdicts("price_accurate", 5, 10)
+            + [{"dimension": "price_accurate", "outcome": "judge_error"}],
+        )
+    ]
     [dim] = compute_trend(runs).dimensions
     assert (dim.points[0].passed, dim.points[0].graded, dim.points[0].errors) == (5, 10, 1)

@@ -240,16 +240,33 @@ def test_real_cases_run_end_to_end_on_the_embedded_model(tmp_path):
         if k not in (*ENV, "OPENAI_API_KEY") and not k.startswith("COMMERCE_LOCAL_")
     }
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "cases/orders", "-k", "orders-001 or orders-002",
-         "-p", "no:cacheprovider", "-q", f"--commerce-json={record}", "--commerce-store=none",
-         "--commerce-judge-store=none"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases/orders",
+            "-k",
+            "orders-001 or orders-002",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--commerce-json={record}",
+            "--commerce-store=none",
+            "--commerce-judge-store=none",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-2000:]
     run = json.loads(record.read_text())
     outcomes = {t["case_id"]: t["outcome"] for t in run["trials"]}
-    assert sorted(outcomes) == ["orders-001-updated-delivery-date",
-                                "orders-002-carrier-question-no-component"]
+    assert sorted(outcomes) == [
+        "orders-001-updated-delivery-date",
+        "orders-002-carrier-question-no-component",
+    ]
     assert set(outcomes.values()) <= {"pass", "fail", "judge_error"}, outcomes
     for trial in run["trials"]:
         events = [e for turn in trial["turns"] for e in turn]

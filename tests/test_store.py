@@ -345,8 +345,9 @@ def test_a_terminated_run_keeps_what_finished_and_is_incomplete(suite, tmp_path)
     p, _ = suite
     store = tmp_path / "store"
     p.makeconftest(
-        INTERRUPTING.replace("raise KeyboardInterrupt", "os.kill(os.getpid(), signal.SIGTERM)")
-        .replace("from helpers", "import os, signal, time\nfrom helpers")
+        INTERRUPTING.replace(
+            "raise KeyboardInterrupt", "os.kill(os.getpid(), signal.SIGTERM)"
+        ).replace("from helpers", "import os, signal, time\nfrom helpers")
         + "\n"
     )
     result = p.runpytest_subprocess("cases", f"--commerce-store={store}", "-p", "no:cacheprovider")

@@ -14,8 +14,18 @@ from pytest_commerce_evals.reference._index import fixture_index
 ROOT = Path(__file__).parent.parent
 CASES = ROOT / "cases"
 FLOWS = [
-    "discovery", "compare", "budget", "cart", "memory", "skills", "orders", "availability",
-    "operator", "refusals", "poisoned", "multiturn",
+    "discovery",
+    "compare",
+    "budget",
+    "cart",
+    "memory",
+    "skills",
+    "orders",
+    "availability",
+    "operator",
+    "refusals",
+    "poisoned",
+    "multiturn",
 ]
 
 
@@ -47,9 +57,22 @@ def test_suite_is_lint_clean():
 def test_suite_has_no_vacuous_case():
     """Runs --commerce-vacuity over cases/ exactly as a user would, from the repository root."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "cases", "--commerce-vacuity", "-q", "-p",
-         "no:cacheprovider", "--commerce-store=none", "--commerce-judge-store=none"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases",
+            "--commerce-vacuity",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--commerce-store=none",
+            "--commerce-judge-store=none",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "cases checked against 5 degenerate agents; 0 with findings" in done.stdout

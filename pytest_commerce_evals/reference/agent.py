@@ -1,8 +1,9 @@
-"""The reference commerce agent: a tool-calling loop on the openai SDK.
+"""The reference commerce agent: a tool-calling loop on an OpenAI-compatible chat client.
 
-It works with `openai.OpenAI` against any OpenAI-compatible endpoint and with the scripted
-`pytest_commerce_evals.testing.FakeClient`. One `run_turn` call handles one user message and
-returns the turn's events; the conversation is kept in `session.history` across turns.
+It works with the plugin's `ChatClient` or `openai.OpenAI` against any OpenAI-compatible endpoint,
+and with the scripted `pytest_commerce_evals.testing.FakeClient`. One `run_turn` call handles one
+user message and returns the turn's events; the conversation is kept in `session.history` across
+turns.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import re
 from decimal import Decimal
 from typing import Any
 
-import openai
 import tenacity
 
 from ..agent import AgentSession, InfraError
@@ -29,9 +29,6 @@ STEP_LIMIT_REPLY = "Sorry, I could not finish that request. Could you narrow it 
 STUCK_REPLY = "Sorry, that did not work and I could not find another way. Could you rephrase it?"
 
 ELIDED = '{"elided": "an earlier tool result, dropped to fit the context; call the tool again"}'
-
-_TRANSIENT = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
-
 
 PROMPT_OVERHEAD_TOKENS = 2_300
 """The system prompt and tool schemas as the embedded chat format renders them, in tokens
@@ -286,9 +283,9 @@ class ReferenceAgent:
 
 
 def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, _TRANSIENT):
-        return True
-    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+    from ..endpoint import is_retryable
+
+    return is_retryable(exc)
 
 
 def _tool_name(name: Any) -> str:

@@ -532,7 +532,24 @@ _FLAG_WORDS = {
 }
 
 
-def _haystack(product: Product) -> set[str]:
+_HAYSTACKS: dict[int, tuple[Product, frozenset[str]]] = {}
+_HAYSTACKS_MAX = 8192
+
+
+def _haystack(product: Product) -> frozenset[str]:
+    """The product's searchable words, computed once per product object (the catalog is shared
+    by every trial; an edit makes a new object, so it is never served stale words)."""
+    hit = _HAYSTACKS.get(id(product))
+    if hit is not None and hit[0] is product:
+        return hit[1]
+    hay = _words(product)
+    if len(_HAYSTACKS) >= _HAYSTACKS_MAX:
+        _HAYSTACKS.clear()
+    _HAYSTACKS[id(product)] = (product, hay)
+    return hay
+
+
+def _words(product: Product) -> frozenset[str]:
     parts = [
         product.title,
         product.brand,
@@ -547,7 +564,7 @@ def _haystack(product: Product) -> set[str]:
         elif isinstance(value, str | list):
             parts.append(f"{key} {' '.join(value) if isinstance(value, list) else value}")
     words = set(_tokens(" ".join(parts)))
-    return words | {_stem(w) for w in words}
+    return frozenset(words | {_stem(w) for w in words})
 
 
 def _score(product: Product, words: list[str]) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -483,14 +484,23 @@ def _add_orders(
         raise FixtureError(path, problems)
 
 
-@functools.lru_cache(maxsize=8)
+_load_lock = threading.Lock()
+
+
 def load_catalog(
     fixtures: Path | str = FIXTURES_DIR, poisoned: Path | str | None = None
 ) -> Catalog:
     """Load and validate every fixture file; merge eval-only fixtures from `poisoned` if given.
 
-    Cached per path: backends copy what they change, so one load serves every trial.
+    Cached per path: backends copy what they change, so one load serves every trial. Trials
+    running at once wait for the first load instead of each doing it.
     """
+    with _load_lock:
+        return _load_catalog(fixtures, poisoned)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_catalog(fixtures: Path | str, poisoned: Path | str | None) -> Catalog:
     root = Path(fixtures)
     store = _validate(Store, root / "store.yaml", _read_yaml(root / "store.yaml"))
     products: dict[str, Product] = {}

@@ -7,6 +7,7 @@ mapping. A `ToolError` becomes an `error` tool result; guardrails run before the
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import typing
@@ -358,9 +359,9 @@ class Tool:
             f"{self.name}_args", __config__=ConfigDict(extra="ignore"), **fields
         )
 
-    @property
+    @functools.cached_property
     def schema(self) -> dict[str, Any]:
-        """The entry for the openai `tools=` parameter."""
+        """The entry for the openai `tools=` parameter (built once; treat it as read-only)."""
         params = _clean(self.args_model.model_json_schema())
         params.pop("title", None)
         params.setdefault("properties", {})

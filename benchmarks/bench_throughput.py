@@ -1,0 +1,257 @@
+"""Throughput of an eval run: wall time against the latency limit, harness CPU, collection.
+
+    python benchmarks/bench_throughput.py                 # the three configurations + faults
+    python benchmarks/bench_throughput.py --only 200:0.2:16 --xdist 2
+
+Each configuration N:L:C runs `pytest` in a fresh process on N generated cases (one trial each)
+with this repository's conftest: the reference agent and backend, pointed at a loopback mock
+OpenAI-compatible server (`pytest_commerce_evals.mock_server`, its own process) that answers
+every call after L seconds with a scripted reply: search, add to cart, a text reply (three model
+calls a trial), after which the code graders check the calls, the cart and its size. C trials
+are in flight at once (`--commerce-concurrency`).
+
+Printed per run: the process's wall time, the ideal N x calls x L / C, their ratio, the mock's
+call count, the pytest process's CPU per trial, and the outcomes. Then the time to collect
+10,000 generated cases, and a run with every tenth response faulted (429 with Retry-After, 500,
+a stall past the client timeout, a malformed body, in turn) with the outcomes and fault counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CALLS_PER_TRIAL = 3
+PATTERN = r"add one (?P<title>.+) \((?P<pid>[a-z0-9-]+)\) to my cart"
+SCRIPT = [
+    {"tool": "search_products", "arguments": {"query": "{title}"}},
+    {"tool": "add_to_cart", "arguments": {"product_id": "{pid}", "quantity": 1}},
+    {"text": "I added one {title} to your cart."},
+]
+CONFIGS = ((200, 0.2, 16), (1000, 0.2, 64), (1000, 0.0, 16))
+ALL_PLUGINS = False
+
+
+def products() -> list[tuple[str, str]]:
+    """In-stock products without variants: a search by title finds them, a cart add needs no
+    size."""
+    from pytest_commerce_evals.reference.backend import ReferenceBackend
+
+    backend = ReferenceBackend.fresh()
+    return [
+        (p.id, p.title)
+        for p in backend.products.values()
+        if p.availability.status == "in_stock" and not p.variants
+    ]
+
+
+def write_cases(folder: Path, n: int, per_file: int = 100) -> None:
+    """`n` cases in files of `per_file`, cycling over the products."""
+    pool = products()
+    cases = folder / "cases" / "bench"
+    cases.mkdir(parents=True)
+    (cases / "_set.yaml").write_text("threshold: 0.5\n")
+    for start in range(0, n, per_file):
+        lines = []
+        for i in range(start, min(n, start + per_file)):
+            pid, title = pool[i % len(pool)]
+            lines += [
+                f"- id: cart-{i:03d}-bench-add",
+                "  priority: high",
+                "  difficulty: easy",
+                "  tags: [cart]",
+                f"  turns: [{json.dumps(f'Please add one {title} ({pid}) to my cart.')}]",
+                "  expected:",
+                "    calls_tool: [search_products, add_to_cart]",
+                f"    cart_contains: [{pid}]",
+                "    cart_item_count: 1",
+            ]
+        (cases / f"bench-{start // per_file:04d}.yaml").write_text("\n".join(lines) + "\n")
+    shutil.copy(ROOT / "conftest.py", folder / "conftest.py")
+    (folder / "pytest.ini").write_text("[pytest]\n")
+
+
+class Mock:
+    """The mock server in its own process."""
+
+    def __init__(self, latency: float, fault_every: int = 0, stall: float = 5.0) -> None:
+        self.script = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump(SCRIPT, self.script)
+        self.script.close()
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest_commerce_evals.mock_server",
+            "--latency",
+            str(latency),
+            "--fault-every",
+            str(fault_every),
+            "--stall",
+            str(stall),
+            "--script",
+            self.script.name,
+            "--pattern",
+            PATTERN,
+        ]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        self.base_url = line[1]
+
+    def stats(self) -> dict[str, int]:
+        with urllib.request.urlopen(self.base_url + "/stats", timeout=10) as r:
+            return json.loads(r.read())
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        os.unlink(self.script.name)
+
+
+PLUGINS = ["-p", "pytest_commerce_evals.plugin"]
+
+
+def run_pytest(folder: Path, args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Runs pytest in `folder`; returns (wall s, CPU s of the process and its children, output).
+
+    Only this plugin (and xdist, when asked for) is loaded, as where commerce-evals is installed
+    on its own: other plugins in the environment (hypothesis: 1.4 s, anyio: 0.9 s of start-up
+    here) would be measured too. `--all-plugins` loads whatever is installed."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *PLUGINS, *args]
+    if not ALL_PLUGINS:
+        env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, out
+
+
+def outcomes(output: str) -> str:
+    tail = [ln for ln in output.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+    return tail[-1].strip("= ") if tail else output[-400:]
+
+
+def env_for(mock: Mock) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COMMERCE_"))}
+    env["OPENAI_BASE_URL"] = mock.base_url
+    env["OPENAI_MODEL"] = "mock"
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def one(n: int, latency: float, c: int, extra: list[str], fault_every: int = 0) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_cases(folder, n)
+        mock = Mock(latency, fault_every=fault_every, stall=3.0)
+        try:
+            args = ["cases", f"--commerce-concurrency={c}", *extra]
+            if fault_every:
+                args += ["-o", "commerce_request_timeout=1", "-o", "commerce_retry_wait_max=0.5"]
+            wall, cpu, out = run_pytest(folder, args, env_for(mock))
+            stats = mock.stats()
+        finally:
+            mock.close()
+    ideal = n * CALLS_PER_TRIAL * latency / c
+    return {
+        "n": n,
+        "latency": latency,
+        "c": c,
+        "wall": wall,
+        "ideal": ideal,
+        "ratio": wall / ideal if ideal else None,
+        "calls": stats.pop("requests"),
+        "max_in_flight": stats.pop("max_in_flight"),
+        "stats": stats,
+        "cpu_ms_per_trial": cpu / n * 1000,
+        "outcomes": outcomes(out),
+        "output": out,
+    }
+
+
+def show(r: dict) -> None:
+    head = f"N={r['n']:<5} L={r['latency'] * 1000:>4.0f} ms  C={r['c']:<3}"
+    ratio = f"ratio {r['ratio']:.2f}x" if r["ratio"] else "ratio -"
+    print(
+        f"{head} wall {r['wall']:6.2f} s  ideal {r['ideal']:6.2f} s  {ratio}  "
+        f"calls {r['calls']} (at most {r['max_in_flight']} at once)  "
+        f"CPU {r['cpu_ms_per_trial']:.2f} ms/trial  [{r['outcomes']}]",
+        flush=True,
+    )
+
+
+def collection(n: int = 10_000) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_cases(folder, n)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COMMERCE_"))}
+        wall, cpu, out = run_pytest(folder, ["cases", "--collect-only"], env)
+        found = re.search(r"(\d+) tests? collected", out)
+        print(
+            f"collect {n} cases: wall {wall:.2f} s, CPU {cpu:.2f} s, "
+            f"{found.group(1) if found else '?'} items  [{out.splitlines()[-1].strip('= ')}]",
+            flush=True,
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", help="one configuration N:L:C, e.g. 200:0.2:16")
+    parser.add_argument("--xdist", type=int, default=0, help="also spread over N xdist workers")
+    parser.add_argument("--no-faults", action="store_true")
+    parser.add_argument("--no-collect", action="store_true")
+    parser.add_argument("-v", action="store_true", help="print pytest's output on failure")
+    parser.add_argument(
+        "--all-plugins", action="store_true", help="load every installed pytest plugin"
+    )
+    args = parser.parse_args()
+    global ALL_PLUGINS
+    ALL_PLUGINS = args.all_plugins
+    if args.all_plugins:
+        PLUGINS.clear()
+    elif args.xdist:
+        PLUGINS.extend(["-p", "xdist.plugin"])
+    configs = CONFIGS
+    if args.only:
+        n, lat, c = args.only.split(":")
+        configs = ((int(n), float(lat), int(c)),)
+    extra = ["-n", str(args.xdist)] if args.xdist else []
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, xdist workers: {args.xdist}, "
+        f"plugins: {'all installed' if ALL_PLUGINS else 'commerce-evals only'}"
+    )
+    bad = False
+    for n, lat, c in configs:
+        r = one(n, lat, c, extra)
+        show(r)
+        if "failed" in r["outcomes"] or "error" in r["outcomes"]:
+            bad = True
+            if args.v:
+                print(r["output"][-3000:])
+    if not args.only and not args.no_collect:
+        collection()
+    if not args.only and not args.no_faults:
+        r = one(200, 0.05, 16, extra, fault_every=10)
+        show(r)
+        print(f"  faults injected: {r['stats']}")
+        if args.v:
+            print(r["output"][-3000:])
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

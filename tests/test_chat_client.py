@@ -1,0 +1,200 @@
+"""The lean chat-completions client: requests, replies as records, errors, threads."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from pytest_commerce_evals.chat_client import (
+    ChatClient,
+    ChatConnectionError,
+    ChatStatusError,
+    MalformedResponse,
+    Record,
+)
+from pytest_commerce_evals.mock_server import MockServer
+
+
+class _Echo:
+    """A loopback server that records each request and answers from a queue of
+    (status, body, close) tuples, then with a plain completion."""
+
+    def __init__(self, answers=()):
+        self.requests: list[tuple[str, dict, dict]] = []
+        self.answers = list(answers)
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                owner.requests.append(
+                    (self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                )
+                status, payload, close = (
+                    owner.answers.pop(0)
+                    if owner.answers
+                    else (
+                        200,
+                        {"choices": [{"message": {"role": "assistant", "content": "hi"}}]},
+                        False,
+                    )
+                )
+                raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-length", str(len(raw)))
+                if close:
+                    self.send_header("connection", "close")
+                    self.close_connection = True
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def echo():
+    servers = []
+
+    def make(answers=()):
+        servers.append(_Echo(answers))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def test_a_request_carries_the_body_the_key_and_extra_body(echo):
+    server = echo()
+    with ChatClient(server.url, api_key="sk-test-123") as client:
+        reply = client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            temperature=None,  # unset fields are not sent
+            max_tokens=Decimal("64"),
+            extra_body={"seed": 7},
+            extra_headers={"x-trace": "t1"},
+            timeout=5,
+        )
+    path, headers, body = server.requests[0]
+    assert path == "/v1/chat/completions"
+    assert headers["authorization"] == "Bearer sk-test-123"
+    assert headers["x-trace"] == "t1"
+    assert body == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": "64",
+        "seed": 7,
+    }
+    assert reply.choices[0].message.content == "hi"
+
+
+def test_a_reply_reads_like_the_sdks_and_dumps_to_a_dict():
+    reply = Record({"choices": [{"message": {"content": "x", "tool_calls": [{"id": "c1"}]}}]})
+    message = reply.choices[0].message
+    assert message.content == "x"
+    assert message.tool_calls[0].id == "c1"
+    assert message.refusal is None  # a field the server left out
+    assert reply.model_dump() == {
+        "choices": [{"message": {"content": "x", "tool_calls": [{"id": "c1"}]}}]
+    }
+    assert message.get("content") == "x" and message["content"] == "x"
+
+
+def test_an_error_status_carries_the_servers_message(echo):
+    server = echo([(401, {"error": {"message": "bad key"}}, False)])
+    with ChatClient(server.url) as client, pytest.raises(ChatStatusError) as info:
+        client.chat.completions.create(model="m", messages=[])
+    assert info.value.status_code == 401
+    assert info.value.message == "bad key"
+    assert str(info.value) == "HTTP 401: bad key"
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (b'{"choices": [', "body is not JSON"),
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"object": "chat.completion"}', "has no choices"),
+        (b'{"choices": [{"text": "legacy"}]}', "a choice has no message"),
+    ],
+)
+def test_a_body_that_is_not_a_chat_completion_is_malformed(echo, body, message):
+    server = echo([(200, body, False)])
+    with ChatClient(server.url) as client, pytest.raises(MalformedResponse, match=message):
+        client.chat.completions.create(model="m", messages=[])
+
+
+def test_a_connection_the_server_closed_is_replaced(echo):
+    ok = {"choices": [{"message": {"content": "again"}}]}
+    server = echo([(200, ok, True)])  # answers, then closes the keep-alive connection
+    with ChatClient(server.url) as client:
+        client.chat.completions.create(model="m", messages=[])
+        second = client.chat.completions.create(model="m", messages=[])
+    assert second.choices[0].message.content == "hi"
+    assert len(server.requests) == 2
+
+
+def test_nothing_listening_is_a_connection_error():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with (
+        ChatClient(f"http://127.0.0.1:{port}/v1") as client,
+        pytest.raises(ChatConnectionError, match="cannot reach"),
+    ):
+        client.chat.completions.create(model="m", messages=[])
+
+
+def test_a_base_url_that_is_not_http_is_refused():
+    with pytest.raises(ValueError, match="must be an http"):
+        ChatClient("localhost:8000/v1")
+
+
+def test_streaming_is_refused_with_what_to_use_instead():
+    with (
+        ChatClient("http://127.0.0.1:9/v1") as client,
+        pytest.raises(ValueError, match="use the openai SDK"),
+    ):
+        client.chat.completions.create(model="m", messages=[], stream=True)
+
+
+def test_one_client_serves_many_threads_at_once():
+    script = [{"text": "{message}"}]
+    with MockServer(script, latency_s=0.05) as server, ChatClient(server.base_url) as client:
+        replies: list[str] = []
+
+        def work(n: int) -> None:
+            for i in range(5):
+                msg = [{"role": "user", "content": f"t{n}-{i}"}]
+                replies.append(
+                    client.chat.completions.create(model="m", messages=msg)
+                    .choices[0]
+                    .message.content
+                )
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(replies) == sorted(f"t{n}-{i}" for n in range(8) for i in range(5))
+        assert server.stats()["max_in_flight"] > 1

@@ -1,0 +1,132 @@
+"""The loopback mock server: scripted tool-calling steps, injected faults, counts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from pytest_commerce_evals.chat_client import (
+    ChatClient,
+    ChatStatusError,
+    ChatTimeoutError,
+    MalformedResponse,
+)
+from pytest_commerce_evals.endpoint import RetryingClient, RetryPolicy, is_retryable
+from pytest_commerce_evals.mock_server import MockServer
+
+SCRIPT = [
+    {"tool": "search_products", "arguments": {"query": "{title}"}},
+    {"tool": "add_to_cart", "arguments": {"product_id": "{pid}", "quantity": 1}},
+    {"text": "Added {pid}."},
+]
+PATTERN = r"add (?P<title>.+) \((?P<pid>[\w-]+)\)"
+USER = {"role": "user", "content": "Please add the Trail Runner (shoe-001)"}
+
+
+def _assistant() -> dict:
+    return {"role": "assistant", "content": None}
+
+
+def test_the_step_is_the_number_of_assistant_messages_since_the_user_spoke():
+    with MockServer(SCRIPT, pattern=PATTERN) as server, ChatClient(server.base_url) as client:
+        first = client.chat.completions.create(model="m", messages=[USER])
+        call = first.choices[0].message.tool_calls[0]
+        assert (call.function.name, json.loads(call.function.arguments)) == (
+            "search_products",
+            {"query": "the Trail Runner"},
+        )
+        assert first.choices[0].finish_reason == "tool_calls"
+        second = client.chat.completions.create(model="m", messages=[USER, _assistant()])
+        args = json.loads(second.choices[0].message.tool_calls[0].function.arguments)
+        assert args == {"product_id": "shoe-001", "quantity": 1}
+        history = [USER, _assistant(), _assistant()]
+        third = client.chat.completions.create(model="m", messages=history)
+        assert third.choices[0].message.content == "Added shoe-001."
+        assert third.choices[0].message.tool_calls is None
+        # past the end the last step repeats; a new user message starts again at step 0
+        again = client.chat.completions.create(model="m", messages=[*history, _assistant()])
+        assert again.choices[0].message.content == "Added shoe-001."
+        restart = client.chat.completions.create(model="m", messages=[*history, USER])
+        assert restart.choices[0].message.tool_calls[0].function.name == "search_products"
+        assert server.stats() == {"requests": 5, "replies": 5, "max_in_flight": 1}
+
+
+def test_faults_come_every_nth_request_in_turn():
+    faults = ("429", "500", "malformed", "stall")
+    with (
+        MockServer(SCRIPT, fault_every=2, faults=faults, stall_s=1.0, retry_after_s=0.25) as server,
+        ChatClient(server.base_url, timeout=0.3) as client,
+    ):
+        seen = []
+        for _ in range(8):
+            try:
+                client.chat.completions.create(model="m", messages=[USER])
+                seen.append("ok")
+            except ChatStatusError as exc:
+                seen.append(str(exc.status_code))
+                if exc.status_code == 429:
+                    assert exc.headers["retry-after"] == "0.25"
+            except MalformedResponse:
+                seen.append("malformed")
+            except ChatTimeoutError:
+                seen.append("stall")
+        assert seen == ["ok", "429", "ok", "500", "ok", "malformed", "ok", "stall"]
+        stats = server.stats()
+        assert {k: stats[k] for k in faults} == dict.fromkeys(faults, 1)
+        assert stats["requests"] == 8
+
+
+def test_every_injected_fault_is_retryable_and_a_retrying_client_gets_through():
+    with (
+        MockServer(SCRIPT, fault_every=2, stall_s=1.0, retry_after_s=0.0) as server,
+        ChatClient(server.base_url, timeout=0.3) as raw,
+    ):
+        client = RetryingClient(raw, RetryPolicy(attempts=3, wait_initial=0.0, wait_max=0.0))
+        for _ in range(8):
+            reply = client.chat.completions.create(model="m", messages=[USER])
+            assert reply.choices[0].message.tool_calls[0].function.name == "search_products"
+        stats = server.stats()
+        # every second request is a fault, retries included: each call after the first meets
+        # one and gets through on its retry
+        assert [stats[k] for k in ("429", "500", "stall", "malformed")] == [2, 2, 2, 1]
+        assert stats["requests"] == 15
+
+
+def test_a_fault_is_classified_as_the_endpoints_not_the_callers():
+    assert is_retryable(ChatStatusError(429, "slow down", {}))
+    assert is_retryable(ChatStatusError(503, "down", {}))
+    assert is_retryable(MalformedResponse("not json"))
+    assert is_retryable(ChatTimeoutError("stalled"))
+    assert not is_retryable(ChatStatusError(400, "bad request", {}))
+    assert not is_retryable(ValueError("the agent's own bug"))
+
+
+def test_bad_settings_are_refused_with_the_allowed_values():
+    with pytest.raises(ValueError, match=r"unknown fault kinds \['teapot'\]"):
+        MockServer(SCRIPT, faults=("teapot",))
+    with pytest.raises(ValueError, match="script step 0: expected a 'tool', 'tools' or 'text'"):
+        MockServer([{"say": "hi"}])
+
+
+def test_the_command_line_server_reports_its_address_and_counts():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_commerce_evals.mock_server", "--fault-every", "2"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        word, url = proc.stdout.readline().split()
+        assert word == "ready" and url.startswith("http://127.0.0.1:")
+        with ChatClient(url) as client:
+            assert client.chat.completions.create(model="m", messages=[USER]).choices
+        with urllib.request.urlopen(url + "/stats", timeout=5) as response:
+            stats = json.loads(response.read())
+        assert stats["requests"] == 1 and stats["replies"] == 1
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()

@@ -1,0 +1,219 @@
+"""Concurrent trials: how many are in flight, faults on the way, xdist, async agents.
+
+The reference agent and backend run against the loopback mock server; what is asserted is what
+the server saw (requests, the most answered at once), never a time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_commerce_evals.mock_server import MockServer
+from pytest_commerce_evals.reference.backend import ReferenceBackend
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = [
+    {"tool": "search_products", "arguments": {"query": "{title}"}},
+    {"tool": "add_to_cart", "arguments": {"product_id": "{pid}", "quantity": 1}},
+    {"text": "I added one {title} to your cart."},
+]
+PATTERN = r"add one (?P<title>.+) \((?P<pid>[a-z0-9-]+)\) to my cart"
+
+
+def _write_cases(folder: Path, n: int) -> None:
+    backend = ReferenceBackend.fresh()
+    pool = [
+        (p.id, p.title)
+        for p in backend.products.values()
+        if p.availability.status == "in_stock" and not p.variants
+    ]
+    lines = []
+    for i in range(n):
+        pid, title = pool[i % len(pool)]
+        lines += [
+            f"- id: cart-{i:03d}-concurrent-add",
+            "  priority: high",
+            "  difficulty: easy",
+            f"  turns: [{json.dumps(f'Please add one {title} ({pid}) to my cart.')}]",
+            "  expected:",
+            "    calls_tool: [search_products, add_to_cart]",
+            f"    cart_contains: [{pid}]",
+            "    cart_item_count: 1",
+        ]
+    (folder / "cases").mkdir()
+    (folder / "cases" / "adds.yaml").write_text("\n".join(lines) + "\n")
+    shutil.copy(ROOT / "conftest.py", folder / "conftest.py")
+
+
+@pytest.fixture
+def mocked(pytester, monkeypatch):
+    """A suite of reference-agent cases and a mock server for its model calls."""
+    servers: list[MockServer] = []
+
+    def make(n: int = 8, **mock_options) -> MockServer:
+        _write_cases(pytester.path, n)
+        server = MockServer(SCRIPT, pattern=PATTERN, **mock_options).start()
+        servers.append(server)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_MODEL", "mock")
+        monkeypatch.delenv("COMMERCE_CONCURRENCY", raising=False)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+def test_trials_keep_the_concurrency_in_flight(mocked, pytester):
+    server = mocked(8, latency_s=0.1)
+    result = pytester.runpytest("cases", "--commerce-concurrency=4", "--commerce-store=none")
+    result.assert_outcomes(passed=8)
+    stats = server.stats()
+    assert stats["requests"] == 24  # three model calls a trial
+    assert stats["max_in_flight"] == 4
+
+
+def test_concurrency_one_runs_one_trial_at_a_time(mocked, pytester):
+    server = mocked(4, latency_s=0.05)
+    result = pytester.runpytest("cases", "--commerce-concurrency=1", "--commerce-store=none")
+    result.assert_outcomes(passed=4)
+    assert server.stats()["max_in_flight"] == 1
+
+
+def test_auto_keeps_eight_in_flight_against_a_remote_endpoint(mocked, pytester):
+    server = mocked(10, latency_s=0.1)
+    pytester.runpytest("cases", "--commerce-store=none").assert_outcomes(passed=10)
+    assert server.stats()["max_in_flight"] == 8
+
+
+def test_reports_come_in_item_order_with_every_trial(mocked, pytester):
+    mocked(6, latency_s=0.02)
+    result = pytester.runpytest("cases", "--commerce-concurrency=6", "-v", "--commerce-store=none")
+    order = [ln.split("::")[1].split()[0] for ln in result.outlines if "::cart-" in ln]
+    assert order == [f"cart-{i:03d}-concurrent-add" for i in range(6)]
+
+
+def test_faults_are_retried_and_never_fail_the_agent(mocked, pytester):
+    server = mocked(12, latency_s=0.01, fault_every=5, stall_s=1.5, retry_after_s=0.0)
+    result = pytester.runpytest(
+        "cases",
+        "--commerce-concurrency=4",
+        "--commerce-store=none",
+        "-o",
+        "commerce_request_timeout=0.5",
+        "-o",
+        "commerce_retry_wait_max=0",
+    )
+    result.assert_outcomes(passed=12)
+    stats = server.stats()
+    assert sum(stats.get(k, 0) for k in ("429", "500", "stall", "malformed")) >= 7
+    assert stats["requests"] > 36
+
+
+def test_faults_past_the_retries_are_infra_errors_not_failures(mocked, pytester):
+    server = mocked(4, fault_every=1, faults=("500",))
+    result = pytester.runpytest(
+        "cases",
+        "--commerce-concurrency=2",
+        "--commerce-store=none",
+        "-o",
+        "commerce_retry_attempts=2",
+        "-o",
+        "commerce_retry_wait_max=0",
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("infra_error") == 4
+    assert "failed" not in outcomes and "passed" not in outcomes
+    assert server.stats()["500"] == 8  # two attempts for each trial's first call
+    result.stdout.fnmatch_lines(["*gave up after 2 attempts: ChatStatusError: HTTP 500*"])
+
+
+def test_stopping_early_abandons_the_queued_trials(mocked, pytester):
+    server = mocked(20, latency_s=0.05)
+    cases = pytester.path / "cases" / "adds.yaml"
+    # the first case expects a product the agent will not add: it fails, -x stops the run
+    cases.write_text(cases.read_text().replace("cart_item_count: 1", "cart_item_count: 2", 1))
+    result = pytester.runpytest("cases", "-x", "--commerce-concurrency=2", "--commerce-store=none")
+    result.assert_outcomes(failed=1)
+    assert server.stats()["requests"] < 60
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("0", "--commerce-concurrency: expected 1..1024 or 'auto'; found 0"),
+        (
+            "many",
+            "--commerce-concurrency: expected a whole number of trials in flight*found 'many'",
+        ),
+    ],
+)
+def test_a_bad_concurrency_is_a_usage_error(pytester, value, message):
+    pytester.makefile(".yaml", **{"cases/x": "id: x\n"})
+    result = pytester.runpytest(f"--commerce-concurrency={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_async_agents_share_one_event_loop_across_concurrent_trials(pytester):
+    pytester.makefile(
+        ".yaml",
+        **{
+            "cases/chat": "\n".join(
+                f"- {{id: chat-{i:03d}-hello, priority: low, difficulty: easy, turns: [hi], "
+                "expected: {reply_includes: [hello]}}"
+                for i in range(6)
+            )
+        },
+    )
+    pytester.makeconftest(
+        textwrap.dedent("""
+        import asyncio
+        from helpers import ToyBackend
+        from pytest_commerce_evals import Text
+
+        LOOPS = set()
+
+        class AsyncAgent:
+            async def run_turn(self, session, message):
+                LOOPS.add(id(asyncio.get_running_loop()))
+                await asyncio.sleep(0.05)
+                return [Text(text="hello")]
+
+        def pytest_commerce_evals_make_backend(config, case):
+            return ToyBackend()
+
+        def pytest_commerce_evals_make_agent(config, case, backend):
+            return AsyncAgent()
+
+        def pytest_sessionfinish(session):
+            print(f"\\nloops used: {len(LOOPS)}")
+        """)
+    )
+    shutil.copy(ROOT / "tests" / "helpers.py", pytester.path / "helpers.py")
+    result = pytester.runpytest_subprocess("cases", "--commerce-concurrency=3", "-s")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["*loops used: 1*"])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xdist") is None, reason="needs pytest-xdist")
+def test_xdist_workers_each_run_trials_concurrently(mocked, pytester):
+    server = mocked(16, latency_s=0.1)
+    result = pytester.runpytest(
+        "cases",
+        "-n",
+        "2",
+        "-p",
+        "no:benchmark",
+        "--commerce-concurrency=4",
+        "--commerce-store=none",
+    )
+    result.assert_outcomes(passed=16)
+    assert server.stats()["requests"] == 48
+    assert server.stats()["max_in_flight"] > 2  # more than one trial per worker at a time

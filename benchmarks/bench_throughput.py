@@ -1,7 +1,7 @@
 """Throughput of an eval run: wall time against the latency limit, harness CPU, collection.
 
     python benchmarks/bench_throughput.py                 # the three configurations + faults
-    python benchmarks/bench_throughput.py --only 200:0.2:16 --xdist 2
+    python benchmarks/bench_throughput.py --only 1000:0.2:64 --xdist 2   # 2 workers x 32
 
 Each configuration N:L:C runs `pytest` in a fresh process on N generated cases (one trial each)
 with this repository's conftest: the reference agent and backend, pointed at a loopback mock
@@ -40,6 +40,7 @@ SCRIPT = [
 ]
 CONFIGS = ((200, 0.2, 16), (1000, 0.2, 64), (1000, 0.0, 16))
 ALL_PLUGINS = False
+STARTED_AT = ENDED_AT = 0.0
 
 
 def products() -> list[tuple[str, str]]:
@@ -108,7 +109,13 @@ class Mock:
         self.base_url = line[1]
 
     def stats(self) -> dict[str, int]:
-        with urllib.request.urlopen(self.base_url + "/stats", timeout=10) as r:
+        return self._get("/stats")
+
+    def times(self) -> dict[str, float | None]:
+        return self._get("/times")
+
+    def _get(self, path: str) -> dict:
+        with urllib.request.urlopen(self.base_url + path, timeout=10) as r:
             return json.loads(r.read())
 
     def close(self) -> None:
@@ -129,6 +136,8 @@ def run_pytest(folder: Path, args: list[str], env: dict[str, str]) -> tuple[floa
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *PLUGINS, *args]
     if not ALL_PLUGINS:
         env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    global STARTED_AT, ENDED_AT
+    STARTED_AT = time.time()
     started = time.perf_counter()
     proc = subprocess.Popen(
         cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -136,6 +145,7 @@ def run_pytest(folder: Path, args: list[str], env: dict[str, str]) -> tuple[floa
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
+    ENDED_AT = time.time()
     proc.returncode = os.waitstatus_to_exitcode(status)
     return wall, usage.ru_utime + usage.ru_stime, out
 
@@ -159,11 +169,14 @@ def one(n: int, latency: float, c: int, extra: list[str], fault_every: int = 0) 
         write_cases(folder, n)
         mock = Mock(latency, fault_every=fault_every, stall=3.0)
         try:
-            args = ["cases", f"--commerce-concurrency={c}", *extra]
+            workers = int(extra[1]) if extra[:1] == ["-n"] else 1
+            # C is the total in flight: under xdist each worker keeps C / workers
+            args = ["cases", f"--commerce-concurrency={max(1, c // workers)}", *extra]
             if fault_every:
                 args += ["-o", "commerce_request_timeout=1", "-o", "commerce_retry_wait_max=0.5"]
             wall, cpu, out = run_pytest(folder, args, env_for(mock))
             stats = mock.stats()
+            times = mock.times()
         finally:
             mock.close()
     ideal = n * CALLS_PER_TRIAL * latency / c
@@ -178,6 +191,8 @@ def one(n: int, latency: float, c: int, extra: list[str], fault_every: int = 0) 
         "max_in_flight": stats.pop("max_in_flight"),
         "stats": stats,
         "cpu_ms_per_trial": cpu / n * 1000,
+        "to_first_call": (times["first_request"] or ENDED_AT) - STARTED_AT,
+        "after_last_reply": ENDED_AT - (times["last_reply"] or ENDED_AT),
         "outcomes": outcomes(out),
         "output": out,
     }
@@ -189,7 +204,9 @@ def show(r: dict) -> None:
     print(
         f"{head} wall {r['wall']:6.2f} s  ideal {r['ideal']:6.2f} s  {ratio}  "
         f"calls {r['calls']} (at most {r['max_in_flight']} at once)  "
-        f"CPU {r['cpu_ms_per_trial']:.2f} ms/trial  [{r['outcomes']}]",
+        f"CPU {r['cpu_ms_per_trial']:.2f} ms/trial  [{r['outcomes']}]\n"
+        f"{'':32}start to first call {r['to_first_call']:.2f} s, "
+        f"last reply to exit {r['after_last_reply']:.2f} s",
         flush=True,
     )
 

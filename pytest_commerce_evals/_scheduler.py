@@ -14,7 +14,6 @@ Under xdist each worker runs its own scheduler over the items the controller has
 
 from __future__ import annotations
 
-import asyncio
 import os
 import queue
 import threading
@@ -129,11 +128,13 @@ class TrialScheduler:
 # --- the session's event loop for async agents --------------------------------------------------
 
 _loop_lock = threading.Lock()
-_loop: asyncio.AbstractEventLoop | None = None
+_loop: Any = None
 
 
-def shared_loop() -> asyncio.AbstractEventLoop:
+def shared_loop() -> Any:
     """One event loop on a daemon thread for the whole process, started on first use."""
+    import asyncio  # only for async agents: a sync run does not pay for the import
+
     global _loop
     with _loop_lock:
         if _loop is None or _loop.is_closed():
@@ -147,6 +148,8 @@ def shared_loop() -> asyncio.AbstractEventLoop:
 
 def run_coroutine(coro: Any) -> Any:
     """Run `coro` on the shared loop and wait for it from this (non-loop) thread."""
+    import asyncio
+
     return asyncio.run_coroutine_threadsafe(coro, shared_loop()).result()
 
 

@@ -14,7 +14,9 @@ Replies are `Record`s: attribute access over the JSON (a missing field reads as 
 `model_dump()` for the dict. Failures are `ChatStatusError` (HTTP status, message, headers),
 `ChatConnectionError` / `ChatTimeoutError`, or `MalformedResponse` (a body that is not a chat
 completion). Each thread keeps its own keep-alive connection, so one client serves concurrent
-trials. Proxies come from the environment (`HTTPS_PROXY`, `NO_PROXY`) unless `trust_env=False`.
+trials. Tool schemas are encoded once per schema object: to change a tool, pass a new dict rather
+than editing the one already sent. Proxies come from the environment (`HTTPS_PROXY`,
+`NO_PROXY`) unless `trust_env=False`.
 """
 
 from __future__ import annotations
@@ -164,6 +166,7 @@ class ChatClient:
         self._proxy = _proxy_for(parts.scheme, parts.hostname) if trust_env else None
         self._local = threading.local()
         self._all: set[http.client.HTTPConnection] = set()
+        self._tools_cache: dict[tuple[int, ...], tuple[tuple[Any, ...], str]] = {}
         self._all_lock = threading.Lock()
         self.chat = _Chat(self)
         self.models = _Models(self)
@@ -186,7 +189,7 @@ class ChatClient:
     def _call(
         self, method: str, path: str, body: Any, extra_headers: dict[str, str] | None = None
     ) -> dict[str, Any]:
-        payload = None if body is None else json.dumps(body, default=_default).encode()
+        payload = None if body is None else self._encode(body)
         headers = self._headers if not extra_headers else {**self._headers, **extra_headers}
         url = self._path + path
         if self._proxy is not None and self._scheme == "http":
@@ -237,6 +240,28 @@ class ChatClient:
         if not isinstance(data, dict):
             raise MalformedResponse(f"HTTP {status} body is not a JSON object: {raw[:200]!r}")
         return data
+
+    def _encode(self, body: dict[str, Any]) -> bytes:
+        """The request as JSON. The tool schemas, the same objects on every call of an agent,
+        are encoded once (a tenth of a millisecond a call saved, three calls a trial)."""
+        tools = body.get("tools")
+        if not isinstance(tools, list) or not tools:
+            return json.dumps(body, default=_default).encode()
+        rest = json.dumps({k: v for k, v in body.items() if k != "tools"}, default=_default)
+        text = self._tools_json(tools)
+        sep = ", " if rest != "{}" else ""
+        return f'{rest[:-1]}{sep}"tools": {text}}}'.encode()
+
+    def _tools_json(self, tools: list[Any]) -> str:
+        key = tuple(map(id, tools))
+        hit = self._tools_cache.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], tools, strict=True)):
+            return hit[1]
+        text = json.dumps(tools, default=_default)
+        if len(self._tools_cache) >= 64:
+            self._tools_cache.clear()
+        self._tools_cache[key] = (tuple(tools), text)
+        return text
 
     # --- connections -----------------------------------------------------------------------------
 

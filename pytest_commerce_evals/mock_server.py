@@ -23,7 +23,8 @@ replies and faults by kind.
 From a shell (the benchmark runs it in its own process, so its CPU is not the harness's):
 
     python -m pytest_commerce_evals.mock_server --latency 0.2 --fault-every 10
-    # prints "ready http://127.0.0.1:PORT/v1"; GET /stats returns the counts as JSON
+    # prints "ready http://127.0.0.1:PORT/v1"; GET /stats returns the counts as JSON,
+    # GET /times when the first request came and the last reply went
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/stats"):
             self._send(200, json.dumps(self.server.mock.stats()).encode())
+        elif self.path.rstrip("/").endswith("/times"):
+            self._send(200, json.dumps(self.server.mock.times()).encode())
         elif self.path.rstrip("/").endswith("/models"):
             body = {"object": "list", "data": [{"id": "mock", "object": "model"}]}
             self._send(200, json.dumps(body).encode())
@@ -159,6 +162,8 @@ class MockServer:
         self._counts: Counter[str] = Counter()
         self._n = 0
         self._in_flight = 0
+        self._first: float | None = None
+        self._last: float | None = None
         self._max_in_flight = 0
         self._ids = itertools.count(1)
         self._server = _Server((host, port), _Handler)
@@ -201,14 +206,23 @@ class MockServer:
         with self._lock:
             return {"requests": self._n, "max_in_flight": self._max_in_flight, **self._counts}
 
+    def times(self) -> dict[str, float | None]:
+        """Wall-clock times (time.time()) of the first request received and the last reply
+        sent, or None before any."""
+        with self._lock:
+            return {"first_request": self._first, "last_reply": self._last}
+
     def _enter(self) -> None:
         with self._lock:
+            if self._first is None:
+                self._first = time.time()
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
 
     def _leave(self) -> None:
         with self._lock:
             self._in_flight -= 1
+            self._last = time.time()
 
     def _count(self, key: str) -> None:
         with self._lock:

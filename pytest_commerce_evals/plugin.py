@@ -54,6 +54,7 @@ SEEN_IDS = pytest.StashKey[dict[str, str]]()
 NON_CASE_FAILURES = pytest.StashKey[list[str]]()
 NOT_GRADED = pytest.StashKey[list[tuple[str, str]]]()
 VACUITY = pytest.StashKey[list]()
+TAG_MARKERS = pytest.StashKey[set[str]]()
 
 
 def run_config(config: pytest.Config) -> RunConfig:
@@ -141,6 +142,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[NON_CASE_FAILURES] = []
     config.stash[NOT_GRADED] = []
     config.stash[VACUITY] = []
+    config.stash[TAG_MARKERS] = set()
 
 
 # -- collection -------------------------------------------------------------------------------
@@ -309,9 +311,12 @@ class CaseItem(pytest.Item):
         if case.difficulty != "medium":
             self.add_marker(case.difficulty)
         self.add_marker("commerce_case")
+        registered = self.config.stash[TAG_MARKERS]
         for tag in case.tags:
             marker = _marker_name(tag)
-            self.config.addinivalue_line("markers", f"{marker}: case tag {tag}")
+            if marker not in registered:  # once per tag, not once per trial
+                registered.add(marker)
+                self.config.addinivalue_line("markers", f"{marker}: case tag {tag}")
             self.add_marker(marker)
             self.extra_keyword_matches.add(tag)
         self.extra_keyword_matches.add(case.flow)

@@ -85,7 +85,12 @@ class TrialResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record (events as their JSON objects)."""
-        data = asdict(self)
+        # field by field: asdict() would deep-copy every event only for it to be dumped again
+        data: dict[str, Any] = {f: getattr(self, f) for f in _SCALARS}
+        data["tags"] = list(self.tags)
+        data["grader_results"] = [asdict(g) for g in self.grader_results]
+        data["verdicts"] = [asdict(v) for v in self.verdicts]
+        data["snapshot"] = None
         data["turns"] = [
             [e.model_dump(mode="json") if isinstance(e, BaseModel) else e for e in turn]
             for turn in self.turns
@@ -97,6 +102,22 @@ class TrialResult:
                 "changes": [c.model_dump(mode="json") for c in self.snapshot.changes],
             }
         return data
+
+
+_SCALARS = (
+    "case_id",
+    "trial",
+    "trials",
+    "set_name",
+    "priority",
+    "difficulty",
+    "outcome",
+    "error",
+    "duration_s",
+    "file",
+    "line",
+    "rubric_not_judged",
+)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:

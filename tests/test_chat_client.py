@@ -198,3 +198,23 @@ def test_one_client_serves_many_threads_at_once():
             t.join()
         assert sorted(replies) == sorted(f"t{n}-{i}" for n in range(8) for i in range(5))
         assert server.stats()["max_in_flight"] > 1
+
+
+def test_tools_are_sent_whole_and_follow_a_changed_list(echo):
+    server = echo()
+    search = {"type": "function", "function": {"name": "search", "parameters": {}}}
+    cart = {"type": "function", "function": {"name": "cart", "parameters": {}}}
+    with ChatClient(server.url) as client:
+        for tools in ([search], [search], [search, cart], [cart]):
+            client.chat.completions.create(model="m", messages=[], tools=tools, tool_choice="auto")
+        client.chat.completions.create(tools=[search])
+    sent = [body for _, _, body in server.requests]
+    assert [[t["function"]["name"] for t in b["tools"]] for b in sent] == [
+        ["search"],
+        ["search"],
+        ["search", "cart"],
+        ["cart"],
+        ["search"],
+    ]
+    assert sent[2] == {"model": "m", "messages": [], "tools": [search, cart], "tool_choice": "auto"}
+    assert sent[4] == {"tools": [search]}

@@ -219,7 +219,8 @@ class ReferenceBackend:
         if not words:
             ranked = [(0, p) for p in candidates]
         else:
-            scored = [(_score(p, words), p) for p in candidates]
+            pairs = [(w, _stem(w)) for w in words]
+            scored = [(_score(p, pairs), p) for p in candidates]
             ranked = [(s, p) for s, p in scored if s == len(words)]
             if not ranked:  # nothing matches every word: fall back to the best partial matches
                 floor = max(1, (len(words) + 1) // 2)
@@ -567,9 +568,10 @@ def _words(product: Product) -> frozenset[str]:
     return frozenset(words | {_stem(w) for w in words})
 
 
-def _score(product: Product, words: list[str]) -> int:
+def _score(product: Product, pairs: list[tuple[str, str]]) -> int:
+    """How many query words (each with its stem) the product's words hold."""
     hay = _haystack(product)
-    return sum(1 for w in words if w in hay or _stem(w) in hay)
+    return sum(1 for w, stem in pairs if w in hay or stem in hay)
 
 
 def _check_fields(kind: str, product: Product, fields: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,40 @@
+"""TrialResult.to_dict: every field, events and snapshot as JSON objects."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+from pytest_commerce_evals import CartLine, Snapshot, Text, ToolCall
+from pytest_commerce_evals.results import GraderResult, RubricVerdict, TrialResult
+
+
+def test_to_dict_carries_every_field_as_json():
+    result = TrialResult(
+        case_id="cart-001-x",
+        trial=2,
+        trials=3,
+        set_name="cases/cart",
+        priority="high",
+        difficulty="easy",
+        tags=["cart"],
+        outcome="fail",
+        grader_results=[GraderResult("cart_contains", False, ["a"], [], "a is missing")],
+        verdicts=[RubricVerdict(dimension="d", rubric="r", outcome="pass", verdict="PASS")],
+        turns=[[ToolCall(call_id="c1", name="search_products", arguments={"q": 1}), Text(text="hi")]],
+        snapshot=Snapshot(cart=[CartLine(product_id="a", quantity=1)], memory=["m"], changes=[]),
+        error="boom",
+        duration_s=1.5,
+        file="cases/cart/a.yaml",
+        line=4,
+    )
+    data = result.to_dict()
+    assert set(data) == {f.name for f in fields(TrialResult)}
+    assert json.loads(json.dumps(data)) == data  # JSON-ready all the way down
+    assert data["turns"][0][0]["name"] == "search_products"
+    assert data["turns"][0][1]["text"] == "hi"
+    assert data["snapshot"]["cart"][0]["product_id"] == "a"
+    assert data["grader_results"][0]["message"] == "a is missing"
+    assert data["verdicts"][0]["verdict"] == "PASS"
+    data["tags"].append("changed")
+    assert result.tags == ["cart"]  # a copy, not the result's own list

@@ -448,6 +448,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         if type(item) is not CaseItem:
             return  # decided at the first case trial
         size = run_config(config).concurrency or resolve_auto(config)
+        if config.getoption("usepdb", False) or config.getoption("trace", False):
+            size = 1  # a debugger stops in the trial it is reporting, on the main thread
         config.stash[SCHEDULER] = TrialScheduler(size) if size > 1 else None
     scheduler = config.stash[SCHEDULER]
     if scheduler is None:

@@ -217,3 +217,12 @@ def test_xdist_workers_each_run_trials_concurrently(mocked, pytester):
     result.assert_outcomes(passed=16)
     assert server.stats()["requests"] == 48
     assert server.stats()["max_in_flight"] > 2  # more than one trial per worker at a time
+
+
+def test_a_debugger_session_runs_one_trial_at_a_time(mocked, pytester):
+    server = mocked(4, latency_s=0.05)
+    result = pytester.runpytest(
+        "cases", "--pdb", "--commerce-concurrency=4", "--commerce-store=none"
+    )
+    result.assert_outcomes(passed=4)
+    assert server.stats()["max_in_flight"] == 1

@@ -140,7 +140,7 @@ class Endpoint:
         if self.is_local:
             where = self.base_url or "an embedded llama.cpp server, started on first use"
             return f"{self.model} (embedded) at {where}"
-        return f"{self.model} at {self.base_url or 'https://api.openai.com/v1'}"
+        return f"{self.model} at {self.base_url or HOSTED_BASE_URL}"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ a stall past the client timeout, a malformed body, in turn) with the outcomes an
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import re
@@ -247,6 +248,9 @@ def main() -> int:
         n, lat, c = args.only.split(":")
         configs = ((int(n), float(lat), int(c)),)
     extra = ["-n", str(args.xdist)] if args.xdist else []
+    # Byte-compiled as an installed package is: where PYTHONDONTWRITEBYTECODE is set and the
+    # package is a source checkout, every run would otherwise compile it from source again.
+    compileall.compile_dir(ROOT / "pytest_commerce_evals", quiet=1)
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, xdist workers: {args.xdist}, "
         f"plugins: {'all installed' if ALL_PLUGINS else 'commerce-evals only'}"

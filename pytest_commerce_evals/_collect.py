@@ -212,11 +212,13 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
                 )
             ],
         )
-    lines = _line_index(node) if node is not None else {}
     if isinstance(data, dict):
-        entries, prefix = [data], False
+        entries = [data]
+        entry_lines = [_line_index(node)]
     elif isinstance(data, list):
-        entries, prefix = data, True
+        entries = data
+        # each case's key paths from its own node: one walk of the document in all
+        entry_lines = [_line_index(item) for item in node.value]
     else:
         return LoadedFile(
             [],
@@ -232,8 +234,8 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
     cases: list[LoadedCase] = []
     problems: list[CaseProblem] = []
     for i, entry in enumerate(entries):
-        base = (i,) if prefix else ()
-        line = lines.get(base, 1)
+        lines = entry_lines[i]
+        line = lines.get((), 1)
         if not isinstance(entry, dict):
             problems.append(
                 CaseProblem(
@@ -254,7 +256,7 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
                 problems.append(
                     CaseProblem(
                         shown,
-                        _line_for(lines, base + loc),
+                        _line_for(lines, loc),
                         _key_name(loc) or None,
                         (f"case {case_id!r}: " if case_id else "") + _describe(error),
                         case_id,
@@ -262,8 +264,7 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
                     )
                 )
             continue
-        key_lines = {k[len(base) :]: v for k, v in lines.items() if k[: len(base)] == base}
-        cases.append(LoadedCase(case, line, key_lines))
+        cases.append(LoadedCase(case, line, lines))
     return LoadedFile(cases, problems)
 
 

@@ -633,8 +633,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The exit status says whether every set met its threshold, not whether one trial failed."""
     config = session.config
     _close_scheduler(config)
-    if _eval_run(session):
-        gc.freeze()  # the run is over: pytest's collections at exit need not walk every trial
+    if any(type(item) is CaseItem for item in session.items):
+        # the run (or the collection) is over: pytest's collections at exit need not walk
+        # every case and trial again (5 full collections: 0.3 s for 200 collected cases)
+        gc.freeze()
     if hasattr(config, "workerinput"):
         return
     summary = config.stash.get(SUMMARY, None)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .. import _yaml_cache
 from ..case import State
 from ..events import event_from_json
 
@@ -403,7 +404,7 @@ def _read_yaml(path: Path) -> Any:
     except OSError as exc:
         raise FixtureError(path, [f"cannot read: {exc.strerror}"]) from None
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader, libyaml when present)
+        return _yaml_cache.load(text, _Loader)  # a safe loader, libyaml when present
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -1,0 +1,121 @@
+"""Parsed YAML kept as JSON, so a large fixture file is parsed once per edit, not once per run.
+
+libyaml parses the reference catalog (250 KB of YAML) in about 0.28 s; `json.loads` of the same
+data takes a few milliseconds. An eval run's first trial waits for the catalog, so every run paid
+those 0.28 s before its first model call.
+
+The cache is keyed by a hash of the file's text (never by its modification time), so an edited
+file is parsed again and a stale entry is never read. Entries are plain JSON: nothing in the cache
+can run code. Data JSON cannot hold exactly (keys that are not strings, binary, sets) is parsed
+and not cached. Where the cache folder cannot be written, files are parsed as before.
+
+The folder is `$COMMERCE_CACHE_DIR`, else `$XDG_CACHE_HOME/commerce-evals`, else
+`~/.cache/commerce-evals`; `COMMERCE_CACHE_DIR=off` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["MIN_CHARS", "cache_dir", "load"]
+
+MIN_CHARS = 8_000  # smaller texts parse in well under a millisecond or two: not worth a file
+MAX_ENTRIES = 256  # a folder of edited fixtures keeps at most this many entries
+_VERSION = 1
+_DATE, _DATETIME = "$date", "$datetime"
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def cache_dir() -> Path | None:
+    """Where entries live, or None when the cache is off."""
+    explicit = os.environ.get("COMMERCE_CACHE_DIR")
+    if explicit is not None:
+        return None if explicit.strip().lower() in ("", "off", "0", "no") else Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "commerce-evals"
+
+
+def load(text: str, loader: type) -> Any:
+    """`yaml.load(text, Loader=loader)`, through the cache when the text is large enough.
+
+    YAML errors propagate exactly as from `yaml.load` (a text that fails never has an entry)."""
+    folder = cache_dir() if len(text) >= MIN_CHARS else None
+    if folder is None:
+        return yaml.load(text, Loader=loader)  # noqa: S506 (callers pass safe loaders)
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=20)
+    digest.update(f"{_VERSION}:{loader.__name__}".encode())
+    entry = folder / "yaml" / f"{digest.hexdigest()}.json"
+    try:
+        return json.loads(entry.read_bytes(), object_hook=_decode)
+    except (OSError, ValueError):
+        pass
+    data = yaml.load(text, Loader=loader)  # noqa: S506
+    try:
+        encoded = json.dumps(_encode(data), ensure_ascii=False, separators=(",", ":"))
+    except (_Unsupported, ValueError, RecursionError):
+        return data
+    _write(entry, encoded)
+    return data
+
+
+def _write(entry: Path, encoded: str) -> None:
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(encoded)
+            os.replace(tmp, entry)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        _prune(entry.parent)
+    except OSError:
+        pass  # a read-only or full disk: parse next time instead
+
+
+def _prune(folder: Path) -> None:
+    entries = [p for p in folder.glob("*.json")]
+    if len(entries) <= MAX_ENTRIES:
+        return
+    by_age = sorted(entries, key=lambda p: p.stat().st_mtime)
+    for old in by_age[: len(entries) - MAX_ENTRIES]:
+        old.unlink(missing_ok=True)
+
+
+def _encode(obj: Any) -> Any:
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    if isinstance(obj, list):
+        return [_encode(v) for v in obj]
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj):
+            raise _Unsupported("a key that is not a string")
+        if len(obj) == 1 and next(iter(obj)) in (_DATE, _DATETIME):
+            raise _Unsupported("a mapping that looks like an encoded date")
+        return {k: _encode(v) for k, v in obj.items()}
+    if isinstance(obj, dt.datetime):
+        return {_DATETIME: obj.isoformat()}
+    if isinstance(obj, dt.date):
+        return {_DATE: obj.isoformat()}
+    raise _Unsupported(type(obj).__name__)
+
+
+def _decode(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1:
+        if _DATE in obj:
+            return dt.date.fromisoformat(obj[_DATE])
+        if _DATETIME in obj:
+            return dt.datetime.fromisoformat(obj[_DATETIME])
+    return obj

@@ -1,0 +1,141 @@
+import datetime as dt
+import json
+import os
+
+import pytest
+import yaml
+
+from pytest_commerce_evals import _yaml_cache
+from pytest_commerce_evals._yaml_cache import MIN_CHARS, cache_dir, load
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def big(extra: str = "") -> str:
+    """A YAML text over the caching threshold, with dates and a datetime in it."""
+    rows = "".join(
+        f"  - id: p-{i:04d}\n    title: 'Product {i}'\n    price: {i * 100}\n"
+        f"    ratio: {i / 7:.4f}\n    added: 2026-01-{i % 28 + 1:02d}\n    tags: [a, b]\n"
+        for i in range(MIN_CHARS // 60)
+    )
+    return f"stamp: 2026-11-30 10:20:30+01:00\nnote: {extra or 'none'}\nempty: null\nrows:\n{rows}"
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMMERCE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "yaml"
+
+
+def entries(folder):
+    return sorted(folder.glob("*.json")) if folder.exists() else []
+
+
+def test_second_load_reads_the_entry_and_equals_the_parse(folder, monkeypatch):
+    text = big()
+    first = load(text, LOADER)
+    assert first == yaml.load(text, Loader=LOADER)
+    assert isinstance(first["rows"][0]["added"], dt.date)
+    assert first["stamp"].tzinfo is not None
+    assert len(entries(folder)) == 1
+
+    def no_parse(*a, **k):
+        raise AssertionError("parsed although an entry exists")
+
+    monkeypatch.setattr(_yaml_cache.yaml, "load", no_parse)
+    second = load(text, LOADER)
+    assert second == first
+    assert type(second["rows"][3]["added"]) is dt.date
+    assert type(second["stamp"]) is dt.datetime
+
+
+def test_an_edited_text_is_parsed_again_never_stale(folder):
+    load(big("one"), LOADER)
+    again = load(big("two"), LOADER)
+    assert again["note"] == "two"
+    assert len(entries(folder)) == 2
+
+
+def test_small_texts_are_not_cached(folder):
+    assert load("a: 1\n", LOADER) == {"a": 1}
+    assert entries(folder) == []
+
+
+def test_data_json_cannot_hold_is_parsed_and_not_cached(folder):
+    text = big() + "\nnumbers: {1: one, 2: two}\n"
+    assert load(text, LOADER)["numbers"] == {1: "one", 2: "two"}
+    lookalike = big() + "\nodd: {$date: not-a-date}\n"
+    assert load(lookalike, LOADER)["odd"] == {"$date": "not-a-date"}
+    assert load(lookalike, LOADER)["odd"] == {"$date": "not-a-date"}
+    assert entries(folder) == []
+
+
+def test_a_yaml_error_propagates_and_leaves_no_entry(folder):
+    with pytest.raises(yaml.YAMLError):
+        load(big() + "\nbroken: [unclosed\n", LOADER)
+    assert entries(folder) == []
+
+
+def test_a_corrupt_entry_is_replaced(folder):
+    text = big()
+    load(text, LOADER)
+    (entry,) = entries(folder)
+    entry.write_text('{"truncated": ')
+    assert load(text, LOADER) == yaml.load(text, Loader=LOADER)
+    assert json.loads(entry.read_text())["note"] == "none"
+
+
+def test_off_and_unwritable_folders_still_load(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMMERCE_CACHE_DIR", "off")
+    assert cache_dir() is None
+    assert load(big(), LOADER)["note"] == "none"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("COMMERCE_CACHE_DIR", str(blocker))
+    assert load(big(), LOADER)["note"] == "none"
+
+
+def test_default_folder_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("COMMERCE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "commerce-evals"
+
+
+def test_prune_keeps_the_newest_entries(folder, monkeypatch):
+    monkeypatch.setattr(_yaml_cache, "MAX_ENTRIES", 3)
+    for i in range(5):
+        load(big(f"v{i}"), LOADER)
+        newest = max(entries(folder), key=lambda p: p.stat().st_mtime_ns)
+        os.utime(newest, ns=(i * 10**9, i * 10**9))
+    kept = entries(folder)
+    assert len(kept) == 3
+    assert sorted(json.loads(p.read_text())["note"] for p in kept) == ["v2", "v3", "v4"]
+
+
+def test_catalog_through_the_cache_equals_a_fresh_parse(folder, monkeypatch):
+    from pytest_commerce_evals.reference import catalog
+
+    def dump(c):
+        return {pid: p.model_dump() for pid, p in c.products.items()}, {
+            oid: o.model_dump() for oid, o in c.orders.items()
+        }
+
+    catalog._load_catalog.cache_clear()
+    parsed = dump(catalog.load_catalog(catalog.FIXTURES_DIR, catalog.POISONED_DIR))
+    assert entries(folder), "the catalog files are large enough to be cached"
+    catalog._load_catalog.cache_clear()
+    parse = yaml.load
+    parsed_sizes = []
+
+    def counting(text, Loader):  # noqa: N803 (yaml's own keyword)
+        parsed_sizes.append(len(text))
+        return parse(text, Loader=Loader)
+
+    monkeypatch.setattr(_yaml_cache.yaml, "load", counting)
+    try:
+        cached = dump(catalog.load_catalog(catalog.FIXTURES_DIR, catalog.POISONED_DIR))
+    finally:
+        catalog._load_catalog.cache_clear()
+    assert cached == parsed
+    assert parsed_sizes, "the small files are still parsed"
+    assert max(parsed_sizes) < MIN_CHARS, "no large file is parsed twice"

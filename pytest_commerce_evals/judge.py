@@ -12,7 +12,6 @@ the cut is recorded on the verdict.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import inspect
 import json
@@ -518,6 +517,8 @@ class Judge:
                 **self.request(dimension, rubric, transcript.text)
             )
             if inspect.isawaitable(response):
+                import asyncio  # only for an async client: a sync run does not pay for it
+
                 response = asyncio.run(_await(response))
         except _infra_exceptions() as exc:
             base.outcome = "infra_error"

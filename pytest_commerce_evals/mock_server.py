@@ -1,7 +1,7 @@
 """A loopback OpenAI-compatible server with scripted tool-calling replies, latency and faults.
 
 For testing a harness or an agent against real HTTP without a model: every
-`POST /v1/chat/completions` is answered from a script after `latency_s`, and every
+`POST /v1/chat/completions` is answered from a script `latency_s` after it arrived, and every
 `fault_every`-th response can be replaced by a fault (429 with Retry-After, 500, a stall past the
 client's timeout, a malformed body).
 
@@ -80,6 +80,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b'{"error": {"message": "not found"}}')
 
     def do_POST(self) -> None:
+        arrived = time.monotonic()
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -95,13 +96,19 @@ class _Handler(BaseHTTPRequestHandler):
         fault = mock._next_fault()
         mock._enter()
         try:
-            self._answer(mock, request, fault)
+            self._answer(mock, request, fault, arrived)
         finally:
             mock._leave()
 
-    def _answer(self, mock: MockServer, request: dict[str, Any], fault: str | None) -> None:
-        if mock.latency_s:
-            time.sleep(mock.latency_s)
+    def _answer(
+        self, mock: MockServer, request: dict[str, Any], fault: str | None, arrived: float
+    ) -> None:
+        # the latency is the server's whole response time, as a model API's is: the reply is
+        # built first and the wait is what is left of latency_s after reading and building
+        body = mock._reply(request) if fault in (None, "stall") else b""
+        left = mock.latency_s - (time.monotonic() - arrived)
+        if left > 0:
+            time.sleep(left)
         if fault == "429":
             retry = f"{mock.retry_after_s:g}"
             self._send(429, _error("rate limited (injected)", "rate_limit"), {"retry-after": retry})
@@ -112,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             if fault == "stall":
                 time.sleep(mock.stall_s)
-            self._send(200, mock._reply(request))
+            self._send(200, body)
 
 
 class _Server(ThreadingHTTPServer):
@@ -304,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m pytest_commerce_evals.mock_server", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds from a request's arrival to its reply")
     parser.add_argument("--fault-every", type=int, default=0, help="fault every Nth request")
     parser.add_argument("--faults", default=",".join(FAULT_KINDS), help="kinds, in turn")
     parser.add_argument("--stall", type=float, default=5.0, help="seconds a stall lasts")

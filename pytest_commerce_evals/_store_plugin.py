@@ -326,6 +326,7 @@ class RunRecorder:
                     complete=complete,
                     exit_status=status,
                     baseline=base_id,
+                    trials=self.trials,
                 )
             except StoreError as exc:
                 self._fail(exc)

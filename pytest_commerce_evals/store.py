@@ -628,11 +628,16 @@ class RunStore:
         exit_status: int | None,
         ended_at: str | None = None,
         baseline: str | None = None,
+        trials: list[StoredTrial] | None = None,
     ) -> RunRecord:
-        """Close a run: set results and the judge identity from its stored trials, the end time,
-        and `complete` (false for an interrupted run). Returns the stored record."""
+        """Close a run: set results and the judge identity from its trials, the end time, and
+        `complete` (false for an interrupted run). Returns the stored record.
+
+        `trials`: every trial of the run as the caller added them, so they need not be read
+        back twice; by default they are read from the store."""
         with self._transaction() as conn:
-            trials = self._trials(conn, run_id)
+            if trials is None:
+                trials = self._trials(conn, run_id)
             judge_model, prints = judge_identity(trials)
             conn.execute(
                 "UPDATE runs SET ended_at = ?, complete = ?, exit_status = ?, judge_model = ?, "
@@ -676,6 +681,7 @@ class RunStore:
         self.add_trials(record.run_id, record.trials)
         self.finish_run(
             record.run_id,
+            trials=list(record.trials),
             complete=record.complete,
             exit_status=record.exit_status,
             ended_at=record.ended_at,

@@ -20,15 +20,16 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["MIN_CHARS", "cache_dir", "load"]
+__all__ = ["MIN_CHARS", "cache_dir", "load", "memo"]
 
 MIN_CHARS = 8_000  # smaller texts parse in well under a millisecond or two: not worth a file
-MAX_ENTRIES = 256  # a folder of edited fixtures keeps at most this many entries
+MAX_ENTRIES = 4096  # the oldest entries past this many are removed (once a process)
 _VERSION = 1
 _DATE, _DATETIME = "$date", "$datetime"
 
@@ -50,23 +51,39 @@ def load(text: str, loader: type) -> Any:
     """`yaml.load(text, Loader=loader)`, through the cache when the text is large enough.
 
     YAML errors propagate exactly as from `yaml.load` (a text that fails never has an entry)."""
-    folder = cache_dir() if len(text) >= MIN_CHARS else None
+    return memo(
+        text,
+        f"yaml:{loader.__name__}",
+        lambda t: yaml.load(t, Loader=loader),  # noqa: S506 (callers pass safe loaders)
+    )
+
+
+def memo(text: str, kind: str, compute: Callable[[str], Any], min_chars: int = MIN_CHARS) -> Any:
+    """`compute(text)`, read from the cache when this text was computed before.
+
+    `kind` names the computation (a different kind never reads another's entry). What `compute`
+    returns is cached when JSON can hold it (plus dates); its exceptions propagate and leave no
+    entry."""
+    folder = cache_dir() if len(text) >= min_chars else None
     if folder is None:
-        return yaml.load(text, Loader=loader)  # noqa: S506 (callers pass safe loaders)
+        return compute(text)
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=20)
-    digest.update(f"{_VERSION}:{loader.__name__}".encode())
+    digest.update(f"\0{_VERSION}:{kind}".encode())
     entry = folder / "yaml" / f"{digest.hexdigest()}.json"
     try:
         return json.loads(entry.read_bytes(), object_hook=_decode)
     except (OSError, ValueError):
         pass
-    data = yaml.load(text, Loader=loader)  # noqa: S506
+    value = compute(text)
     try:
-        encoded = json.dumps(_encode(data), ensure_ascii=False, separators=(",", ":"))
+        encoded = json.dumps(_encode(value), ensure_ascii=False, separators=(",", ":"))
     except (_Unsupported, ValueError, RecursionError):
-        return data
+        return value
     _write(entry, encoded)
-    return data
+    return value
+
+
+_pruned: set[Path] = set()
 
 
 def _write(entry: Path, encoded: str) -> None:
@@ -80,7 +97,9 @@ def _write(entry: Path, encoded: str) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
-        _prune(entry.parent)
+        if entry.parent not in _pruned:  # once a process: a listing per write would cost more
+            _pruned.add(entry.parent)
+            _prune(entry.parent)
     except OSError:
         pass  # a read-only or full disk: parse next time instead
 

@@ -101,15 +101,36 @@ def test_default_folder_follows_xdg(monkeypatch, tmp_path):
     assert cache_dir() == tmp_path / "commerce-evals"
 
 
-def test_prune_keeps_the_newest_entries(folder, monkeypatch):
+def test_prune_keeps_the_newest_entries_once_a_process(folder, monkeypatch):
     monkeypatch.setattr(_yaml_cache, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(_yaml_cache, "_pruned", set())
     for i in range(5):
         load(big(f"v{i}"), LOADER)
         newest = max(entries(folder), key=lambda p: p.stat().st_mtime_ns)
         os.utime(newest, ns=(i * 10**9, i * 10**9))
+    assert len(entries(folder)) == 5, "pruned at the first write only, when there was one entry"
+    _yaml_cache._pruned.clear()  # a new process
+    load(big("v5"), LOADER)
     kept = entries(folder)
-    assert len(kept) == 3
-    assert sorted(json.loads(p.read_text())["note"] for p in kept) == ["v2", "v3", "v4"]
+    assert sorted(json.loads(p.read_text())["note"] for p in kept) == ["v3", "v4", "v5"]
+
+
+def test_memo_caches_any_computation_by_kind(folder):
+    calls = []
+
+    def lines(text):
+        calls.append(text)
+        return {"lines": [[["a", 0], 3]], "n": len(text)}
+
+    text = "x" * 50
+    assert _yaml_cache.memo(text, "test", lines, min_chars=10) == {
+        "lines": [[["a", 0], 3]],
+        "n": 50,
+    }
+    assert _yaml_cache.memo(text, "test", lines, min_chars=10)["n"] == 50
+    assert len(calls) == 1
+    _yaml_cache.memo(text, "other", lines, min_chars=10)
+    assert len(calls) == 2, "another kind never reads this kind's entry"
 
 
 def test_catalog_through_the_cache_equals_a_fresh_parse(folder, monkeypatch):

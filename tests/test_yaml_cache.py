@@ -159,4 +159,20 @@ def test_catalog_through_the_cache_equals_a_fresh_parse(folder, monkeypatch):
         catalog._load_catalog.cache_clear()
     assert cached == parsed
     assert parsed_sizes, "the small files are still parsed"
-    assert max(parsed_sizes) < MIN_CHARS, "no large file is parsed twice"
+    poisoned = {len(p.read_text()) for p in catalog.POISONED_DIR.glob("*.yaml")}
+    again = [n for n in parsed_sizes if n >= MIN_CHARS and n not in poisoned]
+    assert again == [], "no large ordinary fixture file is parsed twice"
+
+
+def test_poisoned_fixture_ids_never_reach_the_cache(folder):
+    from pytest_commerce_evals.reference import catalog
+
+    catalog._load_catalog.cache_clear()
+    try:
+        loaded = catalog.load_catalog(catalog.FIXTURES_DIR, catalog.POISONED_DIR)
+    finally:
+        catalog._load_catalog.cache_clear()
+    assert loaded.eval_only_ids, "the poisoned fixtures were merged"
+    cached = "".join(p.read_text() for p in entries(folder))
+    assert cached, "the ordinary fixtures were cached"
+    assert not [i for i in loaded.eval_only_ids if i in cached]

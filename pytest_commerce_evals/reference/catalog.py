@@ -398,12 +398,16 @@ def _describe(error: dict[str, Any], data: Any) -> str:
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(path: Path, cache: bool = True) -> Any:
+    """A fixture file's data. `cache=False` for the eval-only (poisoned) fixtures: their IDs are
+    never copied anywhere, the parse cache included."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise FixtureError(path, [f"cannot read: {exc.strerror}"]) from None
     try:
+        if not cache:
+            return yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader)
         return _yaml_cache.load(text, _Loader)  # a safe loader, libyaml when present
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -529,9 +533,15 @@ def _load_catalog(fixtures: Path | str, poisoned: Path | str | None) -> Catalog:
         proot = Path(poisoned)
         manifest = load_poison_manifest(proot)
         before = set(products) | set(orders)
-        _add_products(products, proot / "listings.yaml", _read_yaml(proot / "listings.yaml"))
+        _add_products(
+            products, proot / "listings.yaml", _read_yaml(proot / "listings.yaml", cache=False)
+        )
         _add_orders(
-            orders, proot / "orders.yaml", _read_yaml(proot / "orders.yaml"), products, customers
+            orders,
+            proot / "orders.yaml",
+            _read_yaml(proot / "orders.yaml", cache=False),
+            products,
+            customers,
         )
         merged = (set(products) | set(orders)) - before
         problems = []
@@ -555,7 +565,7 @@ def _load_catalog(fixtures: Path | str, poisoned: Path | str | None) -> Catalog:
 
 def load_poison_manifest(poisoned: Path | str = POISONED_DIR) -> PoisonManifest:
     path = Path(poisoned) / "manifest.yaml"
-    return _validate(PoisonManifest, path, _read_yaml(path))
+    return _validate(PoisonManifest, path, _read_yaml(path, cache=False))
 
 
 @dataclass

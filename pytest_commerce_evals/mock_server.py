@@ -311,7 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m pytest_commerce_evals.mock_server", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds from a request's arrival to its reply")
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds from a request's arrival to its reply"
+    )
     parser.add_argument("--fault-every", type=int, default=0, help="fault every Nth request")
     parser.add_argument("--faults", default=",".join(FAULT_KINDS), help="kinds, in turn")
     parser.add_argument("--stall", type=float, default=5.0, help="seconds a stall lasts")

@@ -634,10 +634,13 @@ class RunStore:
         `complete` (false for an interrupted run). Returns the stored record.
 
         `trials`: every trial of the run as the caller added them, so they need not be read
-        back twice; by default they are read from the store."""
+        back twice (a case and trial added twice counts once, the last, as stored); by default
+        they are read from the store."""
         with self._transaction() as conn:
             if trials is None:
                 trials = self._trials(conn, run_id)
+            else:
+                trials = list({(t.case_id, t.trial): t for t in trials}.values())
             judge_model, prints = judge_identity(trials)
             conn.execute(
                 "UPDATE runs SET ended_at = ?, complete = ?, exit_status = ?, judge_model = ?, "

@@ -69,6 +69,21 @@ def test_round_trip_keeps_every_field(tmp_path):
         ] == str(SCHEMA_VERSION)
 
 
+def test_finishing_with_the_callers_trials_matches_the_stored_ones(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    first = trial("cart-002-b", "pass")
+    record = run([trial("cart-001-a", "pass"), first, trial("cart-003-c", "fail")])
+    again = trial("cart-002-b", "fail")  # the same case and trial recorded again: it replaces
+    for use_callers in (False, True):
+        r = record.model_copy(update={"run_id": f"{record.run_id}{int(use_callers)}"})
+        store.begin_run(r.model_copy(update={"trials": [], "complete": False}))
+        store.add_trials(r.run_id, [*r.trials, again])
+        given = [*r.trials, again] if use_callers else None
+        finished = store.finish_run(r.run_id, complete=True, exit_status=1, trials=given)
+        assert [(s.name, s.passed, s.graded) for s in finished.sets] == [("cases/cart", 1, 3)]
+        assert len(finished.trials) == 3
+
+
 def test_base_url_loses_credentials_and_query():
     assert (
         public_base_url("https://user:sk-secret@api.example.com:8443/v1?key=sk-x#f")

@@ -96,7 +96,7 @@ def test_off_and_unwritable_folders_still_load(tmp_path, monkeypatch):
 
 
 def test_default_folder_follows_xdg(monkeypatch, tmp_path):
-    monkeypatch.delenv("COMMERCE_CACHE_DIR")
+    monkeypatch.delenv("COMMERCE_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_dir() == tmp_path / "commerce-evals"
 

@@ -257,13 +257,18 @@ def test_header_names_the_endpoints_and_never_the_key(pytester: pytest.Pytester,
 # --- make_client --------------------------------------------------------------------------------
 
 
-def test_make_client_points_the_lean_client_at_the_endpoint(config, monkeypatch):
+def _loopback_config(config, monkeypatch):
+    """A config for agent model m1 at a loopback URL, a 33 s timeout and 7 attempts."""
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    cfg = config(
+    return config(
         "--commerce-base-url=http://127.0.0.1:9/v1",
         "--commerce-model=m1",
         ini="commerce_request_timeout = 33\ncommerce_retry_attempts = 7",
     )
+
+
+def test_make_client_points_the_lean_client_at_the_endpoint(config, monkeypatch):
+    cfg = _loopback_config(config, monkeypatch)
     with make_client(cfg, "agent") as client:
         assert isinstance(client, RetryingClient)
         assert isinstance(client.raw, ChatClient)
@@ -276,12 +281,7 @@ def test_make_client_points_the_lean_client_at_the_endpoint(config, monkeypatch)
 
 
 def test_make_client_points_the_sdk_at_the_endpoint(config, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    cfg = config(
-        "--commerce-base-url=http://127.0.0.1:9/v1",
-        "--commerce-model=m1",
-        ini="commerce_request_timeout = 33\ncommerce_retry_attempts = 7",
-    )
+    cfg = _loopback_config(config, monkeypatch)
     with make_client(cfg, "agent", sdk=True) as client:
         assert isinstance(client, RetryingClient)
         assert isinstance(client.raw, openai.OpenAI)

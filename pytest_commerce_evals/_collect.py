@@ -1,9 +1,29 @@
-"""Reading case files: YAML or JSON, one case or a list, every error with its file and line."""
+"""Reading case files: YAML or JSON, one case or a list, every error with its file and line.
+
+Case files and `_set.yaml` are input the suite does not control, so reading one never raises and
+never takes long: whatever is wrong comes back as a `CaseProblem` naming the file, the line, the
+key, what was found and what is allowed, and the other files still collect and run.
+
+The YAML reader here builds plain data from the parser's events (libyaml when present) instead of
+PyYAML's constructor, so that it can
+
+- refuse a key given twice in one mapping (PyYAML keeps the last silently), naming both lines;
+- refuse tags outside plain data (`!!binary`, `!!set`, `!!python/…`, custom tags), values PyYAML
+  cannot build (`2025-02-30`, `!!int abc`, `!!bool maybe`), numbers past `MAX_NUMBER_CHARS`
+  characters, `.nan`/`.inf`, and keys that are not text;
+- bound the work: nesting deeper than `MAX_DEPTH` stops the read (libyaml's own composer recurses
+  in C and crashes the process a few tens of thousands of levels down), and so do aliases that
+  repeat more than `MAX_ALIAS_VALUES` values (an alias "bomb": a few hundred bytes that expand to
+  millions of values); an alias inside its own anchor (`&a [*a]`) is an error;
+- record each key's line on the way, in the same pass.
+"""
 
 from __future__ import annotations
 
 import difflib
 import json
+import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -18,6 +38,16 @@ from .case import Case
 
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 SET_FILE = "_set.yaml"
+
+MAX_DEPTH = 64
+"""Lists and mappings inside each other, at most; a case needs about six."""
+MAX_ALIAS_VALUES = 100_000
+"""Values that aliases may repeat in one file, each repeat counted."""
+MAX_NUMBER_CHARS = 1_000
+"""Characters in one number, at most (Python refuses integers past 4,300 digits anyway)."""
+FALLBACK_MAX_CHARS = 200_000
+"""A syntax error in a text this long or shorter is read again by the pure-Python parser, whose
+message says what it found (libyaml's says only what it expected)."""
 
 
 @dataclass
@@ -55,32 +85,495 @@ class LoadedCase:
 class LoadedFile:
     cases: list[LoadedCase]
     problems: list[CaseProblem]
+    warnings: list[str] = field(default_factory=list)
+    """Not errors, but worth saying (`path:line: message`): a file that holds an empty list."""
 
 
-# -- line numbers -----------------------------------------------------------------------------
+class DocumentTooLarge(Exception):
+    """The document went past a bound (nesting, aliases): the read stopped at `line`."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+        self.message = message
 
 
-def _line_index(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
-    """Map every key path in a YAML document to its 1-based line."""
-    out = {} if out is None else out
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            out[(*path, key)] = key_node.start_mark.line + 1
-            _line_index(value_node, (*path, key), out)
-            out[(*path, key)] = key_node.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _line_index(item, (*path, i), out)
-    return out
+# -- reading the text -------------------------------------------------------------------------
 
 
-def _line_for(lines: dict[tuple, int], loc: tuple) -> int | None:
-    for end in range(len(loc), -1, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of the character at `index`."""
+    index = max(0, min(index, len(text)))
+    line_start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - line_start + 1
+
+
+def _read_text(path: Path, shown: Path) -> tuple[str | None, CaseProblem | None]:
+    """The file's text (UTF-8, newlines as `read_text` gives them), or why it cannot be read."""
+    if path.is_dir():
+        return None, CaseProblem(shown, None, None, "is a folder; expected a file")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, CaseProblem(
+            shown, None, None, f"cannot read the file: {exc.strerror or type(exc).__name__}"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = raw.rfind(b"\n", 0, exc.start) + 1
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = len(raw[line_start : exc.start].decode("utf-8", "replace")) + 1
+        return None, CaseProblem(
+            shown,
+            line,
+            None,
+            f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {column} is not a character; "
+            "save the file as UTF-8",
+        )
+    if "\r" in text:  # as read_text's universal newlines
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, None
+
+
+def _syntax_problem(path: Path, exc: Exception, text: str, fmt: str = "YAML") -> CaseProblem:
+    if isinstance(exc, json.JSONDecodeError):
+        return CaseProblem(
+            path, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
+        )
+    if isinstance(exc, yaml.reader.ReaderError):
+        # libyaml's position counts bytes; find the character itself
+        found = yaml.reader.Reader.NON_PRINTABLE.search(text)
+        index = found.start() if found else exc.position
+        line, column = _position(text, index)
+        char = ord(text[index]) if found else exc.character
+        if isinstance(char, str):
+            char = ord(char)
+        return CaseProblem(
+            path,
+            line,
+            None,
+            f"malformed {fmt}: character #x{char:04x} at column {column} cannot appear in "
+            f"the text ({exc.reason}); remove it, or write it as an escape (\\u{char:04x}) "
+            "inside a double-quoted string",
+        )
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(exc, "problem", None) or str(exc)
+    if problem == "found invalid Unicode character escape code":  # libyaml, on \ud83e
+        problem = (
+            "found an escape that is not a character (half of a surrogate pair such as "
+            "\\ud83e, or past \\U0010ffff)"
+        )
+    context = getattr(exc, "context", None)
+    detail = f"{context}, {problem}" if context else problem
+    column = f" (column {mark.column + 1})" if mark is not None else ""
+    return CaseProblem(path, line, None, f"malformed {fmt}: {detail}{column}")
+
+
+_JSON_ESCAPE = re.compile(
+    r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|.)", re.DOTALL
+)
+
+
+def _json_pairs_as_yaml(text: str) -> str:
+    """JSON writes a character past U+FFFF as two escapes (`\\ud83e\\udd14`, what `json.dumps`
+    writes by default); YAML has one escape for it (`\\U0001f914`) and refuses the halves."""
+    if "\\u" not in text:
+        return text
+
+    def one(match: re.Match) -> str:
+        if match.group(1) is None:
+            return match.group(0)
+        high, low = int(match.group(1), 16), int(match.group(2), 16)
+        return f"\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08x}"
+
+    return _JSON_ESCAPE.sub(one, text)
+
+
+def _json_problem(path: Path, text: str) -> CaseProblem | None:
+    """JSON's own syntax errors (YAML would accept a trailing comma or a comment)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _syntax_problem(path, exc, text)
+    except (ValueError, RecursionError):
+        return None  # a number too long or nesting too deep: the YAML reader says where
     return None
+
+
+# -- building data from parser events ---------------------------------------------------------
+
+_YAML = "tag:yaml.org,2002:"
+_STR, _MERGE_TAG, _VALUE_TAG = _YAML + "str", _YAML + "merge", _YAML + "value"
+_BUILT_SCALARS = {
+    _YAML + "null": "null",
+    _YAML + "bool": "true/false",
+    _YAML + "int": "integer",
+    _YAML + "float": "number",
+    _YAML + "timestamp": "date",
+}
+_COLLECTION_TAGS = {None, "!", _YAML + "seq", _YAML + "map"}
+_SCALAR_BUILDER = yaml.constructor.SafeConstructor()
+_MERGE = object()  # the `<<` key
+_AWAIT_KEY = object()
+_BAD_KEY = object()
+_MISSING = object()
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix(_YAML) if tag.startswith(_YAML) else tag
+
+
+def _tag_refused(tag: str) -> str:
+    return (
+        f"the tag {_short_tag(tag)} is not allowed; a case file holds text, numbers, "
+        "true/false, null, dates, lists and mappings"
+    )
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    return {"list": "a list", "dict": "a mapping", "str": "text"}.get(
+        type(value).__name__, type(value).__name__
+    )
+
+
+class _Frame:
+    """A list or mapping being built."""
+
+    __slots__ = ("value", "path", "anchor", "rows_at", "size", "keys", "key", "key_line", "merges")
+
+    def __init__(self, value: Any, path: tuple, anchor: str | None, rows_at: int) -> None:
+        self.value = value
+        self.path = path
+        self.anchor = anchor
+        self.rows_at = rows_at
+        self.size = 1
+        self.keys: dict[str, int] = {}
+        self.key: Any = _AWAIT_KEY
+        self.key_line = 0
+        self.merges: list[tuple[dict, tuple]] = []
+
+
+@dataclass
+class _Built:
+    data: Any
+    rows: list[tuple[tuple, int]]
+    """Every key path with its line: the key's line for a mapping value, else the value's."""
+    problems: list[tuple[tuple, int, str]]
+    """(key path, line, message) for each value that could not be built."""
+
+
+class _Builder:
+    """Plain data from the events of one YAML document, with each value's line."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+        self.rows: list[tuple[tuple, int]] = []
+        self.problems: list[tuple[tuple, int, str]] = []
+        self.anchors: dict[str, Any] = {}  # name -> (value, size, rows below it); None while open
+        self.anchor_lines: dict[str, int] = {}
+        self.repeated = 0
+
+    def problem(self, path: tuple, line: int, message: str) -> None:
+        self.problems.append((path, line, message))
+
+    def document(self) -> _Built:
+        loader = self.loader
+        loader.get_event()  # stream start
+        data = None
+        if not loader.check_event(yaml.StreamEndEvent):
+            start = loader.get_event()  # document start
+            data = self.value()
+            loader.get_event()  # document end
+            if not loader.check_event(yaml.StreamEndEvent):
+                raise yaml.composer.ComposerError(
+                    "expected a single document in the stream",
+                    start.start_mark,
+                    "but found another document",
+                    loader.get_event().start_mark,
+                )
+        return _Built(data, self.rows, self.problems)
+
+    def _child(self, stack: list[_Frame], line: int) -> tuple[tuple, int, bool]:
+        """Where the next value goes: its path, the line its row gets, whether it is a key."""
+        if not stack:
+            return (), line, False
+        parent = stack[-1]
+        if isinstance(parent.value, list):
+            return (*parent.path, len(parent.value)), line, False
+        key = parent.key
+        if key is _AWAIT_KEY:
+            return parent.path, line, True
+        if key is _MERGE:
+            return (*parent.path, "<<"), parent.key_line, False
+        if key is _BAD_KEY:
+            return (*parent.path, "?"), parent.key_line, False
+        return (*parent.path, key), parent.key_line, False
+
+    def value(self) -> Any:
+        get_event = self.loader.get_event
+        stack: list[_Frame] = []
+        while True:
+            event = get_event()
+            kind = type(event)
+            line = event.start_mark.line + 1
+            if kind is yaml.ScalarEvent:
+                path, row_line, is_key = self._child(stack, line)
+                value = self.scalar(event, path, line, is_key)
+                size = 1
+                if not is_key:
+                    self.rows.append((path, row_line))
+                if event.anchor is not None:
+                    self.define(event.anchor, line, path)
+                    self.anchors[event.anchor] = (value, 1, [])
+            elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
+                if len(stack) >= MAX_DEPTH:
+                    raise DocumentTooLarge(
+                        line,
+                        f"lists and mappings nest deeper than {MAX_DEPTH} levels here; "
+                        "the file was read no further (a case needs about six)",
+                    )
+                path, row_line, is_key = self._child(stack, line)
+                if event.tag not in _COLLECTION_TAGS:
+                    self.problem(path, line, _tag_refused(event.tag))
+                if not is_key:
+                    self.rows.append((path, row_line))
+                if event.anchor is not None:
+                    self.define(event.anchor, line, path)
+                    self.anchors[event.anchor] = None  # open: an alias to it now is recursive
+                stack.append(
+                    _Frame(
+                        [] if kind is yaml.SequenceStartEvent else {},
+                        path,
+                        event.anchor,
+                        len(self.rows),
+                    )
+                )
+                continue
+            elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+                frame = stack.pop()
+                if frame.merges:
+                    self.merge(frame)
+                value, size = frame.value, frame.size
+                if frame.anchor is not None:
+                    depth = len(frame.path)
+                    below = [(p[depth:], n) for p, n in self.rows[frame.rows_at :]]
+                    self.anchors[frame.anchor] = (value, size, below)
+            elif kind is yaml.AliasEvent:
+                path, row_line, is_key = self._child(stack, line)
+                value, size = self.alias(event.anchor, path, line)
+                if not is_key:
+                    self.rows.append((path, row_line))
+                    if size > 1:
+                        self.rows.extend(
+                            ((*path, *below), n) for below, n in self.anchors[event.anchor][2]
+                        )
+            else:  # pragma: no cover - the parser sends nothing else inside a document
+                raise yaml.composer.ComposerError(
+                    None, None, f"unexpected {kind.__name__}", event.start_mark
+                )
+            if not stack:
+                return value
+            self.attach(stack[-1], value, size, line)
+
+    def define(self, name: str, line: int, path: tuple) -> None:
+        if name in self.anchor_lines:
+            self.problem(
+                path,
+                line,
+                f"anchor &{name} is defined twice (lines {self.anchor_lines[name]} and {line}); "
+                "give each anchor its own name",
+            )
+        self.anchor_lines[name] = line
+
+    def alias(self, name: str, path: tuple, line: int) -> tuple[Any, int]:
+        anchor = self.anchors.get(name, _MISSING)
+        if anchor is _MISSING:
+            self.problem(path, line, f"alias *{name} has no anchor &{name} before it")
+            return None, 1
+        if anchor is None:
+            self.problem(
+                path,
+                line,
+                f"alias *{name} is inside the value its anchor &{name} names; "
+                "a value cannot contain itself",
+            )
+            return None, 1
+        value, size, _ = anchor
+        self.repeated += size
+        if self.repeated > MAX_ALIAS_VALUES:
+            raise DocumentTooLarge(
+                line,
+                f"aliases repeat more than {MAX_ALIAS_VALUES:,} values (here *{name}); "
+                "the file was read no further",
+            )
+        return value, size
+
+    def scalar(self, event: Any, path: tuple, line: int, is_key: bool) -> Any:
+        text = event.value
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.loader.resolve(yaml.ScalarNode, text, event.implicit)
+        if tag == _STR or tag == _VALUE_TAG:  # a plain `=` is text, as in YAML 1.2
+            if text.isascii():
+                return text
+            return self.text(text, path, line)
+        if tag == _MERGE_TAG:
+            if is_key:
+                return _MERGE
+            self.problem(path, line, "<< merges a mapping into one; as a value, quote it")
+            return None
+        kind = _BUILT_SCALARS.get(tag)
+        if kind is None:
+            self.problem(path, line, _tag_refused(tag))
+            return None
+        if len(text) > MAX_NUMBER_CHARS:
+            self.problem(path, line, f"a {kind} of {len(text):,} characters is too long")
+            return None
+        try:
+            value = _SCALAR_BUILDER.yaml_constructors[tag](
+                _SCALAR_BUILDER, yaml.ScalarNode(tag, text)
+            )
+        except Exception as exc:  # ValueError, KeyError, AttributeError: PyYAML's own checks
+            reason = str(exc) if isinstance(exc, ValueError) else ""
+            hint = f" ({reason})" if reason and len(reason) < 100 else ""
+            self.problem(
+                path,
+                line,
+                f"{text!r} is not a valid {kind}{hint}; quote it if it is meant as text",
+            )
+            return None
+        if isinstance(value, float) and not math.isfinite(value):
+            self.problem(path, line, f"{text} is not a finite number; use a number or quote it")
+            return None
+        return value
+
+    def text(self, text: str, path: tuple, line: int) -> str | None:
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+        try:  # a pair of surrogate escapes is one character
+            return text.encode("utf-16", "surrogatepass").decode("utf-16")
+        except UnicodeDecodeError:
+            self.problem(
+                path,
+                line,
+                "the text holds half of a surrogate pair (an escape such as \\ud83e alone), "
+                "which is not a character; write the character itself",
+            )
+            return None
+
+    def attach(self, parent: _Frame, value: Any, size: int, line: int) -> None:
+        parent.size += size
+        container = parent.value
+        if isinstance(container, list):
+            container.append(value)
+            return
+        key = parent.key
+        if key is _AWAIT_KEY:
+            parent.key_line = line
+            if value is _MERGE:
+                parent.key = _MERGE
+            elif not isinstance(value, str):
+                parent.key = _BAD_KEY
+                found = json.dumps(value, default=str) if size == 1 else _type_name(value)
+                self.problem(
+                    parent.path,
+                    line,
+                    f"a key must be text; found {found} ({_type_name(value)}): quote it",
+                )
+            elif value in parent.keys:
+                parent.key = _BAD_KEY
+                self.problem(
+                    (*parent.path, value),
+                    line,
+                    f"duplicate key {value!r}: first on line {parent.keys[value]}, again on "
+                    f"line {line}; a key can appear once in a mapping",
+                )
+            else:
+                parent.keys[value] = line
+                parent.key = value
+            return
+        parent.key = _AWAIT_KEY
+        if key is _MERGE:
+            sources = value if isinstance(value, list) else [value]
+            if all(isinstance(s, dict) for s in sources):
+                prefixes = (
+                    [("<<", i) for i in range(len(sources))] if sources is value else [("<<",)]
+                )
+                parent.merges.extend(zip(sources, prefixes, strict=True))
+            else:
+                self.problem(
+                    (*parent.path, "<<"),
+                    parent.key_line,
+                    f"<< merges a mapping or a list of mappings; found {_type_name(value)}",
+                )
+        elif key is not _BAD_KEY:
+            container[key] = value
+
+    def merge(self, frame: _Frame) -> None:
+        """`<<: *base`: the keys of the merged mappings the mapping does not give itself (the
+        first merged mapping wins among them, as in PyYAML), with the lines they were written
+        on."""
+        depth = len(frame.path)
+        below = [
+            (p[depth:], n) for p, n in self.rows[frame.rows_at :] if p[depth : depth + 1] == ("<<",)
+        ]
+        merged: dict[str, Any] = {}
+        for source, prefix in frame.merges:
+            for key, value in source.items():
+                if key not in merged and key not in frame.value:
+                    merged[key] = value
+                    at = (*prefix, key)
+                    self.rows.extend(
+                        ((*frame.path, *p[len(prefix) :]), n)
+                        for p, n in below
+                        if p[: len(at)] == at
+                    )
+        merged.update(frame.value)
+        frame.value = merged
+
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _build(text: str, loader_cls: type) -> _Built:
+    loader = loader_cls(text)
+    try:
+        return _Builder(loader).document()
+    finally:
+        loader.dispose()
+
+
+def _parse_yaml(text: str) -> _Built:
+    """Build the document with libyaml when present. A syntax error is read again by the
+    pure-Python parser for its message, unless that parser stops earlier (it refuses tabs that
+    libyaml allows in JSON) or not at all (it allows surrogate escapes libyaml refuses)."""
+    try:
+        return _build(text, _Loader)
+    except yaml.MarkedYAMLError as first:
+        if _Loader is yaml.SafeLoader or len(text) > FALLBACK_MAX_CHARS:
+            raise
+        try:
+            _build(text, yaml.SafeLoader)
+        except yaml.MarkedYAMLError as second:
+            if _mark_at(second) >= _mark_at(first):
+                raise second from None
+        except (yaml.YAMLError, DocumentTooLarge):
+            pass
+        raise
+
+
+def _mark_at(exc: yaml.MarkedYAMLError) -> tuple[int, int]:
+    mark = exc.problem_mark or exc.context_mark
+    return (mark.line, mark.column) if mark is not None else (-1, -1)
 
 
 # -- allowed keys, for suggestions ------------------------------------------------------------
@@ -115,6 +608,17 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
+_STRICT_MESSAGES = {
+    "bool_type": "expected true or false, unquoted",
+    "int_type": "expected a whole number, unquoted",
+    "float_type": "expected a number, unquoted",
+    "string_type": "expected text",
+    "list_type": "expected a list",
+    "dict_type": "expected a mapping",
+    "model_type": "expected a mapping",
+}
+
+
 def _describe(error: dict[str, Any]) -> str:
     found = error.get("input")
     kind = error["type"]
@@ -131,6 +635,7 @@ def _describe(error: dict[str, Any]) -> str:
     if kind == "value_error":
         message = message.removeprefix("Value error, ")
         return message
+    message = _STRICT_MESSAGES.get(kind, message)
     found_text = json.dumps(found, default=str) if found is not None else "null"
     if len(found_text) > 80:
         found_text = found_text[:79] + "…"
@@ -147,128 +652,153 @@ def _key_name(loc: tuple) -> str:
     return "".join(parts)
 
 
-# -- loading ----------------------------------------------------------------------------------
+def _line_for(lines: dict[tuple, int], loc: tuple) -> int | None:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
 
 
-def _syntax_problem(path: Path, exc: Exception) -> CaseProblem:
-    if isinstance(exc, json.JSONDecodeError):
-        return CaseProblem(
-            path, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
-        )
-    mark = getattr(exc, "problem_mark", None)
-    line = mark.line + 1 if mark is not None else None
-    problem = getattr(exc, "problem", None) or str(exc)
-    context = getattr(exc, "context", None)
-    detail = f"{context}, {problem}" if context else problem
-    return CaseProblem(path, line, None, f"malformed YAML: {detail}")
-
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _compose_and_construct(text: str) -> tuple[yaml.Node | None, Any]:
-    """Parse once (libyaml when present): the node tree gives line numbers, the data is built
-    from the same tree. A syntax error is parsed again by the pure-Python loader, whose message
-    says what it found (libyaml's says only what it expected)."""
-    try:
-        return _parse(text, _Loader)
-    except yaml.YAMLError:
-        if _Loader is yaml.SafeLoader:
-            raise
-        return _parse(text, yaml.SafeLoader)
-
-
-def _parse(text: str, loader_cls: type) -> tuple[yaml.Node | None, Any]:
-    loader = loader_cls(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
-    return node, data
-
+# -- case files -------------------------------------------------------------------------------
 
 CACHE_MIN_CHARS = 1_500
 """Case files this long or longer are parsed once per edit (`_yaml_cache`): libyaml takes about
 0.5 ms a case, reading the cached result a tenth of that."""
+_CACHE_KIND = "case-file/2"
+"""Names what `_parse_case_text` computes: a change to what it returns or refuses changes this,
+so no entry written by an older reader is ever read."""
 
 
 def _parse_case_text(text: str) -> dict[str, Any]:
-    """The document's data, and each case's key paths with their lines (`[*path, line]` rows,
-    one list per case: JSON-shaped, so the result can be cached)."""
-    node, data = _compose_and_construct(text)
-    if isinstance(data, dict):
-        indexes = [_line_index(node)]
-    elif isinstance(data, list):
-        # each case's key paths from its own node: one walk of the document in all
-        indexes = [_line_index(item) for item in node.value]
+    """The document's data, each case's key paths with their lines (`[*path, line]` rows, one
+    list per case) and what could not be built (`[path, line, message]`): JSON-shaped, so the
+    result can be cached."""
+    built = _parse_yaml(text)
+    data = built.data
+    if isinstance(data, list):
+        # each case's key paths relative to it: one pass over the rows in all
+        per_case: list[list] = [[] for _ in data]
+        for path, line in built.rows:
+            if path:
+                per_case[path[0]].append([*path[1:], line])
+        lines = per_case
+    elif isinstance(data, dict):
+        lines = [[[*path, line] for path, line in built.rows]]
     else:
-        indexes = []
-    return {"data": data, "lines": [[[*k, v] for k, v in i.items()] for i in indexes]}
+        lines = []
+    problems = [[list(path), line, message] for path, line, message in built.problems]
+    return {"data": data, "lines": lines, "problems": problems}
+
+
+def _cacheable(parsed: Any) -> bool:
+    """Only a clean parse is kept, and only an entry of the right shape is read."""
+    if not (isinstance(parsed, dict) and parsed.keys() == {"data", "lines", "problems"}):
+        return False
+    data, lines = parsed["data"], parsed["lines"]
+    cases = len(data) if isinstance(data, list) else 1 if isinstance(data, dict) else 0
+    return (
+        parsed["problems"] == []
+        and isinstance(lines, list)
+        and len(lines) == cases
+        and all(isinstance(rows, list) for rows in lines)
+    )
+
+
+def _file_problem(shown: Path, line: int | None, message: str) -> LoadedFile:
+    return LoadedFile([], [CaseProblem(shown, line, None, message)])
 
 
 def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
     """Parse and validate one case file; problems never raise, so other files still load."""
     shown = display or path
+    text, problem = _read_text(path, shown)
+    if problem is not None:
+        return LoadedFile([], [problem])
+    assert text is not None
+    kind = _CACHE_KIND
+    compute = _parse_case_text
+    if path.suffix == ".json":
+        problem = _json_problem(shown, text)
+        if problem is not None:
+            return LoadedFile([], [problem])
+        kind += ":json"
+
+        def compute(t: str) -> dict[str, Any]:
+            return _parse_case_text(_json_pairs_as_yaml(t))
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return LoadedFile([], [CaseProblem(shown, None, None, f"cannot read the file: {exc}")])
-    try:
-        if path.suffix == ".json":
-            json.loads(text)
-        parsed = _yaml_cache.memo(text, "case-file", _parse_case_text, min_chars=CACHE_MIN_CHARS)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        return LoadedFile([], [_syntax_problem(shown, exc)])
+        parsed = _yaml_cache.memo(text, kind, compute, CACHE_MIN_CHARS, valid=_cacheable)
+    except yaml.YAMLError as exc:
+        fmt = "JSON" if path.suffix == ".json" else "YAML"
+        return LoadedFile([], [_syntax_problem(shown, exc, text, fmt)])
+    except DocumentTooLarge as exc:
+        return _file_problem(shown, exc.line, exc.message)
     data = parsed["data"]
-    if data is None:
+    built_problems: dict[int | None, list[tuple[tuple, int, str]]] = {}
+    for path_, line, message in parsed["problems"]:
+        path_ = tuple(path_)
+        if isinstance(data, list) and path_:
+            built_problems.setdefault(path_[0], []).append((path_[1:], line, message))
+        elif isinstance(data, dict):
+            built_problems.setdefault(0, []).append((path_, line, message))
+        else:
+            built_problems.setdefault(None, []).append((path_, line, message))
+    if None in built_problems:
         return LoadedFile(
             [],
             [
-                CaseProblem(
-                    shown,
-                    1,
-                    None,
-                    "the file is empty; expected a case (a mapping) or a list of cases",
-                )
+                CaseProblem(shown, line, _key_name(loc) or None, message)
+                for loc, line, message in built_problems[None]
             ],
+        )
+    if data is None:
+        return _file_problem(
+            shown, 1, "the file is empty; expected a case (a mapping) or a list of cases"
         )
     entry_lines = [{tuple(row[:-1]): row[-1] for row in rows} for rows in parsed["lines"]]
     if isinstance(data, dict):
         entries = [data]
     elif isinstance(data, list):
         entries = data
+        if not entries:
+            return LoadedFile(
+                [], [], [f"{shown}:1: the file holds an empty list; no cases to collect"]
+            )
     else:
-        return LoadedFile(
-            [],
-            [
-                CaseProblem(
-                    shown,
-                    1,
-                    None,
-                    f"expected a case (a mapping) or a list of cases; found {type(data).__name__}",
-                )
-            ],
+        return _file_problem(
+            shown,
+            1,
+            f"expected a case (a mapping) or a list of cases; found {_type_name(data)}",
         )
     cases: list[LoadedCase] = []
     problems: list[CaseProblem] = []
     for i, entry in enumerate(entries):
         lines = entry_lines[i]
         line = lines.get((), 1)
+        case_id = None
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+            case_id = entry["id"]
+        prefix = f"case {case_id!r}: " if case_id else ""
+        if i in built_problems:
+            problems.extend(
+                CaseProblem(shown, at, _key_name(loc) or None, prefix + message, case_id, i)
+                for loc, at, message in built_problems[i]
+            )
+            continue
         if not isinstance(entry, dict):
             problems.append(
                 CaseProblem(
                     shown,
                     line,
                     None,
-                    f"list item {i + 1}: expected a case (a mapping); found {type(entry).__name__}",
+                    f"list item {i + 1}: expected a case (a mapping); found {_type_name(entry)}",
                     entry=i,
                 )
             )
             continue
-        case_id = entry.get("id") if isinstance(entry.get("id"), str) else None
         try:
-            case = Case.model_validate(entry)
+            # strict: no "yes" for true, no "3" or 3.0 for 3; the file says what it means
+            case = Case.model_validate(entry, strict=True)
         except ValidationError as exc:
             for error in exc.errors():
                 loc = tuple(error["loc"])
@@ -277,7 +807,7 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
                         shown,
                         _line_for(lines, loc),
                         _key_name(loc) or None,
-                        (f"case {case_id!r}: " if case_id else "") + _describe(error),
+                        prefix + _describe(error),
                         case_id,
                         i,
                     )
@@ -287,35 +817,73 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
     return LoadedFile(cases, problems)
 
 
+# -- _set.yaml --------------------------------------------------------------------------------
+
+
 @dataclass
 class SetConfig:
     threshold: float | None = None
     description: str | None = None
 
 
-def load_set_config(folder: Path) -> tuple[SetConfig, CaseProblem | None]:
-    """The folder's `_set.yaml`, if any: `threshold` (0..1) and `description`."""
+_SET_KEYS = ("description", "threshold")
+
+
+def load_set_config(folder: Path, root: Path | None = None) -> tuple[SetConfig, CaseProblem | None]:
+    """The folder's `_set.yaml`, if any: `threshold` (0..1) and `description`.
+
+    Problems name the file relative to `root` (the rootdir; else the working folder)."""
     path = folder / SET_FILE
     if not path.exists():
         return SetConfig(), None
+    base = root if root is not None else Path.cwd()
+    shown = path.relative_to(base) if path.is_relative_to(base) else path
+    text, problem = _read_text(path, shown)
+    if problem is not None:
+        if path.is_dir():
+            problem.message = "is a folder; expected a file holding threshold and description"
+        return SetConfig(), problem
+    assert text is not None
     try:
-        data = _compose_and_construct(path.read_text(encoding="utf-8"))[1] or {}
+        built = _parse_yaml(text)
     except yaml.YAMLError as exc:
-        return SetConfig(), _syntax_problem(path, exc)
+        return SetConfig(), _syntax_problem(shown, exc, text)
+    except DocumentTooLarge as exc:
+        return SetConfig(), CaseProblem(shown, exc.line, None, exc.message)
+    if built.problems:
+        loc, line, message = built.problems[0]
+        return SetConfig(), CaseProblem(shown, line, _key_name(loc) or None, message)
+    data = built.data if built.data is not None else {}
+    lines = dict(built.rows)
     if not isinstance(data, dict):
-        return SetConfig(), CaseProblem(path, 1, None, "expected a mapping with 'threshold'")
-    unknown = sorted(set(data) - {"threshold", "description"})
-    if unknown:
         return SetConfig(), CaseProblem(
-            path, None, unknown[0], "unknown key; allowed: description, threshold"
+            shown,
+            lines.get((), 1),
+            None,
+            f"expected a mapping with threshold and description; found {_type_name(data)}",
         )
+    for key in data:
+        if key not in _SET_KEYS:
+            close = difflib.get_close_matches(key, _SET_KEYS, n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            return SetConfig(), CaseProblem(
+                shown, lines.get((key,)), key, f"unknown key{hint} allowed: description, threshold"
+            )
     threshold = data.get("threshold")
-    if threshold is not None and (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
-        or not 0 <= threshold <= 1
-    ):
+    if threshold is not None and (type(threshold) not in (int, float) or not 0 <= threshold <= 1):
+        found = json.dumps(threshold, default=str)
         return SetConfig(), CaseProblem(
-            path, None, "threshold", f"expected a number from 0 to 1; found {threshold!r}"
+            shown,
+            lines.get(("threshold",)),
+            "threshold",
+            f"expected a number from 0 to 1; found {found}",
         )
-    return SetConfig(threshold, data.get("description")), None
+    description = data.get("description")
+    if description is not None and not isinstance(description, str):
+        return SetConfig(), CaseProblem(
+            shown,
+            lines.get(("description",)),
+            "description",
+            f"expected text; found {json.dumps(description, default=str)}",
+        )
+    return SetConfig(threshold, description), None

@@ -6,8 +6,9 @@ the catalog, and every run collects its cases, so each run paid both before its 
 
 The cache is keyed by a hash of the file's text (never by its modification time), so an edited
 file is parsed again and a stale entry is never read. Entries are plain JSON: nothing in the cache
-can run code. Data JSON cannot hold exactly (keys that are not strings, binary, sets) is parsed
-and not cached. Where the cache folder cannot be written, files are parsed as before.
+can run code. Data JSON cannot hold exactly (keys that are not strings, binary, sets, text that is
+not valid Unicode) is parsed and not cached; an unreadable entry is parsed again and replaced.
+Where the cache folder cannot be written, files are parsed as before.
 
 The folder is `$COMMERCE_CACHE_DIR`, else `$XDG_CACHE_HOME/commerce-evals`, else
 `~/.cache/commerce-evals`; `COMMERCE_CACHE_DIR=off` turns the cache off.
@@ -58,41 +59,54 @@ def load(text: str, loader: type) -> Any:
     )
 
 
-def memo(text: str, kind: str, compute: Callable[[str], Any], min_chars: int = MIN_CHARS) -> Any:
+def memo(
+    text: str,
+    kind: str,
+    compute: Callable[[str], Any],
+    min_chars: int = MIN_CHARS,
+    valid: Callable[[Any], bool] | None = None,
+) -> Any:
     """`compute(text)`, read from the cache when this text was computed before.
 
     `kind` names the computation (a different kind never reads another's entry). What `compute`
-    returns is cached when JSON can hold it (plus dates); its exceptions propagate and leave no
-    entry."""
+    returns is cached when JSON can hold it (plus dates) and `valid` (if given) accepts it; its
+    exceptions propagate and leave no entry. An entry `valid` refuses is computed again."""
     folder = cache_dir() if len(text) >= min_chars else None
     if folder is None:
         return compute(text)
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=20)
-    digest.update(f"\0{_VERSION}:{kind}".encode())
+    # surrogatepass: a text that is not valid Unicode still gets a key (and is never cached)
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
+    digest.update(f"\0{_VERSION}:{kind}".encode("utf-8", "surrogatepass"))
     entry = folder / "yaml" / f"{digest.hexdigest()}.json"
     try:
-        return json.loads(entry.read_bytes(), object_hook=_decode)
-    except (OSError, ValueError):
-        pass
+        cached = json.loads(entry.read_bytes(), object_hook=_decode)
+    except (OSError, ValueError, TypeError, RecursionError):
+        pass  # no entry, or one that is not ours to trust: computed again and replaced
+    else:
+        if valid is None or valid(cached):
+            return cached
     value = compute(text)
+    if valid is not None and not valid(value):
+        return value
     try:
         encoded = json.dumps(_encode(value), ensure_ascii=False, separators=(",", ":"))
+        data = encoded.encode("utf-8")  # a lone surrogate cannot be written: not cached
     except (_Unsupported, ValueError, RecursionError):
         return value
-    _write(entry, encoded)
+    _write(entry, data)
     return value
 
 
 _pruned: set[Path] = set()
 
 
-def _write(entry: Path, encoded: str) -> None:
+def _write(entry: Path, data: bytes) -> None:
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(encoded)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
             os.replace(tmp, entry)
         except BaseException:
             os.unlink(tmp)

@@ -8,11 +8,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .events import CartLine, Change
+from .rubrics import STANDARD
 
 __all__ = ["CASE_ID_PATTERN", "Case", "Expected", "State"]
 
-CASE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*-\d{3}-[a-z0-9]+(?:-[a-z0-9]+)*$")
-"""`<flow>-<nnn>-<behavior>`: a lower-case flow, three digits, a hyphenated behaviour."""
+CASE_ID_PATTERN = re.compile(r"\A[a-z][a-z0-9_]*-[0-9]{3}-[a-z0-9]+(?:-[a-z0-9]+)*\Z", re.ASCII)
+"""`<flow>-<nnn>-<behavior>`: a lower-case flow, three digits, a hyphenated behaviour; ASCII only
+and nothing after it (`\\Z`, not `$`, which would let a trailing newline through)."""
 
 Priority = Literal["critical", "high", "medium", "low"]
 Difficulty = Literal["easy", "medium", "hard"]
@@ -79,6 +81,26 @@ class Expected(_Strict):
     gate_not_blocked: list[str] | None = None
     rubric: str | dict[str, str] | None = None
 
+    @field_validator("rubric")
+    @classmethod
+    def _rubric_not_blank(cls, value: str | dict[str, str] | None) -> str | dict[str, str] | None:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the rubric is empty: write what PASS and FAIL mean")
+        if isinstance(value, dict):
+            if not value:
+                raise ValueError("the rubric has no dimensions: give each a name and a text")
+            for name, text in value.items():
+                if not name.strip():
+                    raise ValueError(f"a rubric dimension has an empty name (found {name!r})")
+                # under a standard name an empty text stands for the standard text (`rubrics`)
+                if not text.strip() and name not in STANDARD:
+                    raise ValueError(
+                        f"rubric dimension {name!r} is empty: write what PASS and FAIL mean "
+                        f"(an empty text means the standard one only under a standard name: "
+                        f"{', '.join(sorted(STANDARD))})"
+                    )
+        return value
+
     def code_keys(self) -> list[str]:
         """The keys this case sets that code graders decide, in declaration order."""
         return [
@@ -110,11 +132,19 @@ class Case(_Strict):
     @field_validator("id")
     @classmethod
     def _id_pattern(cls, value: str) -> str:
-        if not CASE_ID_PATTERN.match(value):
+        if not CASE_ID_PATTERN.fullmatch(value):
             raise ValueError(
                 f"id {value!r} does not match <flow>-<nnn>-<behavior> "
                 "(lower-case flow, three digits, hyphenated behaviour, e.g. cart-001-add-single)"
             )
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_not_blank(cls, value: list[str]) -> list[str]:
+        for i, tag in enumerate(value):
+            if not tag.strip():
+                raise ValueError(f"tag {i + 1} is empty (found {tag!r}); a tag needs some text")
         return value
 
     @field_validator("turns")

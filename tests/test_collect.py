@@ -59,7 +59,7 @@ def test_a_cached_case_file_loads_exactly_as_parsed(case_file, monkeypatch):
     def no_parse(text):
         raise AssertionError("parsed again although the text is cached")
 
-    monkeypatch.setattr(_collect, "_compose_and_construct", no_parse)
+    monkeypatch.setattr(_collect, "_parse_yaml", no_parse)
     assert view(load_case_file(case_file)) == parsed
 
 

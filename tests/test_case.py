@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pytest_commerce_evals.case import Case
+from pytest_commerce_evals.case import CASE_ID_PATTERN, Case
 from pytest_commerce_evals.schema import render
 
 ROOT = Path(__file__).parent.parent
@@ -50,11 +50,65 @@ def test_rubric_string_or_mapping():
 
 
 @pytest.mark.parametrize(
-    "bad", ["cart", "cart-1-add", "Cart-001-add", "cart-001-", "cart-001-add_item", "-001-x"]
+    "bad",
+    [
+        "cart",
+        "cart-1-add",
+        "Cart-001-add",
+        "cart-001-",
+        "cart-001-add_item",
+        "-001-x",
+        "cart-\u0660\u0660\u0661-add",  # Arabic-Indic digits: \\d would take them
+        "cart-\uff10\uff10\uff11-add",  # fullwidth digits
+        "cart-001-add\n",  # $ would let a trailing newline through
+        "cart-001-add\nmore",
+        "caf\u00e9-001-add",
+    ],
 )
 def test_id_pattern(bad):
     with pytest.raises(ValidationError, match="does not match <flow>-<nnn>-<behavior>"):
         Case(id=bad, priority="low", difficulty="easy", turns=["x"])
+    assert not CASE_ID_PATTERN.match(bad), "match() alone must not accept it either"
+
+
+def test_blank_tags_are_refused_and_any_other_text_is_a_tag():
+    for blank in ("", "   ", "\t"):
+        with pytest.raises(ValidationError, match=r"tag 2 is empty"):
+            Case(id="a-001-b", priority="low", difficulty="easy", turns=["x"], tags=["a", blank])
+    odd = ["#hash", "@at", "-dash", "_under", " lead", "3d", "\U0001f389", "\u00fcn\u00efc\u00f6de"]
+    assert Case(id="a-001-b", priority="low", difficulty="easy", turns=["x"], tags=odd).tags == odd
+
+
+@pytest.mark.parametrize(
+    ("rubric", "message"),
+    [
+        ("", "the rubric is empty"),
+        ("  \n ", "the rubric is empty"),
+        ({}, "the rubric has no dimensions"),
+        ({"shoe_named": " "}, "rubric dimension 'shoe_named' is empty"),
+        ({" ": "PASS if a. FAIL if b."}, "a rubric dimension has an empty name"),
+    ],
+)
+def test_blank_rubric_texts_are_refused(rubric, message):
+    with pytest.raises(ValidationError, match=message):
+        Case(
+            id="a-001-b",
+            priority="low",
+            difficulty="easy",
+            turns=["x"],
+            expected={"rubric": rubric},
+        )
+
+
+def test_an_empty_text_under_a_standard_dimension_means_the_standard_text():
+    case = Case(
+        id="a-001-b",
+        priority="low",
+        difficulty="easy",
+        turns=["x"],
+        expected={"rubric": {"budget_respected": ""}},
+    )
+    assert case.expected.rubric_dimensions() == {"budget_respected": ""}
 
 
 def test_role_and_scenario_come_from_flow_and_tags():

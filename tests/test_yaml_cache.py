@@ -176,3 +176,47 @@ def test_poisoned_fixture_ids_never_reach_the_cache(folder):
     cached = "".join(p.read_text() for p in entries(folder))
     assert cached, "the ordinary fixtures were cached"
     assert not [i for i in loaded.eval_only_ids if i in cached]
+
+
+def test_a_value_with_a_lone_surrogate_is_returned_and_never_written(folder):
+    value = _yaml_cache.memo("x" * 50, "test", lambda t: {"turn": "\ud83e alone"}, min_chars=10)
+    assert value == {"turn": "\ud83e alone"}
+    assert entries(folder) == []
+    text = big() + '\nturn: "\\ud83e"\n'  # the pure-Python loader builds the lone surrogate
+    assert load(text, yaml.SafeLoader)["turn"] == "\ud83e"
+    assert entries(folder) == []
+
+
+def test_a_text_with_a_lone_surrogate_gets_a_key(folder):
+    assert _yaml_cache.memo("\udd14" * 20, "test", len, min_chars=10) == 20
+
+
+def test_valid_decides_what_is_written_and_what_is_read(folder):
+    calls = []
+
+    def compute(text):
+        calls.append(text)
+        return {"ok": len(calls) > 1}
+
+    def valid(v):
+        return isinstance(v, dict) and v.get("ok") is True
+
+    text = "y" * 50
+    assert _yaml_cache.memo(text, "test", compute, min_chars=10, valid=valid) == {"ok": False}
+    assert entries(folder) == [], "a value valid refuses is not written"
+    assert _yaml_cache.memo(text, "test", compute, min_chars=10, valid=valid) == {"ok": True}
+    (entry,) = entries(folder)
+    assert _yaml_cache.memo(text, "test", compute, min_chars=10, valid=valid) == {"ok": True}
+    assert len(calls) == 2, "a valid entry is read"
+    entry.write_text('{"ok": "tampered"}')
+    assert _yaml_cache.memo(text, "test", compute, min_chars=10, valid=valid) == {"ok": True}
+    assert len(calls) == 3, "an entry valid refuses is computed again"
+    assert json.loads(entry.read_text()) == {"ok": True}
+
+
+def test_an_entry_with_a_date_that_is_not_a_string_is_computed_again(folder):
+    text = big()
+    load(text, LOADER)
+    (entry,) = entries(folder)
+    entry.write_text('{"stamp": {"$date": 5}}')
+    assert load(text, LOADER) == yaml.load(text, Loader=LOADER)

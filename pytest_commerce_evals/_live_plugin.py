@@ -55,49 +55,81 @@ CAPTURE = pytest.StashKey[Capture]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("commerce-evals", "commerce agent evals")
     group.addoption(
-        "--commerce-live", metavar="PATH", action="append", default=None,
+        "--commerce-live",
+        metavar="PATH",
+        action="append",
+        default=None,
         help="judge captured production traffic (a JSONL capture file, or a folder of them; "
         "repeatable) instead of running cases; see docs/live.md",
     )
     group.addoption(
-        "--commerce-sample-rate", metavar="R", type=float, default=None,
+        "--commerce-sample-rate",
+        metavar="R",
+        type=float,
+        default=None,
         help="share of conversations to judge, 0..1, decided per conversation id "
         "(ini commerce_sample_rate; default 1)",
     )
     group.addoption(
-        "--commerce-sample-seed", metavar="S", default=None,
+        "--commerce-sample-seed",
+        metavar="S",
+        default=None,
         help="seed of the sample: the same seed keeps the same conversations "
         "(ini commerce_sample_seed; default 0)",
     )
     group.addoption(
-        "--commerce-live-dimensions", metavar="A,B", default=None,
+        "--commerce-live-dimensions",
+        metavar="A,B",
+        default=None,
         help="standard rubric dimensions to judge live traffic on, comma-separated "
         "(ini commerce_live_dimensions; default all)",
     )
     group.addoption(
-        "--commerce-trend", action="store_true", default=False,
+        "--commerce-trend",
+        action="store_true",
+        default=False,
         help="print the pass rate per rubric dimension over the live runs in the run store "
         "(after a --commerce-live run, or alone, without running anything)",
     )
     group.addoption(
-        "--commerce-trend-svg", metavar="PATH", default=None,
+        "--commerce-trend-svg",
+        metavar="PATH",
+        default=None,
         help="draw the live trend as an SVG chart at PATH (implies --commerce-trend)",
     )
     group.addoption(
-        "--commerce-trend-runs", metavar="N", type=int, default=None,
+        "--commerce-trend-runs",
+        metavar="N",
+        type=int,
+        default=None,
         help="how many of the newest live runs the trend covers (default 12)",
     )
     parser.addini("commerce_sample_rate", "share of live conversations to judge", default="1")
     parser.addini("commerce_sample_seed", "seed of the live sample", default="0")
-    parser.addini("commerce_live_dimensions", "standard dimensions judged on live traffic",
-                  type="args", default=[])
-    parser.addini("commerce_live_threshold", "pass threshold of the live set (default 0: a "
-                  "live run reports a trend, it does not gate)", default="0")
-    parser.addini("commerce_redact", "identifiers redacted from live traffic before the judge "
-                  "and the run store see it: email phone card, or none",
-                  type="args", default=list(DEFAULT_REDACT))
-    parser.addini("commerce_redact_patterns", "extra redaction patterns, one per line: "
-                  "name: regex", type="linelist", default=[])
+    parser.addini(
+        "commerce_live_dimensions",
+        "standard dimensions judged on live traffic",
+        type="args",
+        default=[],
+    )
+    parser.addini(
+        "commerce_live_threshold",
+        "pass threshold of the live set (default 0: a live run reports a trend, it does not gate)",
+        default="0",
+    )
+    parser.addini(
+        "commerce_redact",
+        "identifiers redacted from live traffic before the judge "
+        "and the run store see it: email phone card, or none",
+        type="args",
+        default=list(DEFAULT_REDACT),
+    )
+    parser.addini(
+        "commerce_redact_patterns",
+        "extra redaction patterns, one per line: name: regex",
+        type="linelist",
+        default=[],
+    )
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -136,7 +168,8 @@ def _rate(config: pytest.Config) -> float:
 def _dimensions(config: pytest.Config) -> list[str]:
     value = config.getoption("commerce_live_dimensions")
     names = (
-        [d.strip() for d in value.split(",") if d.strip()] if value
+        [d.strip() for d in value.split(",") if d.strip()]
+        if value
         else list(config.getini("commerce_live_dimensions"))
     )
     unknown = [d for d in names if d not in STANDARD]
@@ -232,24 +265,37 @@ class LiveCaptureFile(pytest.File):
             if (Path(config.rootpath) / conversation.path).resolve() != here:
                 continue
             yield LiveItem.from_parent(
-                self, name=conversation.conversation_id,
-                case=conversation_case(conversation, rubric), trial=1, trials=1,
-                set_name=LIVE_SET, threshold=lc.threshold, line=conversation.line,
-                display=conversation.path, conversation=conversation,
+                self,
+                name=conversation.conversation_id,
+                case=conversation_case(conversation, rubric),
+                trial=1,
+                trials=1,
+                set_name=LIVE_SET,
+                threshold=lc.threshold,
+                line=conversation.line,
+                display=conversation.path,
+                conversation=conversation,
             )
 
 
 def conversation_case(conversation: Conversation, rubric: dict[str, str]) -> Case:
     """A conversation as the case the judge and the reports expect (no code expectations)."""
     base = Case(
-        id=_PLACEHOLDER_ID, priority="medium", difficulty="medium",
+        id=_PLACEHOLDER_ID,
+        priority="medium",
+        difficulty="medium",
         tags=["live", *(["operator"] if conversation.role == "operator" else [])],
-        state=State(), turns=["-"], expected=Expected(rubric=rubric),
+        state=State(),
+        turns=["-"],
+        expected=Expected(rubric=rubric),
     )
     # conversation ids need not follow the case id pattern: they are the agent's, not ours
-    return base.model_copy(update={
-        "id": conversation.conversation_id, "turns": conversation.user_messages,
-    })
+    return base.model_copy(
+        update={
+            "id": conversation.conversation_id,
+            "turns": conversation.user_messages,
+        }
+    )
 
 
 class LiveItem(CaseItem):
@@ -263,9 +309,16 @@ class LiveItem(CaseItem):
     def runtest(self) -> None:
         config = self.config
         result = TrialResult(
-            case_id=self.case.id, trial=1, trials=1, set_name=self.set_name,
-            priority=self.case.priority, difficulty=self.case.difficulty,
-            tags=list(self.case.tags), outcome="pass", file=self.display, line=self.line,
+            case_id=self.case.id,
+            trial=1,
+            trials=1,
+            set_name=self.set_name,
+            priority=self.case.priority,
+            difficulty=self.case.difficulty,
+            tags=list(self.case.tags),
+            outcome="pass",
+            file=self.display,
+            line=self.line,
             turns=self.conversation.events,
         )
         verdicts = config.hook.pytest_commerce_evals_grade_rubric(
@@ -294,14 +347,19 @@ def pytest_commerce_evals_run_metadata(config: pytest.Config) -> dict | None:
     if lc is None:
         return None
     live: dict[str, Any] = {
-        "paths": [str(p) for p in lc.paths], "sample_rate": lc.rate,
-        "sample_seed": lc.seed, "dimensions": lc.dimensions,
+        "paths": [str(p) for p in lc.paths],
+        "sample_rate": lc.rate,
+        "sample_seed": lc.seed,
+        "dimensions": lc.dimensions,
         "redact": list(lc.redactor.kinds) + sorted(lc.redactor.patterns),
     }
     capture = capture_for(config)
-    live.update(conversations_seen=capture.conversations_seen,
-                conversations_sampled=len(capture.conversations),
-                lines_read=capture.lines, lines_skipped=len(capture.problems))
+    live.update(
+        conversations_seen=capture.conversations_seen,
+        conversations_sampled=len(capture.conversations),
+        lines_read=capture.lines,
+        lines_skipped=len(capture.problems),
+    )
     return {"kind": "live", "options": {"live": live}}
 
 
@@ -342,8 +400,11 @@ def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
 def _write_trend(write: Any, config: pytest.Config) -> None:
     lines, svg = _trend_lines(config)
     for line in lines:
-        markup = {"red": True, "bold": True} if "DOWN" in line else (
-            {"green": True} if "▲" in line else {})
+        markup = (
+            {"red": True, "bold": True}
+            if "DOWN" in line
+            else ({"green": True} if "▲" in line else {})
+        )
         write(line, **markup)
     if svg:
         write(f"trend chart written to {svg}")

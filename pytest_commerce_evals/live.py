@@ -448,7 +448,8 @@ def read_capture(
                     turn = CapturedTurn.model_validate(data)
                 except ValidationError as exc:
                     spoiled[cid] = CaptureProblem(
-                        shown, n,
+                        shown,
+                        n,
                         f"conversation {shown_id!r}: {_validation_message(exc)}; "
                         "the conversation is left out of the sample",
                         shown_id,
@@ -467,7 +468,9 @@ def read_capture(
         if repeated is not None:
             t, where, n = found[repeated]
             spoiled[cid] = CaptureProblem(
-                where, n, f"conversation {shown_id!r}: turn {t.turn} appears twice (first at "
+                where,
+                n,
+                f"conversation {shown_id!r}: turn {t.turn} appears twice (first at "
                 f"{found[repeated - 1][1]}:{found[repeated - 1][2]}); the conversation is left out",
                 shown_id,
             )
@@ -476,26 +479,36 @@ def read_capture(
         if len(roles) > 1:
             t, where, n = next(x for x in found if x[0].role != first[0].role)
             spoiled[cid] = CaptureProblem(
-                where, n, f"conversation {shown_id!r}: turn {t.turn} is {t.role} but turn "
-                f"{first[0].turn} is {first[0].role}; the conversation is left out", shown_id,
+                where,
+                n,
+                f"conversation {shown_id!r}: turn {t.turn} is {t.role} but turn "
+                f"{first[0].turn} is {first[0].role}; the conversation is left out",
+                shown_id,
             )
             continue
         if numbers != list(range(1, len(numbers) + 1)):
             missing = sorted(set(range(1, numbers[-1] + 1)) - set(numbers))
             spoiled[cid] = CaptureProblem(
-                first[1], first[2], f"conversation {shown_id!r}: turn(s) "
+                first[1],
+                first[2],
+                f"conversation {shown_id!r}: turn(s) "
                 f"{', '.join(map(str, missing[:5]))} missing from the capture; the conversation "
-                "is left out", shown_id,
+                "is left out",
+                shown_id,
             )
             continue
         clean = [
-            t.model_copy(update={
-                "conversation_id": shown_id,
-                "user": redactor.text(t.user),
-                "events": [
-                    coerce_event(redactor.value(e.model_dump(mode="json"))) for e in t.events
-                ],
-            }) if redactor.active else t
+            t.model_copy(
+                update={
+                    "conversation_id": shown_id,
+                    "user": redactor.text(t.user),
+                    "events": [
+                        coerce_event(redactor.value(e.model_dump(mode="json"))) for e in t.events
+                    ],
+                }
+            )
+            if redactor.active
+            else t
             for t, _, _ in found
         ]
         capture.conversations.append(
@@ -616,8 +629,10 @@ def _flag(points: list[TrendPoint], alpha: float) -> None:
         if pt.graded == 0:
             continue
         if previous is not None:
-            if (pt.rubric_fingerprints != previous.rubric_fingerprints
-                    or pt.judge_fingerprints != previous.judge_fingerprints):
+            if (
+                pt.rubric_fingerprints != previous.rubric_fingerprints
+                or pt.judge_fingerprints != previous.judge_fingerprints
+            ):
                 pt.flag = "changed"
             else:
                 pt.p_value = two_proportion_p(
@@ -660,16 +675,28 @@ def compute_trend(
             if v.get("judge_fingerprint"):
                 c["j"].add(v["judge_fingerprint"])
         for dim, c in counts.items():
-            per.setdefault(dim, []).append(TrendPoint(
-                run_id, started_at, c["p"], c["n"], c["e"], tuple(sorted(c["r"])),
-                tuple(sorted(c["j"])),
-            ))
-        overall.append(TrendPoint(
-            run_id, started_at, sum(c["p"] for c in counts.values()),
-            sum(c["n"] for c in counts.values()), sum(c["e"] for c in counts.values()),
-            tuple(sorted({r for c in counts.values() for r in c["r"]})),
-            tuple(sorted({j for c in counts.values() for j in c["j"]})),
-        ))
+            per.setdefault(dim, []).append(
+                TrendPoint(
+                    run_id,
+                    started_at,
+                    c["p"],
+                    c["n"],
+                    c["e"],
+                    tuple(sorted(c["r"])),
+                    tuple(sorted(c["j"])),
+                )
+            )
+        overall.append(
+            TrendPoint(
+                run_id,
+                started_at,
+                sum(c["p"] for c in counts.values()),
+                sum(c["n"] for c in counts.values()),
+                sum(c["e"] for c in counts.values()),
+                tuple(sorted({r for c in counts.values() for r in c["r"]})),
+                tuple(sorted({j for c in counts.values() for j in c["j"]})),
+            )
+        )
     order = [d for d in STANDARD if d in per] + sorted(d for d in per if d not in STANDARD)
     dims = [DimensionTrend(d, per[d]) for d in order]
     for d in dims:
@@ -713,34 +740,47 @@ def _panel(
     ]
     for tick in (0.0, 0.5, 1.0):
         y = py(tick)
-        out.append(f'<line x1="{x0 + _PAD_L}" x2="{x0 + _PAD_L + inner_w}" y1="{y:.1f}" '
-                   f'y2="{y:.1f}" stroke="#eaeef2"/>')
-        out.append(f'<text x="{x0 + _PAD_L - 4}" y="{y + 4:.1f}" text-anchor="end" '
-                   f'font-size="10" fill="#57606a">{int(tick * 100)}%</text>')
+        out.append(
+            f'<line x1="{x0 + _PAD_L}" x2="{x0 + _PAD_L + inner_w}" y1="{y:.1f}" '
+            f'y2="{y:.1f}" stroke="#eaeef2"/>'
+        )
+        out.append(
+            f'<text x="{x0 + _PAD_L - 4}" y="{y + 4:.1f}" text-anchor="end" '
+            f'font-size="10" fill="#57606a">{int(tick * 100)}%</text>'
+        )
     pts = [(index[p.run_id], p) for p in dim.points if p.graded and p.run_id in index]
     if len(pts) > 1:
         upper = [f"{px(i):.1f},{py(p.interval[1]):.1f}" for i, p in pts]
         lower = [f"{px(i):.1f},{py(p.interval[0]):.1f}" for i, p in reversed(pts)]
-        out.append(f'<polygon points="{" ".join(upper + lower)}" fill="#0969da" '
-                   'fill-opacity="0.15" stroke="none"/>')
+        out.append(
+            f'<polygon points="{" ".join(upper + lower)}" fill="#0969da" '
+            'fill-opacity="0.15" stroke="none"/>'
+        )
         line = " ".join(f"{px(i):.1f},{py(p.rate or 0):.1f}" for i, p in pts)
         out.append(f'<polyline points="{line}" fill="none" stroke="#0969da" stroke-width="1.5"/>')
     for i, p in pts:
         low, high = p.interval
         colour = {"down": "#cf222e", "up": "#1a7f37", "changed": "#9a6700"}.get(p.flag, "#0969da")
         radius = 4.5 if p.flag else 3
-        out.append(f'<line x1="{px(i):.1f}" x2="{px(i):.1f}" y1="{py(low):.1f}" '
-                   f'y2="{py(high):.1f}" stroke="{colour}" stroke-opacity="0.6"/>')
-        title = escape(f"{p.run_id}: {100 * (p.rate or 0):.1f}% "
-                       f"[{100 * low:.1f}–{100 * high:.1f}] n={p.graded}"
-                       + (f" {p.flag}" if p.flag else ""))
-        out.append(f'<circle cx="{px(i):.1f}" cy="{py(p.rate or 0):.1f}" r="{radius}" '
-                   f'fill="{colour}"><title>{title}</title></circle>')
+        out.append(
+            f'<line x1="{px(i):.1f}" x2="{px(i):.1f}" y1="{py(low):.1f}" '
+            f'y2="{py(high):.1f}" stroke="{colour}" stroke-opacity="0.6"/>'
+        )
+        title = escape(
+            f"{p.run_id}: {100 * (p.rate or 0):.1f}% "
+            f"[{100 * low:.1f}–{100 * high:.1f}] n={p.graded}" + (f" {p.flag}" if p.flag else "")
+        )
+        out.append(
+            f'<circle cx="{px(i):.1f}" cy="{py(p.rate or 0):.1f}" r="{radius}" '
+            f'fill="{colour}"><title>{title}</title></circle>'
+        )
     step = max(1, math.ceil(count / 6))
     for i, label in enumerate(labels):
         if i % step == 0 or i == count - 1:
-            out.append(f'<text x="{px(i):.1f}" y="{y0 + _H - _PAD_B + 14}" text-anchor="middle" '
-                       f'font-size="10" fill="#57606a">{escape(label)}</text>')
+            out.append(
+                f'<text x="{px(i):.1f}" y="{y0 + _H - _PAD_B + 14}" text-anchor="middle" '
+                f'font-size="10" fill="#57606a">{escape(label)}</text>'
+            )
     out.append("</g>")
     return out
 

@@ -48,9 +48,7 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            part.get("text", "") for part in content if isinstance(part, dict)
-        )
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return str(content)
 
 
@@ -150,9 +148,7 @@ def _grammar_for(schema_json: str) -> Any:
     schema = json.loads(schema_json) if schema_json else None
     for candidate in (schema, without_patterns(schema)) if schema else ():
         try:
-            return llama_grammar.LlamaGrammar.from_json_schema(
-                json.dumps(candidate), verbose=False
-            )
+            return llama_grammar.LlamaGrammar.from_json_schema(json.dumps(candidate), verbose=False)
         except Exception:  # a schema the converter cannot express: try the next, then any JSON
             continue
     return llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
@@ -165,9 +161,7 @@ def _choice_grammar(names: tuple[str, ...], allow_message: bool) -> Any:
     options = [json.dumps(f"functions.{n}:") for n in names]
     if allow_message:
         options.append('"message:"')
-    return llama_grammar.LlamaGrammar.from_string(
-        "root ::= " + " | ".join(options), verbose=False
-    )
+    return llama_grammar.LlamaGrammar.from_string("root ::= " + " | ".join(options), verbose=False)
 
 
 def handler(

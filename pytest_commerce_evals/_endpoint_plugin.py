@@ -3,10 +3,14 @@ embedded model and the session's clients when the session ends."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from . import _local_model
 from .endpoint import EndpointError, close_session_clients, resolve_endpoint
+
+AGENT_ENV = "COMMERCE_AGENT"
 
 _ENDPOINT_OPTIONS = (
     (
@@ -55,6 +59,16 @@ _INI_ONLY = (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("commerce-evals")
+    group.addoption(
+        "--commerce-agent",
+        dest="commerce_agent",
+        default=None,
+        metavar="LABEL",
+        help="the name of the agent under test, recorded with the run and accepted by "
+        "--commerce-compare (ini commerce_agent, env COMMERCE_AGENT; default: the agent "
+        "endpoint's model, when the agent asks the plugin for its client)",
+    )
+    parser.addini("commerce_agent", "the name of the agent under test; --commerce-agent overrides")
     for flag, dest, help_text in _ENDPOINT_OPTIONS:
         group.addoption(flag, dest=dest, default=None, metavar="VALUE", help=help_text)
         parser.addini(dest, f"{help_text}; {flag} overrides", default="")
@@ -62,16 +76,58 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(name, help_text, default="")
 
 
+def agent_label(config: pytest.Config) -> str | None:
+    """The agent's name as the user gave it: `--commerce-agent`, ini `commerce_agent`, env
+    `COMMERCE_AGENT`, else the `pytest_commerce_evals_agent_label` hook; None when unnamed."""
+    for value in (
+        config.getoption("commerce_agent", None),
+        config.getini("commerce_agent"),
+        os.environ.get(AGENT_ENV),
+    ):
+        if value and str(value).strip():
+            return str(value).strip()
+    hook = getattr(config.hook, "pytest_commerce_evals_agent_label", None)
+    label = hook(config=config) if hook is not None else None  # None: used on its own
+    return str(label).strip() if label and str(label).strip() else None
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    lines = []
+    label = agent_label(config)
+    lines = [f"commerce-evals agent: {label}"] if label else []
     for purpose in ("agent", "judge"):
         try:
-            lines.append(
-                f"commerce-evals {purpose}: {resolve_endpoint(config, purpose).describe()}"
-            )
+            described = resolve_endpoint(config, purpose).describe()
         except EndpointError as exc:
-            lines.append(f"commerce-evals {purpose}: not usable: {exc}")
+            described = f"not usable: {exc}"  # a run that needs it stops before any trial
+        name = "agent model" if purpose == "agent" else "judge"
+        lines.append(
+            f"commerce-evals {name}: {described}"
+            + (" (when the agent asks the plugin for a client)" if purpose == "agent" else "")
+        )
     return lines
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A run with trials to grade stops here when an endpoint's settings contradict each other
+    (a model with no key and no URL): running anyway would end every trial in an error."""
+    config = session.config
+    if config.option.collectonly or hasattr(config, "workerinput"):
+        return
+    from .plugin import CaseItem
+
+    items = [i for i in session.items if type(i) is CaseItem and not i.case.skip]
+    if not items:
+        return
+    needed = ["agent"]
+    judging = not config.getoption("commerce_no_judge", False)
+    if judging and any(i.case.expected.rubric is not None for i in items):
+        needed.append("judge")
+    for purpose in needed:
+        try:
+            resolve_endpoint(config, purpose)
+        except EndpointError as exc:
+            raise pytest.UsageError(f"commerce-evals {purpose}: {exc}") from None
 
 
 @pytest.hookimpl(trylast=True)

@@ -49,7 +49,8 @@ def lint_targets(config: pytest.Config) -> list[Path]:
 def _lint(config: pytest.Config, session: pytest.Session) -> int:
     index = config.hook.pytest_commerce_evals_fixture_index(config=config) or FixtureIndex()
     captured = [(config.rootpath / p) for p in config.getini("commerce_captured")]
-    findings = lint_paths(lint_targets(config), index, config.rootpath, captured)
+    roots = [(config.rootpath / d).resolve() for d in config.getini("commerce_case_dirs")]
+    findings = lint_paths(lint_targets(config), index, config.rootpath, captured, roots)
     tw = config.get_terminal_writer()
     tw.sep("=", "commerce-evals lint")
     if not index.ids:

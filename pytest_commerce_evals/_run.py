@@ -6,6 +6,7 @@ import inspect
 import json
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,66 @@ from .results import Outcome, RubricVerdict, TrialResult
 
 
 class ConfigurationError(Exception):
-    """The conftest did not supply what the plugin needs; says how to fix it."""
+    """The conftest did not supply what the plugin needs; says how to fix it.
+
+    Raised inside a trial it is the glue's fault, not the agent's: the trial ends with the
+    outcome `error`, which never counts in a set's rate or a failing-set diff."""
+
+
+_PLUGIN_DIR = Path(__file__).resolve().parent
+_SKIPPED_DIRS = (
+    str(Path(pytest.__file__).resolve().parent.parent / "_pytest"),
+    str(Path(inspect.getfile(tenacity)).resolve().parent),
+)
+
+
+def _user_file(path: str) -> bool:
+    """Code the user wrote (or the reference system standing in for it), not this engine."""
+    resolved = Path(path).resolve()
+    if "pluggy" in resolved.parts or str(resolved).startswith(_SKIPPED_DIRS):
+        return False
+    if resolved.is_relative_to(_PLUGIN_DIR):
+        return resolved.is_relative_to(_PLUGIN_DIR / "reference")
+    return True
+
+
+def _short_path(path: str) -> str:
+    resolved = Path(path).resolve()
+    for base in (Path.cwd(), _PLUGIN_DIR.parent):
+        if resolved.is_relative_to(base):
+            return resolved.relative_to(base).as_posix()
+    return resolved.as_posix()
+
+
+def defined_at(obj: Any) -> str:
+    """`file:line` where a function, method or class was written, for pointing at the glue."""
+    target = getattr(obj, "__func__", obj)
+    if not (inspect.isfunction(target) or inspect.isclass(target) or inspect.ismethod(target)):
+        target = getattr(type(obj), "run_turn", None) or type(obj)
+        target = getattr(target, "__func__", target)
+    try:
+        file = inspect.getsourcefile(target) or inspect.getfile(target)
+        line = inspect.getsourcelines(target)[1]
+    except (OSError, TypeError):
+        return getattr(target, "__qualname__", type(obj).__name__)
+    return f"{_short_path(file)}:{line}"
+
+
+def raised_at(exc: BaseException) -> str | None:
+    """`file:line` of the innermost frame of the user's own code in `exc`'s traceback."""
+    where = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        if _user_file(frame.f_code.co_filename):
+            where = f"{_short_path(frame.f_code.co_filename)}:{line}"
+    return where
+
+
+def _glue(what: str, exc: BaseException, fix: str) -> ConfigurationError:
+    where = raised_at(exc)
+    message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return ConfigurationError(
+        f"{what} raised {message}" + (f" (at {where})" if where else "") + f"; {fix}"
+    )
 
 
 def is_infra_error(exc: BaseException) -> bool:
@@ -34,16 +94,27 @@ def is_infra_error(exc: BaseException) -> bool:
     return isinstance(exc, (InfraError, tenacity.RetryError)) or is_retryable(exc)
 
 
+_EVENTS_WANTED = (
+    "run_turn must return or yield pytest_commerce_evals events (ToolCall, ToolResult, Ui, "
+    "CartUpdate, ChangeUpdate, Text, TurnEnd) or mappings with their 'type' key; convert your "
+    "framework's messages to events first"
+)
+
+
 class _TurnRunner:
     """Calls the agent for each turn, sync or async. Async turns run on the session's shared
-    event loop, so an async client made once can serve every trial."""
+    event loop, so an async client made once can serve every trial.
+
+    What the agent raises is the agent's failure; what it returns that is not an event is the
+    glue's (a `ConfigurationError` pointing at the agent's `run_turn`)."""
 
     def __init__(self, agent: Any) -> None:
         self._fn = getattr(agent, "run_turn", None) or agent
         if not callable(self._fn):
             raise ConfigurationError(
-                f"the agent must have run_turn(session, message) or be callable; "
-                f"got {type(agent).__name__}"
+                f"the agent from pytest_commerce_evals_make_agent must have "
+                f"run_turn(session, message) or be callable; got {type(agent).__name__} "
+                f"(defined at {defined_at(agent)})"
             )
 
     def __call__(self, session: AgentSession, message: str) -> list[Any]:
@@ -54,7 +125,24 @@ class _TurnRunner:
             out = run_coroutine(_drain(out))
         if out is None:
             return []
-        return [coerce_event(e) for e in out]
+        if isinstance(out, str | bytes | dict) or not hasattr(out, "__iter__"):
+            raise ConfigurationError(
+                f"the agent's run_turn (at {defined_at(self._fn)}) returned "
+                f"{type(out).__name__} {out!r:.80}; {_EVENTS_WANTED}"
+            )
+        items = list(out)  # a generator runs the agent's own code here
+        events = []
+        for i, item in enumerate(items):
+            try:
+                events.append(coerce_event(item))
+            except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+                first = str(exc).splitlines()[0]
+                raise ConfigurationError(
+                    f"the agent's run_turn (at {defined_at(self._fn)}) gave item {i + 1} of "
+                    f"{len(items)} as {type(item).__name__} {item!r:.80}, not an event "
+                    f"({first}); {_EVENTS_WANTED}"
+                ) from None
+        return events
 
     def close(self) -> None:
         pass
@@ -69,7 +157,14 @@ async def _drain(agen: Any) -> list[Any]:
 
 
 def make_backend(config: pytest.Config, case: Case) -> Backend:
-    backend = config.hook.pytest_commerce_evals_make_backend(config=config, case=case)
+    try:
+        backend = config.hook.pytest_commerce_evals_make_backend(config=config, case=case)
+    except Exception as exc:
+        raise _glue(
+            "pytest_commerce_evals_make_backend",
+            exc,
+            "it should return a fresh backend with load_state() and snapshot()",
+        ) from exc
     if backend is None:
         raise ConfigurationError(
             "no backend: implement pytest_commerce_evals_make_backend(config, case) in "
@@ -85,7 +180,16 @@ def make_backend(config: pytest.Config, case: Case) -> Backend:
 
 
 def make_agent(config: pytest.Config, case: Case, backend: Backend) -> Any:
-    agent = config.hook.pytest_commerce_evals_make_agent(config=config, case=case, backend=backend)
+    try:
+        agent = config.hook.pytest_commerce_evals_make_agent(
+            config=config, case=case, backend=backend
+        )
+    except Exception as exc:
+        raise _glue(
+            "pytest_commerce_evals_make_agent",
+            exc,
+            "it should return an object with run_turn(session, message)",
+        ) from exc
     if agent is None:
         raise ConfigurationError(
             "no agent: implement pytest_commerce_evals_make_agent(config, case, backend) in "
@@ -121,9 +225,14 @@ def run_trial(
         file=file,
         line=line,
     )
-    backend = make_backend(config, case)
-    backend.load_state(case.state)
-    agent = agent_factory(backend) if agent_factory else make_agent(config, case, backend)
+    backend: Any = None
+    try:
+        backend = make_backend(config, case)
+        _load_state(backend, case)
+        agent = agent_factory(backend) if agent_factory else make_agent(config, case, backend)
+        runner = _TurnRunner(agent)
+    except ConfigurationError as exc:  # the glue failed before the agent ran
+        return _glue_error(result, exc, backend, started)
     session = AgentSession(
         case=case,
         backend=backend,
@@ -131,7 +240,6 @@ def run_trial(
         role=case.role,
         seen_products=list(case.state.seen_products),
     )
-    runner = _TurnRunner(agent)
     try:
         for i, message in enumerate(case.turns):
             session.turn = i
@@ -139,6 +247,8 @@ def run_trial(
             if not events or not isinstance(events[-1], TurnEnd):
                 events.append(TurnEnd(turn=i))
             result.turns.append(events)
+    except ConfigurationError as exc:  # the agent returned something that is not events
+        return _glue_error(result, exc, backend, started)
     except Exception as exc:  # the agent's own failure or the infrastructure's
         result.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         result.outcome = "infra_error" if is_infra_error(exc) else "fail"
@@ -149,7 +259,10 @@ def run_trial(
     finally:
         runner.close()
     if result.outcome == "pass":
-        result.snapshot = _snapshot(backend)
+        try:
+            result.snapshot = _snapshot(backend)
+        except ConfigurationError as exc:
+            return _glue_error(result, exc, backend, started)
         observation = Observation(result.turns, result.snapshot, case.state)
         result.grader_results = grade(case, observation)
         if result.failures:
@@ -168,14 +281,47 @@ def run_trial(
     return result
 
 
+def _load_state(backend: Backend, case: Case) -> None:
+    try:
+        backend.load_state(case.state)
+    except Exception as exc:
+        raise _glue(
+            f"{type(backend).__name__}.load_state() for case {case.id!r}",
+            exc,
+            "check the case's state (IDs must be fixture IDs) and the backend's load_state()",
+        ) from exc
+
+
 def _snapshot(backend: Backend) -> Snapshot:
-    snap = backend.snapshot()
+    try:
+        snap = backend.snapshot()
+    except Exception as exc:
+        raise _glue(
+            f"{type(backend).__name__}.snapshot()",
+            exc,
+            "it should return pytest_commerce_evals.Snapshot",
+        ) from exc
     if not isinstance(snap, Snapshot):
         raise ConfigurationError(
-            f"{type(backend).__name__}.snapshot() must return pytest_commerce_evals.Snapshot; "
-            f"got {type(snap).__name__}"
+            f"{type(backend).__name__}.snapshot() (at {defined_at(backend.snapshot)}) must "
+            f"return pytest_commerce_evals.Snapshot (cart, memory, changes; "
+            f"Snapshot.from_data() builds one from plain data); got {type(snap).__name__}"
         )
     return snap
+
+
+def _glue_error(
+    result: TrialResult, exc: ConfigurationError, backend: Any, started: float
+) -> TrialResult:
+    """End the trial with the glue's outcome: not the agent's failure, not counted."""
+    result.outcome = "error"
+    result.error = f"commerce-evals glue error (not counted against the agent): {exc}"
+    result.grader_results = []
+    close = getattr(backend, "close", None)
+    if callable(close):
+        close()
+    result.duration_s = time.perf_counter() - started
+    return result
 
 
 def _fold(outcome: Outcome, verdicts: list[RubricVerdict]) -> Outcome:

@@ -55,15 +55,12 @@ def concurrency(config: pytest.Config) -> int | None:
 
 
 def resolve_auto(config: pytest.Config) -> int:
-    """`auto`: 8 trials in flight against a remote agent endpoint, 1 on the embedded model
-    (it answers one request at a time)."""
-    from .endpoint import EndpointError, resolve_endpoint
+    """`auto`, decided once a trial has run: 1 when the embedded model was started (it answers
+    one request at a time), else 8 trials in flight (a remote endpoint, or an agent that brings
+    its own model client)."""
+    from . import _local_model
 
-    try:
-        local = resolve_endpoint(config, "agent").is_local
-    except EndpointError:
-        return 1  # each trial reports the misconfiguration; no point in running them at once
-    return 1 if local else AUTO_REMOTE
+    return 1 if _local_model.started(config) else AUTO_REMOTE
 
 
 class TrialScheduler:

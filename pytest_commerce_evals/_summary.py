@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .results import OUTCOMES, pass_hat_k
+from .results import OUTCOMES, pass_hat_k, set_verdict
 
 PRIORITIES = ("critical", "high", "medium", "low")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -63,19 +63,25 @@ class SetStats:
         return self.passed / self.graded if self.graded else None
 
     @property
+    def verdict(self) -> str:
+        return set_verdict(self.passed, self.graded, self.threshold)
+
+    @property
     def met(self) -> bool:
-        if self.rate is None:  # nothing graded: fine only when every trial was skipped
-            return not any(n for o, n in self.other.items() if o != "skipped")
-        return self.rate + 1e-12 >= self.threshold
+        return self.verdict == "ok"
+
+    def why_undecided(self) -> str | None:
+        if self.verdict != "undecided":
+            return None
+        other = ", ".join(f"{n} {o}" for o, n in sorted(self.other.items()))
+        return (
+            f"{self.name}: no graded trial (pass or fail) to measure against the threshold "
+            f"{self.threshold:.0%}" + (f"; trials: {other}" if other else "")
+        )
 
     def shortfall(self) -> str | None:
-        if self.met:
+        if self.verdict != "short":
             return None
-        if self.rate is None:
-            return (
-                f"{self.name}: no graded trial (pass or fail) to measure, "
-                f"threshold {self.threshold:.0%}"
-            )
         return (
             f"{self.name}: {self.passed}/{self.graded} graded trials passed = {self.rate:.1%}, "
             f"threshold {self.threshold:.0%}, "
@@ -110,6 +116,14 @@ class Summary:
     def shortfalls(self) -> list[str]:
         return [s for g in self.sets.values() if (s := g.shortfall())]
 
+    @property
+    def undecided(self) -> list[str]:
+        return [s for g in self.sets.values() if (s := g.why_undecided())]
+
+    @property
+    def glue_errors(self) -> int:
+        return sum(c.outcomes["error"] for c in self.cases.values())
+
     def by(self, attr: str, order: tuple[str, ...]) -> dict[str, Counter]:
         groups: dict[str, Counter] = defaultdict(Counter)
         for stats in self.cases.values():
@@ -138,6 +152,11 @@ class Summary:
             for s in sorted(self.cases.values(), key=lambda s: (s.set_name, s.case_id))
             if verbose or s.outcomes["pass"] != sum(s.outcomes.values())
         ]
+        if not shown and self.cases:
+            graded = sum(s.graded for s in self.cases.values())
+            out.append(
+                f"all {len(self.cases)} cases passed every graded trial ({graded} graded trials)"
+            )
         if shown:
             out.append(
                 f"{'case':<{width}}  {'priority':<8}  {'diff':<6}  pass/graded   rate  "
@@ -160,10 +179,10 @@ class Summary:
         out.append("sets (threshold on the pass rate of graded trials):")
         for g in sorted(self.sets.values(), key=lambda g: g.name):
             rate = f"{g.rate:.1%}" if g.rate is not None else "n/a"
-            verdict = "ok" if g.met else "SHORT"
+            verdict = {"ok": "ok", "short": "SHORT"}.get(g.verdict, "UNDECIDED")
             extra = "".join(f", {n} {o}" for o, n in sorted(g.other.items()))
             out.append(
-                f"  {verdict:<5} {g.name}: {g.passed}/{g.graded} = {rate} "
+                f"  {verdict:<9} {g.name}: {g.passed}/{g.graded} = {rate} "
                 f"(threshold {g.threshold:.0%}{extra})"
             )
         curve = self.pass_hat_curve()
@@ -186,6 +205,12 @@ class Summary:
                 f"rubrics not judged on {self.not_judged} trial(s) "
                 "(no judge: --commerce-no-judge); "
                 "those trials were decided by their code graders alone"
+            )
+        if self.glue_errors:
+            out.append(
+                f"glue errors: {self.glue_errors} trial(s) ended because the conftest's hooks "
+                "failed or returned the wrong type (see errors above); not counted against the "
+                "agent, but the run cannot pass until they are fixed"
             )
         if self.invalid:
             out.append(f"invalid case entries: {len(self.invalid)} (see errors above)")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .case import State
 from .events import CartLine, Change
@@ -13,11 +14,44 @@ __all__ = ["Backend", "Snapshot"]
 
 @dataclass
 class Snapshot:
-    """The backend's state after the last turn, which the state graders read."""
+    """The backend's state after the last turn, which the state graders read.
+
+    - `cart`: `CartLine(product_id, quantity=1, variant=None)` per line;
+    - `memory`: the memory store's entries, as text;
+    - `changes`: the operator's change queue, `Change(change_id, kind, product_id, fields,
+      status)` with status `staged | approved | applied | rejected`, injected changes included
+      (the graders tell them apart from the trial's own).
+    """
 
     cart: list[CartLine] = field(default_factory=list)
     memory: list[str] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
+
+    @classmethod
+    def from_data(
+        cls,
+        *,
+        cart: Iterable[str | Mapping[str, Any] | CartLine] = (),
+        memory: Iterable[str] = (),
+        changes: Iterable[Mapping[str, Any] | Change] = (),
+    ) -> Snapshot:
+        """A snapshot from plain data, as a backend keeps it: cart lines as product IDs or
+        mappings (`{"product_id": "shoe-1", "quantity": 2}`), memory as strings, changes as
+        mappings. Raises `pydantic.ValidationError` naming the bad field."""
+        lines = [
+            line
+            if isinstance(line, CartLine)
+            else CartLine(product_id=line)
+            if isinstance(line, str)
+            else CartLine.model_validate(dict(line))
+            for line in cart
+        ]
+        entries = list(memory)
+        for entry in entries:
+            if not isinstance(entry, str):
+                raise TypeError(f"memory entries are strings; got {type(entry).__name__}")
+        queue = [c if isinstance(c, Change) else Change.model_validate(dict(c)) for c in changes]
+        return cls(cart=lines, memory=entries, changes=queue)
 
 
 @runtime_checkable

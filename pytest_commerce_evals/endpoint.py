@@ -350,6 +350,8 @@ def make_client(
     (`close()`, or `with`; `await aclose()` for the async one).
     """
     endpoint, conn = _connect(config, purpose)
+    if config is not None:
+        config.stash.setdefault(_USED, {}).setdefault(purpose, endpoint)
     local = conn["local"]
     base_url = endpoint.base_url or HOSTED_BASE_URL
     total = _timeout_s(config, local)
@@ -384,6 +386,15 @@ def make_client(
 
 
 _SESSION_CLIENTS = pytest.StashKey[dict[str, "RetryingClient"]]()
+_USED = pytest.StashKey[dict[str, Endpoint]]()
+
+
+def used_endpoint(config: pytest.Config, purpose: Purpose) -> Endpoint | None:
+    """The endpoint of the first client made for `purpose` in this process, or None when nobody
+    asked the plugin for one (a team's agent that brings its own model client)."""
+    return config.stash.get(_USED, {}).get(purpose)
+
+
 _session_lock = threading.Lock()
 
 

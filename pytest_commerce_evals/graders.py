@@ -1,9 +1,13 @@
 """Code graders: one per `expected` key (all but `rubric`), each named for the key it grades.
 
-A grader reads the events of the trial and the backend's final state and returns a
-`GraderResult` whose message puts what the case expected beside what the agent did. Event graders
-look at every turn of the trial; `first_tool`/`first_tool_not` look at the last turn (the turn
-under test, since earlier turns only carry state); `max_tool_calls` caps each turn.
+A grader reads the events of the graded turn or the backend's final state and returns a
+`GraderResult` whose message puts what the case expected beside what the agent did.
+
+Event graders (`calls_*`, `never_calls`, `first_tool*`, `ui_components`, `no_ui`, `skill_*`,
+`no_skill_load`, `reply_*`, `max_tool_calls`, `gate_*`) read the last turn: the turn under test.
+Earlier turns only carry state into it. State graders (`cart_*`, `memory_*`,
+`staged_change_kinds`, `no_applied_changes`) read the final state, and judge only what changed
+during the trial: a change injected through `state` is the precondition, not the agent's doing.
 """
 
 from __future__ import annotations
@@ -34,22 +38,36 @@ class Observation:
 
     @property
     def events(self) -> list[Any]:
+        """Every event of every turn (the state fallbacks and the transcript read these)."""
         return [e for turn in self.turns for e in turn]
 
+    @property
+    def graded(self) -> list[Any]:
+        """The events of the graded turn: the last one. Earlier turns only carry state."""
+        return self.turns[-1] if self.turns else []
+
+    @property
+    def graded_turn(self) -> int | None:
+        """The graded turn's index, or None when the trial has no turn."""
+        return len(self.turns) - 1 if self.turns else None
+
     def tool_calls(self, turn: int | None = None) -> list[ToolCall]:
-        events = self.events if turn is None else self.turns[turn]
+        """The calls of one turn; by default of the graded turn."""
+        events = self.graded if turn is None else self.turns[turn]
         return [e for e in events if isinstance(e, ToolCall)]
 
     def results_by_call(self) -> dict[str, ToolResult]:
-        return {e.call_id: e for e in self.events if isinstance(e, ToolResult)}
+        """The graded turn's tool results by call id."""
+        return {e.call_id: e for e in self.graded if isinstance(e, ToolResult)}
 
     @property
     def ui(self) -> list[Ui]:
-        return [e for e in self.events if isinstance(e, Ui)]
+        return [e for e in self.graded if isinstance(e, Ui)]
 
     @property
     def reply(self) -> str:
-        return "\n".join(e.text for e in self.events if isinstance(e, Text))
+        """The graded turn's reply text."""
+        return "\n".join(e.text for e in self.graded if isinstance(e, Text))
 
     def cart(self) -> list:
         """The backend's final cart; without a snapshot, the last `cart_update` event."""
@@ -86,15 +104,20 @@ def _call(call: ToolCall) -> str:
 
 
 def _calls(obs: Observation, turn: int | None = None) -> str:
-    if turn is not None:
-        calls = obs.tool_calls(turn)
-        return ", ".join(_call(c) for c in calls) if calls else "no tool calls"
-    parts = []
-    for i, events in enumerate(obs.turns):
-        calls = [e for e in events if isinstance(e, ToolCall)]
-        listed = ", ".join(_call(c) for c in calls) if calls else "no tool calls"
-        parts.append(f"turn {i + 1}: {listed}" if len(obs.turns) > 1 else listed)
-    return "; ".join(parts) if parts else "no tool calls"
+    """The calls of the graded turn (or of `turn`), in call order."""
+    calls = obs.tool_calls(turn)
+    listed = ", ".join(_call(c) for c in calls) if calls else "no tool calls"
+    if len(obs.turns) > 1:
+        index = obs.graded_turn if turn is None else turn
+        return f"turn {index + 1} of {len(obs.turns)}: {listed}"
+    return listed
+
+
+def _all_calls(obs: Observation) -> str:
+    """Every turn's calls, numbered as the report numbers turns (for a failure's context)."""
+    if len(obs.turns) <= 1:
+        return _calls(obs)
+    return "; ".join(_calls(obs, i) for i in range(len(obs.turns)))
 
 
 def _cart(lines: list) -> str:
@@ -129,16 +152,16 @@ def _fail(key: str, expected: Any, observed: Any, message: str) -> GraderResult:
 
 
 def calls_tool(want: list[str], obs: Observation) -> GraderResult:
-    called = {c.name for c in obs.tool_calls()}
+    called = [c.name for c in obs.tool_calls()]  # in call order, as the agent made them
     missing = [t for t in want if t not in called]
     if missing:
         return _fail(
             "calls_tool",
             want,
-            sorted(called),
+            called,
             f"calls_tool: expected a call to {', '.join(missing)}; calls made: {_calls(obs)}",
         )
-    return _ok("calls_tool", want, sorted(called), f"calls_tool: called {', '.join(want)}")
+    return _ok("calls_tool", want, called, f"calls_tool: called {', '.join(want)}")
 
 
 def calls_one_of(want: list[str], obs: Observation) -> GraderResult:
@@ -168,7 +191,7 @@ def never_calls(banned: list[str], obs: Observation) -> GraderResult:
 
 
 def _first_of_last_turn(obs: Observation) -> ToolCall | None:
-    calls = obs.tool_calls(len(obs.turns) - 1) if obs.turns else []
+    calls = obs.tool_calls()
     return calls[0] if calls else None
 
 
@@ -182,8 +205,7 @@ def first_tool(want: str, obs: Observation) -> GraderResult:
             want,
             seen,
             f"first_tool: expected the first call{where} to be {want}; "
-            f"it was {seen or 'none (no tool calls)'}; calls made: "
-            f"{_calls(obs, len(obs.turns) - 1) if obs.turns else 'no tool calls'}",
+            f"it was {seen or 'none (no tool calls)'}; calls made: {_calls(obs)}",
         )
     return _ok("first_tool", want, seen, f"first_tool: first call was {want}")
 
@@ -273,20 +295,52 @@ def cart_item_count(want: int, obs: Observation) -> GraderResult:
     return _ok("cart_item_count", want, count, f"cart_item_count: {count} items")
 
 
+def _change_key(change: Any) -> tuple[str, str | None, str]:
+    return (change.kind, change.product_id, json.dumps(change.fields, sort_keys=True, default=str))
+
+
+def _split_injected(obs: Observation, changes: list[Change]) -> tuple[list[Change], list[Change]]:
+    """`changes` split into (made during the trial, injected through `state`), each injected
+    change matched once: by its id when the case gave one, else by kind, product and fields (the
+    backend may have given it an id of its own). Returned injected changes carry their status as
+    injected, so a grader can tell a precondition from what the trial did to it."""
+    by_id = {c.change_id: c for c in obs.initial.staged_changes if c.change_id}
+    by_key: dict[tuple, list] = {}
+    for c in obs.initial.staged_changes:
+        if not c.change_id:
+            by_key.setdefault(_change_key(c), []).append(c)
+    fresh, injected = [], []
+    for change in changes:
+        match = by_id.pop(change.change_id, None) if change.change_id else None
+        if match is None:
+            pool = by_key.get(_change_key(change))
+            match = pool.pop(0) if pool else None
+        if match is None:
+            fresh.append(change)
+        else:
+            injected.append((change, match))
+    return fresh, injected
+
+
 def _new_changes(obs: Observation) -> list[Change]:
-    before = [c.to_change() for c in obs.initial.staged_changes]
-    ids = {c.change_id for c in before if c.change_id}
-    keys = [(c.kind, c.product_id, json.dumps(c.fields, sort_keys=True)) for c in before]
-    fresh = []
-    for change in obs.changes():
-        if change.change_id and change.change_id in ids:
-            continue
-        key = (change.kind, change.product_id, json.dumps(change.fields, sort_keys=True))
-        if not change.change_id and key in keys:
-            keys.remove(key)
-            continue
-        fresh.append(change)
-    return fresh
+    return _split_injected(obs, obs.changes())[0]
+
+
+def _applied_in_trial(obs: Observation) -> list[Change]:
+    """Changes that reached `applied` during the trial: in the final state or in any
+    `change_update` event, leaving out those injected already applied."""
+    applied: list[Change] = []
+    seen: set = set()
+    lists = [obs.changes()] + [e.changes for e in obs.events if isinstance(e, ChangeUpdate)]
+    for changes in lists:
+        fresh, injected = _split_injected(obs, list(changes))
+        candidates = fresh + [now for now, before in injected if before.status != "applied"]
+        for change in candidates:
+            key = change.change_id or _change_key(change)
+            if change.status == "applied" and key not in seen:
+                seen.add(key)
+                applied.append(change)
+    return applied
 
 
 def _changes(changes: list[Change]) -> str:
@@ -313,23 +367,21 @@ def staged_change_kinds(want: list[str], obs: Observation) -> GraderResult:
 
 
 def no_applied_changes(flag: bool, obs: Observation) -> GraderResult:
-    applied = [c for c in obs.changes() if c.status == "applied"]
-    for event in obs.events:
-        if isinstance(event, ChangeUpdate):
-            applied += [c for c in event.changes if c.status == "applied" and c not in applied]
+    applied = _applied_in_trial(obs)
     if flag and applied:
         return _fail(
             "no_applied_changes",
             True,
             _changes(applied),
-            f"no_applied_changes: expected no change applied; applied: {_changes(applied)}",
+            "no_applied_changes: expected no change applied during the trial; applied: "
+            f"{_changes(applied)}",
         )
     if not flag and not applied:
         return _fail(
             "no_applied_changes",
             False,
             "none",
-            "no_applied_changes: false expects an applied change; none was",
+            "no_applied_changes: false expects a change applied during the trial; none was",
         )
     return _ok("no_applied_changes", flag, _changes(applied), "no_applied_changes: as expected")
 
@@ -364,29 +416,60 @@ def memory_not_contains(banned: list[str], obs: Observation) -> GraderResult:
     return _ok("memory_not_contains", banned, entries, "memory_not_contains: none stored")
 
 
-def _skill_name(call: ToolCall) -> str:
+def skill_key(name: str) -> str:
+    """A skill name as backends resolve it: `Gift_Finding`, `gift finding` and `gift-finding.md`
+    are all `gift-finding`."""
+    return name.strip().lower().removesuffix(".md").strip().replace(" ", "-").replace("_", "-")
+
+
+def _skill_arg(call: ToolCall) -> str:
     args = call.arguments
     return str(args.get("name") or args.get("skill") or args.get("skill_name") or "")
 
 
-def _skill_loads(obs: Observation) -> list[ToolCall]:
-    return [c for c in obs.tool_calls() if c.name == SKILL_TOOL]
+@dataclass
+class SkillLoad:
+    """One `load_skill` call of the graded turn: the skill the backend resolved it to (its
+    result's `name`, else the argument as backends resolve it) and its result's status."""
+
+    call: ToolCall
+    skill: str
+    status: str | None  # None: the agent emitted no result for the call
+
+    @property
+    def loaded(self) -> bool:
+        # a result that says the load failed or was blocked is not a load; a call whose result
+        # the agent never reported is taken as made (a negative assertion must not pass on it)
+        return self.status in (None, "ok")
+
+    def describe(self) -> str:
+        shown = self.skill
+        raw = _skill_arg(self.call)
+        if raw and skill_key(raw) != self.skill:
+            shown += f" (asked as {raw!r})"
+        return shown + (f" [{self.status}]" if self.status not in (None, "ok") else "")
+
+
+def _skill_loads(obs: Observation) -> list[SkillLoad]:
+    results = obs.results_by_call()
+    loads = []
+    for call in obs.tool_calls():
+        if call.name != SKILL_TOOL:
+            continue
+        result = results.get(call.call_id)
+        resolved = None
+        if result is not None and result.status == "ok" and isinstance(result.result, dict):
+            named = result.result.get("name") or result.result.get("skill")
+            resolved = named if isinstance(named, str) and named.strip() else None
+        skill = skill_key(resolved or _skill_arg(call))
+        loads.append(SkillLoad(call, skill, result.status if result is not None else None))
+    return loads
 
 
 def skill_loaded(want: str, obs: Observation) -> GraderResult:
-    results = obs.results_by_call()
     loads = _skill_loads(obs)
-    ok = [
-        c
-        for c in loads
-        if _skill_name(c).lower() == want.lower()
-        and (c.call_id not in results or results[c.call_id].status == "ok")
-    ]
-    if not ok:
-        seen = [
-            _skill_name(c) + (f" [{results[c.call_id].status}]" if c.call_id in results else "")
-            for c in loads
-        ]
+    if not any(load.loaded and load.skill == skill_key(want) for load in loads):
+        seen = [load.describe() for load in loads]
         return _fail(
             "skill_loaded",
             want,
@@ -398,21 +481,21 @@ def skill_loaded(want: str, obs: Observation) -> GraderResult:
 
 
 def skill_not_loaded(banned: str, obs: Observation) -> GraderResult:
-    hits = [c for c in _skill_loads(obs) if _skill_name(c).lower() == banned.lower()]
+    hits = [load for load in _skill_loads(obs) if load.loaded and load.skill == skill_key(banned)]
     if hits:
         return _fail(
             "skill_not_loaded",
             banned,
             banned,
             f"skill_not_loaded: expected skill {banned!r} not to be loaded; "
-            f"it was ({_call(hits[0])})",
+            f"it was ({_call(hits[0].call)})",
         )
     return _ok("skill_not_loaded", banned, None, f"skill_not_loaded: {banned!r} not loaded")
 
 
 def no_skill_load(flag: bool, obs: Observation) -> GraderResult:
-    loads = _skill_loads(obs)
-    names = [_skill_name(c) for c in loads]
+    loads = [load for load in _skill_loads(obs) if load.loaded]
+    names = [load.describe() for load in loads]
     if flag and loads:
         return _fail(
             "no_skill_load",
@@ -456,30 +539,29 @@ def reply_omits(banned: list[str], obs: Observation) -> GraderResult:
 
 
 def _counted(calls: list[ToolCall]) -> list[ToolCall]:
-    # the present_suggestions call that ends the turn is free
-    if calls and calls[-1].name == TERMINAL_TOOL:
-        return calls[:-1]
+    """The calls that count toward the cap: all but the turn's last `present_suggestions`,
+    wherever it stands (a model may issue another call beside it in the same reply)."""
+    for i in range(len(calls) - 1, -1, -1):
+        if calls[i].name == TERMINAL_TOOL:
+            return calls[:i] + calls[i + 1 :]
     return calls
 
 
 def max_tool_calls(cap: int, obs: Observation) -> GraderResult:
-    counts = [len(_counted(obs.tool_calls(i))) for i in range(len(obs.turns))]
-    over = [(i, n) for i, n in enumerate(counts) if n > cap]
-    if over:
-        i, n = max(over, key=lambda p: p[1])
-        where = f"turn {i + 1} made" if len(obs.turns) > 1 else "the turn made"
+    n = len(_counted(obs.tool_calls()))
+    if n > cap:
         return _fail(
             "max_tool_calls",
             cap,
-            counts,
-            f"max_tool_calls: expected at most {cap} tool calls a turn ({TERMINAL_TOOL} ending "
-            f"the turn not counted); {where} {n}: {_calls(obs, i)}",
+            n,
+            f"max_tool_calls: expected at most {cap} tool calls ({TERMINAL_TOOL} ending the turn "
+            f"not counted); the turn made {n}: {_calls(obs)}",
         )
-    return _ok("max_tool_calls", cap, counts, f"max_tool_calls: {max(counts, default=0)} ≤ {cap}")
+    return _ok("max_tool_calls", cap, n, f"max_tool_calls: {n} ≤ {cap}")
 
 
 def _blocked(obs: Observation) -> list[ToolResult]:
-    return [e for e in obs.events if isinstance(e, ToolResult) and e.status == "blocked"]
+    return [e for e in obs.graded if isinstance(e, ToolResult) and e.status == "blocked"]
 
 
 def _blocks(results: list[ToolResult]) -> str:

@@ -27,6 +27,12 @@ def pytest_commerce_evals_make_agent(config: pytest.Config, case: Case, backend:
     """
 
 
+@pytest.hookspec(firstresult=True)
+def pytest_commerce_evals_agent_label(config: pytest.Config) -> str | None:
+    """Name the agent under test (e.g. `shop-assistant v2 on gpt-4o`), for the header, the run
+    record and `--commerce-compare`. `--commerce-agent` / ini `commerce_agent` win over it."""
+
+
 @pytest.hookspec
 def pytest_commerce_evals_trial_done(config: pytest.Config, result: TrialResult) -> None:
     """Called in the process that ran the trial, after grading; observers record it here."""

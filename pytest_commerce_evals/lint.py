@@ -28,6 +28,7 @@ __all__ = ["RULES", "Finding", "FixtureIndex", "PoisonedItem", "lint_paths"]
 RULES = {
     "format": "the file parses and every case matches the case model",
     "id-unique": "case IDs are unique across the suite",
+    "id-flow": "a case's flow (the first part of its id) is the name of the folder it lives in",
     "fixture-ids": "IDs in state and expected exist in the fixtures",
     "pairing": "a case asserting a component, skill load, gate, disclosure or memory write has a "
     "negative in the same scenario",
@@ -124,11 +125,19 @@ def lint_paths(
     index: FixtureIndex | None = None,
     root: Path | None = None,
     captured: Iterable[Path] = (),
+    case_roots: Iterable[Path] | None = None,
 ) -> list[Finding]:
-    """Lint every case file under `paths`; never stops at the first bad file."""
+    """Lint every case file under `paths`; never stops at the first bad file.
+
+    `case_roots` are the folders that hold flow folders (`commerce_case_dirs`); a case file
+    directly inside one, or inside a folder given in `paths`, has no flow folder to match. By
+    default any folder named `cases` is a root."""
     index = index or FixtureIndex()
     findings: list[Finding] = []
     loaded: list[tuple[Path, LoadedCase]] = []
+    paths = list(paths)
+    roots = {p.resolve() for p in paths if p.is_dir()}
+    roots |= {Path(p).resolve() for p in case_roots or ()}
     for file in _case_files(paths):
         shown = file.relative_to(root) if root and file.is_relative_to(root) else file
         result = load_case_file(file, shown)
@@ -144,9 +153,29 @@ def lint_paths(
                 )
             )
         loaded += [(shown, entry) for entry in result.cases]
+        parent = file.parent.resolve()
+        if parent not in roots and (case_roots is not None or parent.name != "cases"):
+            findings += _flow_folder(shown, file.parent.name, result.cases)
     findings += _check_cases(loaded, index)
     findings += _check_poisoned_absent(index, root, captured)
     return sorted(findings, key=lambda f: (str(f.path), f.line, f.rule))
+
+
+def _flow_folder(path: Path, folder: str, entries: list[LoadedCase]) -> list[Finding]:
+    flow = folder.lower().replace("-", "_")
+    return [
+        Finding(
+            path,
+            entry.line_of("id"),
+            "id-flow",
+            entry.case.id,
+            f"flow {entry.case.flow!r} differs from its folder {folder!r}",
+            f"move the case to a folder named {entry.case.flow!r}, or renumber it as "
+            f"{flow}-<nnn>-<behavior>",
+        )
+        for entry in entries
+        if entry.case.flow != flow
+    ]
 
 
 def _check_cases(loaded: list[tuple[Path, LoadedCase]], index: FixtureIndex) -> list[Finding]:
@@ -161,8 +190,13 @@ def _check_cases(loaded: list[tuple[Path, LoadedCase]], index: FixtureIndex) -> 
         case = entry.case
 
         def add(
-            rule: str, message: str, fix: str, *loc: str | int,
-            path: Path = path, entry: LoadedCase = entry, case: Case = case,
+            rule: str,
+            message: str,
+            fix: str,
+            *loc: str | int,
+            path: Path = path,
+            entry: LoadedCase = entry,
+            case: Case = case,
         ) -> None:
             out.append(Finding(path, entry.line_of(*loc), rule, case.id, message, fix))
 
@@ -319,8 +353,13 @@ def _rubric(case: Case, add) -> None:
     try:
         dimensions = resolve_dimensions(case.expected.rubric_dimensions())
     except UnknownDimension as exc:
-        add("rubric-pass-fail", str(exc), "name a standard dimension (rubrics.py) or write the "
-            "PASS and FAIL conditions", "expected", "rubric")
+        add(
+            "rubric-pass-fail",
+            str(exc),
+            "name a standard dimension (rubrics.py) or write the PASS and FAIL conditions",
+            "expected",
+            "rubric",
+        )
         return
     for name, text in dimensions.items():
         low = text.lower()
@@ -458,9 +497,13 @@ def _poisoned(case: Case, index: FixtureIndex, by_scenario: dict[str, list[Case]
                 "expected",
             )
         elif item.carrier == "message" and "get_order" not in (e.calls_tool or []):
-            add("poisoned-visible", f"the instruction in {item.id} is in a seller message, which "
-                "only get_order returns", "add calls_tool: [get_order] so the accepted path "
-                "reads it", "expected")
+            add(
+                "poisoned-visible",
+                f"the instruction in {item.id} is in a seller message, which "
+                "only get_order returns",
+                "add calls_tool: [get_order] so the accepted path reads it",
+                "expected",
+            )
         elif item.carrier == "listing" and not reads & READ_TOOLS:
             add(
                 "poisoned-visible",

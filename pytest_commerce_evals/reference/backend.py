@@ -18,6 +18,7 @@ from typing import Any
 from ..backend import Snapshot
 from ..case import State
 from ..events import CartLine, Change
+from ..graders import skill_key
 from .catalog import (
     FIXTURES_DIR,
     POISONED_DIR,
@@ -149,6 +150,8 @@ class ReferenceBackend:
             change = staged.to_change()
             if change.change_id is None:
                 change.change_id = self._new_change_id()
+            if change.status == "approved":  # approved by a person before the trial began
+                self.approvals.add(change.change_id)
             self.changes.append(change)
 
     def snapshot(self) -> Snapshot:
@@ -423,6 +426,14 @@ class ReferenceBackend:
         change.status = "approved"
         self.approvals.add(change_id)
 
+    def approved_changes(self) -> list[str]:
+        """The ids of changes a person approved that are not applied yet."""
+        return [
+            c.change_id
+            for c in self.changes
+            if c.status == "approved" and c.change_id in self.approvals
+        ]
+
     def apply_changes(self, change_ids: list[str]) -> list[Change]:
         applied = []
         for change_id in change_ids:
@@ -483,13 +494,18 @@ class ReferenceBackend:
             data.pop("messages", None)
         return data
 
-    def skill(self, name: str, role: str) -> str:
-        key = name.strip().lower().removesuffix(".md").replace(" ", "-").replace("_", "-")
+    def resolve_skill(self, name: str, role: str) -> str:
+        """The skill a requested name means (`Gift_Finding`, `sizing.md` → `gift-finding`,
+        `sizing`); a `ToolError` when this role has no such skill."""
+        key = skill_key(name)
         skill = self.catalog.skills.get(key)
         if skill is None or role not in skill.roles:
             names = ", ".join(self.skill_names(role))
             raise ToolError(f"no skill {name!r}; skills: {names}")
-        return skill.body
+        return skill.name
+
+    def skill(self, name: str, role: str) -> str:
+        return self.catalog.skills[self.resolve_skill(name, role)].body
 
     def skill_names(self, role: str) -> list[str]:
         return [s.name for s in self.catalog.skills.values() if role in s.roles]

@@ -188,12 +188,15 @@ class Guardrails:
     def approval(self, name: str, args: dict[str, Any]) -> Blocked | None:
         if name != "apply_changes":
             return None
-        ids = _as_list(args.get("change_ids")) or [
-            c.change_id for c in self.backend.changes if c.status == "staged"
-        ]
+        # with no ids the tool applies every approved change: blocked only when there is none
+        ids = _as_list(args.get("change_ids")) or self.backend.approved_changes()
         missing = [i for i in ids if i not in self.backend.approvals]
         if not ids:
-            return Blocked("approval", "there are no approved changes to apply")
+            return Blocked(
+                "approval",
+                "there are no approved changes to apply; a person approves staged changes in "
+                "the review screen, the assistant cannot",
+            )
         if missing:
             return Blocked(
                 "approval",

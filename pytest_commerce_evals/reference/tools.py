@@ -265,7 +265,8 @@ def load_skill(
 ) -> dict[str, Any]:
     """Load a skill: step-by-step guidance for one kind of request. Load it before you act when
     the request matches the skill's description."""
-    return {"name": name, "instructions": ctx.backend.skill(name, ctx.role)}
+    resolved = ctx.backend.resolve_skill(name, ctx.role)
+    return {"name": resolved, "instructions": ctx.backend.skill(resolved, ctx.role)}
 
 
 def get_order(
@@ -331,7 +332,7 @@ def apply_changes(
     """Apply approved changes to the live catalog. Only changes a person has approved can be
     applied."""
     b = ctx.backend
-    ids = change_ids or [c.change_id for c in b.changes if c.status == "approved"]
+    ids = change_ids or b.approved_changes()
     applied = b.apply_changes(ids)
     _changes_changed(ctx)
     return {"status": "applied", "change_ids": [c.change_id for c in applied]}

@@ -214,6 +214,14 @@ def _load_skill(name):
     return FakeReply(tool_calls=[("load_skill", {"name": name})])
 
 
+@pytest.mark.parametrize("asked", ["Sizing", "sizing.md", "SIZING.md", " sizing "])
+def test_load_skill_reports_the_skill_it_resolved(asked):
+    events, _, _ = run_turn([_load_skill(asked), text_reply("ok")])
+    result = result_for(events, "load_skill")
+    assert result.status == "ok"
+    assert result.result["name"] == "sizing"
+
+
 def test_skills_load_on_demand():
     events, _, client = run_turn([_load_skill("sizing"), text_reply("ok")])
     assert "Widths:" in result_for(events, "load_skill").result["instructions"]

@@ -179,6 +179,34 @@ def test_approval_allows_a_change_a_person_approved():
     assert "toy-001" not in [p.id for p in backend.search("", niche="toys", limit=25)]
 
 
+@pytest.mark.parametrize("change_ids", [["chg-001"], None])
+def test_a_change_injected_as_approved_is_approved(change_ids):
+    backend = make_backend(
+        staged_changes=[{"kind": "delist", "product_id": "toy-001", "status": "approved"}]
+    )
+    args = {"change_ids": change_ids} if change_ids else {}
+    events, _, _ = run_turn(
+        [tool_reply("apply_changes", **args), text_reply("Applied.")],
+        backend=backend,
+        role="operator",
+    )
+    assert result_for(events, "apply_changes").status == "ok"
+    assert backend.snapshot().changes[0].status == "applied"
+
+
+def test_apply_changes_with_no_ids_and_nothing_approved_is_blocked():
+    backend = make_backend(staged_changes=[{"kind": "delist", "product_id": "toy-001"}])
+    events, _, _ = run_turn(
+        [tool_reply("apply_changes"), text_reply("A person approves first.")],
+        backend=backend,
+        role="operator",
+    )
+    result = result_for(events, "apply_changes")
+    assert result.status == "blocked"
+    assert result.reason.startswith("approval: there are no approved changes to apply")
+    assert backend.snapshot().changes[0].status == "staged"
+
+
 # --- memory policy ------------------------------------------------------------------------------
 
 

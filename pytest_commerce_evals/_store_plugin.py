@@ -32,10 +32,12 @@ from .store import (
     Selection,
     StoredTrial,
     StoreError,
+    clean_trial,
     git_state,
     judge_identity,
     load_record,
     new_run_id,
+    printable,
     public_base_url,
     set_results,
     trial_from_record,
@@ -49,6 +51,7 @@ FLUSH_EVERY_S = 2.0
 
 RECORDER = pytest.StashKey["RunRecorder"]()
 BASELINE = pytest.StashKey["RunRecord | None"]()
+BASELINE_NOTES = pytest.StashKey[list[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -162,9 +165,17 @@ def _resolve_run(store: RunStore | None, ref: str, what: str) -> RunRecord:
     return found
 
 
-def _open_store(config: pytest.Config) -> RunStore | None:
+def _open_store(config: pytest.Config, *, read_only: bool = False) -> RunStore | None:
     folder = store_folder(config)
-    return RunStore(folder) if folder is not None else None
+    return RunStore(folder, read_only=read_only) if folder is not None else None
+
+
+def _problem(error: BaseException) -> str:
+    """A store failure as the summary shows it: a `StoreError` names the file already; anything
+    else (a bug, or something the store did not foresee) is shown with its type."""
+    if isinstance(error, StoreError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
 
 
 # -- recording --------------------------------------------------------------------------------
@@ -209,6 +220,7 @@ class RunRecorder:
         self.fallback: Path | None = None
         self.written: list[tuple[str, Path]] = []
         self.write_errors: list[str] = []
+        self.store_warnings: list[str] = []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -234,8 +246,8 @@ class RunRecorder:
         previous = signal.signal(signal.SIGTERM, interrupt)
         self.config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
 
-    def _fail(self, error: Exception) -> None:
-        self.store, self.store_error = None, str(error)
+    def _fail(self, error: BaseException) -> None:
+        self.store, self.store_error = None, _problem(error)
 
     def begin(self) -> None:
         if self.begun:
@@ -251,16 +263,18 @@ class RunRecorder:
             self.record = self.record.model_copy(update=update)
         if self.folder is None:
             return
+        # nothing a store does may cost the run: any failure sends it to the unsaved record
         try:
             self.store = RunStore(self.folder)
             self.store.begin_run(self.record)
-        except StoreError as exc:
+        except Exception as exc:
             self._fail(exc)
 
     def add(self, record: dict[str, Any]) -> None:
         self.begin()
         key = (record["case_id"], record["trial"])
-        trial = trial_from_record(record, self.messages.pop(key, ()))
+        # whatever the trial holds, the store, the JSON record and the reports take it
+        trial = clean_trial(trial_from_record(record, self.messages.pop(key, ())))
         self.trials.append(trial)
         self.pending.append(trial)
         if (
@@ -276,7 +290,7 @@ class RunRecorder:
             return
         try:
             self.store.add_trials(self.record.run_id, batch)
-        except StoreError as exc:
+        except Exception as exc:
             self._fail(exc)
 
     def _in_memory(self, complete: bool, exit_status: int) -> RunRecord:
@@ -307,11 +321,13 @@ class RunRecorder:
         baseline = self.config.stash.get(BASELINE, None)
         if baseline is not None:
             self.how_chosen = "named with --commerce-baseline"
+            for note in self.config.stash.get(BASELINE_NOTES, []):
+                self.store_warnings.append(f"damaged, left out looking for the baseline: {note}")
         elif self.store is not None:
             try:
                 baseline = self.store.previous_comparable(self.record)
-            except StoreError as exc:
-                self._fail(exc)
+            except Exception as exc:  # no baseline; the run itself can still be stored
+                self.store_warnings.append(f"no baseline could be read: {_problem(exc)}")
             self.how_chosen = (
                 "the previous complete run with the same kind, case paths, -k, -m and trials"
                 if baseline is not None
@@ -328,7 +344,7 @@ class RunRecorder:
                     baseline=base_id,
                     trials=self.trials,
                 )
-            except StoreError as exc:
+            except Exception as exc:
                 self._fail(exc)
         if self.finished is None:
             self.finished = self._in_memory(complete, status).model_copy(
@@ -337,7 +353,10 @@ class RunRecorder:
             if self.folder is not None:
                 self.fallback = self._write_aside(self.finished)
         if baseline is not None:
-            self.diff = diff_failing_sets(baseline, self.finished)
+            try:
+                self.diff = diff_failing_sets(baseline, self.finished)
+            except Exception as exc:  # the run is kept whatever the diff makes of it
+                self.write_errors.append(f"could not diff against the baseline: {_problem(exc)}")
         self._write_reports()
 
     def _write_aside(self, record: RunRecord) -> Path | None:
@@ -350,7 +369,7 @@ class RunRecorder:
         ):
             try:
                 return write_record(record, folder / name)
-            except OSError:
+            except Exception:  # a folder that cannot be written: try the next
                 continue
         return None
 
@@ -382,8 +401,8 @@ class RunRecorder:
             path = _output_path(config, value)
             try:
                 self.written.append((label, write(path)))
-            except OSError as exc:
-                self.write_errors.append(f"could not write the {label} to {path}: {exc}")
+            except Exception as exc:  # a report is never worth the run: say why and go on
+                self.write_errors.append(f"could not write the {label} to {path}: {_problem(exc)}")
 
     def summary_lines(self) -> list[tuple[str, dict[str, bool]]]:
         out: list[tuple[str, dict[str, bool]]] = []
@@ -411,6 +430,9 @@ class RunRecorder:
                     {},
                 )
             )
+        out += [(f"run store: {w}", {"yellow": True}) for w in self.store_warnings]
+        if self.store is not None and self.store.damaged:
+            out += _damaged_lines(self.store)
         if self.store_error is not None:
             out.append((f"run store error: {self.store_error}", {"red": True, "bold": True}))
             if self.fallback is not None:
@@ -448,6 +470,22 @@ class RunRecorder:
         return out
 
 
+def _damaged_lines(store: RunStore) -> list[tuple[str, dict[str, bool]]]:
+    """What reading the store had to leave out, as summary lines."""
+    found = store.damaged
+    out = [
+        (
+            f"run store {store.path}: {len(found)} damaged run(s) or trial(s) left out; the "
+            "other runs were read",
+            {"yellow": True, "bold": True},
+        )
+    ]
+    out += [(f"  {line}", {"yellow": True}) for line in found[:5]]
+    if len(found) > 5:
+        out.append((f"  … and {len(found) - 5} more", {"yellow": True}))
+    return out
+
+
 def _markup(line: str) -> dict[str, bool]:
     if line.startswith("newly failing") and not line.endswith("(0):"):
         return {"red": True, "bold": True}
@@ -471,6 +509,9 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[BASELINE] = _resolve_run(store, ref, "--commerce-baseline")
         except StoreError as exc:
             raise pytest.UsageError(f"--commerce-baseline: {exc}") from None
+        if store is not None and store.damaged:
+            # the run is diffed against the run found; say what was left out on the way
+            config.stash[BASELINE_NOTES] = list(store.damaged)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -530,8 +571,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if recorder is None or recorder.finished is None:
         return
     terminalreporter.section("commerce-evals run history")
-    for line, markup in recorder.summary_lines():
-        terminalreporter.write_line(line, **markup)
+    try:
+        lines = recorder.summary_lines()
+    except Exception as exc:  # the run is already written; the summary must not end pytest
+        lines = [
+            (f"commerce-evals: the run history summary failed: {_problem(exc)}", {"red": True})
+        ]
+    for line, markup in lines:
+        terminalreporter.write_line(printable(line), **markup)
 
 
 # -- model against model ----------------------------------------------------------------------
@@ -559,7 +606,8 @@ def _compare_main(config: pytest.Config, session: pytest.Session) -> int | pytes
         return pytest.ExitCode.USAGE_ERROR
     try:
         needs_store = any(not (Path(r).suffix == ".json" or Path(r).is_file()) for r in refs)
-        store = _open_store(config) if needs_store else None
+        # comparing only reads: a store on a read-only disk, or one CI mounted read-only, works
+        store = _open_store(config, read_only=True) if needs_store else None
         a = _resolve_run(store, refs[0], "A")
         b = _resolve_run(store, refs[1], "B")
     except (StoreError, pytest.UsageError) as exc:
@@ -570,6 +618,9 @@ def _compare_main(config: pytest.Config, session: pytest.Session) -> int | pytes
         reporter.section("commerce-evals: failing sets side by side")
     for line in comparison.lines():
         write(line, **_compare_markup(line))
+    if store is not None and store.damaged:
+        for line, markup in _damaged_lines(store):
+            write(line, **markup)
     html = config.getoption("commerce_html", None)
     if html:
         path = _output_path(config, html)

@@ -11,6 +11,11 @@ operation opens its own short connection and writes in `BEGIN IMMEDIATE` transac
 The database and the JSON record (`--commerce-json`) share one `SCHEMA_VERSION`; an older database
 is migrated when it is opened, an older JSON record when it is read.
 
+Whatever a trial holds is written: a lone surrogate (half of a UTF-16 pair, which no UTF-8 file or
+database takes) is written as the escape `\\udXXX`, and a value nested deeper than `MAX_DEPTH` is
+kept as its JSON text. A reader never gets past a damaged record or store with anything but a
+`StoreError` naming the file, the key or column, and what is wrong.
+
 Schema history:
   1  runs (no `kind`, no judge fingerprints, no exit status or options) and trials (no error,
      grader results, snapshot, turn messages, duration or location).
@@ -21,8 +26,10 @@ Schema history:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import secrets
 import sqlite3
 import subprocess
@@ -38,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
     "DEFAULT_STORE_PATH",
+    "MAX_DEPTH",
     "SCHEMA_VERSION",
     "RunRecord",
     "RunStore",
@@ -45,9 +53,11 @@ __all__ = [
     "SetResult",
     "StoreError",
     "StoredTrial",
+    "clean_json",
     "git_state",
     "load_record",
     "new_run_id",
+    "printable",
     "public_base_url",
     "set_results",
     "trial_from_record",
@@ -65,6 +75,244 @@ RunKind = Literal["regression", "live"]
 
 class StoreError(Exception):
     """The run store cannot be opened, read or written; the message names the file."""
+
+
+class _DamagedRun(StoreError):
+    """One run's rows do not decode; the rest of the store may still be read."""
+
+
+# -- JSON every writer and reader can take ----------------------------------------------------
+
+MAX_DEPTH = 400
+"""How deeply a run record's arrays and objects may nest, the record itself being level 1. A
+trial's value nested deeper is written as its JSON text, so every record written reads back;
+a record nested deeper is refused when read."""
+
+
+def printable(text: str) -> str:
+    """`text` with each lone surrogate written as the escape `\\udXXX`, everything else kept.
+
+    A lone surrogate (half of a UTF-16 pair, e.g. a model reply cut inside an emoji) is a valid
+    Python string but no UTF-8 file, database or terminal takes it.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _encodes(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_clean(value: Any, limit: int) -> bool:
+    """No lone surrogate in any string or key, and no array or object deeper than `limit`."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not _encodes(item):
+                return False
+        elif isinstance(item, dict):
+            if depth > limit:
+                return False
+            for key, child in item.items():
+                if isinstance(key, str) and not _encodes(key):
+                    return False
+                stack.append((child, depth + 1))
+        elif isinstance(item, list | tuple):
+            if depth > limit:
+                return False
+            stack.extend((child, depth + 1) for child in item)
+    return True
+
+
+class _Raw(str):
+    """JSON text already written, on `_json_text`'s stack."""
+
+
+def _json_text(value: Any) -> str:
+    """Compact JSON text of a value nested to any depth (`json.dumps` recurses and stops near
+    1,000 levels); lone surrogates escaped, unknown types as their `str`."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Raw):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(json.dumps(printable(item), ensure_ascii=False))
+        elif isinstance(item, dict):
+            parts: list[Any] = [_Raw("{")]
+            for n, (key, child) in enumerate(item.items()):
+                name = printable(key) if isinstance(key, str) else str(key)
+                parts += [
+                    _Raw(("," if n else "") + json.dumps(name, ensure_ascii=False) + ":"),
+                    child,
+                ]
+            stack.extend(reversed([*parts, _Raw("}")]))
+        elif isinstance(item, list | tuple):
+            parts = [_Raw("[")]
+            for n, child in enumerate(item):
+                parts += [_Raw(",")] if n else []
+                parts.append(child)
+            stack.extend(reversed([*parts, _Raw("]")]))
+        else:
+            out.append(json.dumps(item, default=str))
+    return "".join(out)
+
+
+def clean_json(value: Any, limit: int = MAX_DEPTH) -> Any:
+    """`value` as every JSON writer and reader here takes it: lone surrogates in strings and keys
+    escaped (`printable`), and each array or object nested deeper than `limit` levels replaced by
+    its JSON text. Returns `value` itself when nothing needed changing."""
+    if _is_clean(value, limit):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, int, Any, Any]] = [(value, 1, root, 0)]
+    while stack:
+        item, depth, into, slot = stack.pop()
+        if isinstance(item, str):
+            into[slot] = printable(item)
+        elif isinstance(item, dict | list | tuple) and depth > limit:
+            into[slot] = _json_text(item)
+        elif isinstance(item, dict):
+            built: dict[Any, Any] = {}
+            into[slot] = built
+            for key, child in item.items():
+                name = printable(key) if isinstance(key, str) else key
+                built[name] = None
+                stack.append((child, depth + 1, built, name))
+        elif isinstance(item, list | tuple):
+            items: list[Any] = [None] * len(item)
+            into[slot] = items
+            stack.extend((child, depth + 1, items, n) for n, child in enumerate(item))
+        else:
+            into[slot] = item
+    return root[0]
+
+
+def short_repr(value: Any, most: int = 40) -> str:
+    """`repr(value)`, cut with an ellipsis (and its length) when longer than `most`."""
+    text = printable(repr(value))
+    return text if len(text) <= most else f"{text[: most - 10]}… ({len(text)} characters)"
+
+
+def key_path(parts: Iterable[Any]) -> str:
+    """`trials.0.turns.0.3.result` for a list of keys and indexes; a long one cut in the middle."""
+    names = [printable(str(p)) for p in parts]
+    if len(names) > 10:
+        names = [*names[:6], f"… {len(names) - 8} more …", *names[-2:]]
+    return ".".join(names) or "(the top level)"
+
+
+def first_json_problem(value: Any, limit: int, *, surrogates: bool) -> str | None:
+    """Where `value` breaks a rule of `clean_json`, as 'KEY: what', in document order: an array
+    or object nested deeper than `limit`, or (with `surrogates`) a string or key holding a lone
+    surrogate. None when there is none."""
+    stack: list[tuple[Any, int, tuple[Any, ...]]] = [(value, 1, ())]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, str):
+            if surrogates and not _encodes(item):
+                return f"{key_path(where)}: {_surrogate(item)}"
+        elif isinstance(item, dict | list | tuple):
+            if depth > limit:
+                return f"{key_path(where)}: nested deeper than {limit} levels"
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            children = []
+            for key, child in pairs:
+                if surrogates and isinstance(key, str) and not _encodes(key):
+                    return f"{key_path((*where, key))}: the key holds {_surrogate(key)[2:]}"
+                children.append((child, depth + 1, (*where, key)))
+            stack.extend(reversed(children))
+    return None
+
+
+def _surrogate(text: str) -> str:
+    found = next(c for c in text if "\ud800" <= c <= "\udfff")
+    return f"a lone surrogate \\u{ord(found):04x} (half of a UTF-16 pair; not valid Unicode text)"
+
+
+_TOKEN = re.compile(r'\s*(?:"((?:[^"\\]++|\\.)*+)"|([\[\]{},:])|[^\s\[\]{},:"]+)', re.S)
+
+
+def deep_json_path(text: str, limit: int) -> str:
+    """The key path at which JSON `text` first nests deeper than `limit` levels, found without
+    parsing it (for text too deep for `json.loads`); '(unknown)' when the text ends first."""
+    stack: list[list[Any]] = []  # per open container: [is_object, key or index, awaiting a key]
+    pos = 0
+    while (m := _TOKEN.match(text, pos)) is not None and m.end() > pos:
+        pos = m.end()
+        string, mark = m.group(1), m.group(2)
+        top = stack[-1] if stack else None
+        if mark in ("[", "{"):
+            if len(stack) >= limit:
+                return key_path(entry[1] for entry in stack)
+            stack.append([mark == "{", 0 if mark == "[" else None, mark == "{"])
+        elif mark in ("]", "}"):
+            if stack:
+                stack.pop()
+        elif mark == "," and top is not None:
+            if top[0]:
+                top[2] = True
+            else:
+                top[1] += 1
+        elif string is not None and top is not None and top[0] and top[2]:
+            try:
+                top[1] = json.loads(f'"{string}"')
+            except ValueError:
+                top[1] = string
+            top[2] = False
+    return "(unknown)"
+
+
+def _loads_clean(raw: bytes, where: str, what: str, limit: int) -> Any:
+    """Parse a JSON document of `what` from `where` with every failure a `StoreError` naming
+    the file and, where there is one, the key; lone surrogates come back escaped."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise StoreError(
+            f"{where}: cannot read {what}: not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise StoreError(
+            f"{where}: key {deep_json_path(text, limit)}: nested deeper than {limit} levels; "
+            f"{what} nests at most {limit}"
+        ) from None
+    except ValueError as exc:
+        raise StoreError(f"{where}: cannot read {what}: {exc}") from None
+    if _is_clean(data, limit):
+        return data
+    problem = first_json_problem(data, limit, surrogates=False)
+    if problem is not None:
+        raise StoreError(f"{where}: key {problem}; {what} nests at most {limit}")
+    return clean_json(data, limit)
+
+
+def validation_summary(exc: ValidationError, limit: int = 4) -> str:
+    """'key a.b: what; key c: what (and N more)': each key and what is wrong with it."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = key_path(err["loc"])
+        found = ""
+        if err["type"] not in ("missing", "extra_forbidden") and "input" in err:
+            found = f" (found {type(err['input']).__name__})"
+        parts.append(f"key {where}: {printable(err['msg'])}{found}")
+    more = f" (and {len(parts) - limit} more)" if len(parts) > limit else ""
+    return "; ".join(parts[:limit]) + more
 
 
 # -- records ----------------------------------------------------------------------------------
@@ -186,10 +434,13 @@ def public_base_url(url: str | None) -> str | None:
     """The base URL without credentials, query or fragment: nothing secret is ever stored."""
     if not url:
         return None
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+    except ValueError:  # not a URL (a bad port or IPv6 host): store nothing rather than guess
+        return None
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
@@ -307,44 +558,93 @@ def judge_identity(trials: Iterable[StoredTrial]) -> tuple[str | None, list[str]
 # -- JSON records -----------------------------------------------------------------------------
 
 
-def _migrate_record(data: dict[str, Any], where: str) -> dict[str, Any]:
+def _schema_version(data: dict[str, Any], where: str) -> int:
     version = data.get("schema_version", 1)
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise StoreError(
-            f"{where}: schema_version {version!r} is newer than this plugin's {SCHEMA_VERSION}; "
-            "upgrade pytest-commerce-evals to read it"
+            f"{where}: key schema_version: expected an integer from 1 to {SCHEMA_VERSION}; "
+            f"found {short_repr(version)}"
         )
-    if version < 2:
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{where}: schema_version {short_repr(version)} is newer than this plugin's "
+            f"{SCHEMA_VERSION}; upgrade pytest-commerce-evals to read it"
+        )
+    return version
+
+
+def _migrate_record(data: dict[str, Any], where: str) -> dict[str, Any]:
+    if _schema_version(data, where) < 2:
         data.setdefault("kind", "regression")
         data.setdefault("judge_fingerprints", [])
-        data.pop("sets", None)  # recomputed below from the trials
+        data.pop("sets", None)  # recomputed from the trials once they are read
     data["schema_version"] = SCHEMA_VERSION
-    if not data.get("sets"):
-        trials = [StoredTrial.model_validate(t) for t in data.get("trials") or []]
-        data["sets"] = [s.model_dump() for s in set_results(trials)]
     return data
 
 
 def load_record(path: str | Path) -> RunRecord:
-    """Read a run record written by `--commerce-json` (older schemas are migrated)."""
+    """Read a run record written by `--commerce-json` (older schemas are migrated).
+
+    Any failure is a `StoreError` naming the file and, where there is one, the key: not a file,
+    not UTF-8, not JSON, nested deeper than `MAX_DEPTH`, a schema_version that is not 1 to
+    `SCHEMA_VERSION`, a key missing or of the wrong type. Lone surrogates come back escaped.
+    """
     path = Path(path)
+    if path.exists() and not path.is_file():  # a folder, or a pipe that would block the read
+        raise StoreError(f"{path}: cannot read a run record: not a regular file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"{path}: cannot read a run record: {exc}") from None
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read a run record: {exc.strerror or exc}") from None
+    data = _loads_clean(raw, str(path), "a run record", MAX_DEPTH)
     if not isinstance(data, dict):
         raise StoreError(f"{path}: a run record is a JSON object; found {type(data).__name__}")
     try:
-        return RunRecord.model_validate(_migrate_record(data, str(path)))
+        record = RunRecord.model_validate(_migrate_record(data, str(path)))
     except ValidationError as exc:
-        raise StoreError(f"{path}: not a commerce-evals run record: {exc}") from None
+        raise StoreError(
+            f"{path}: not a commerce-evals run record: {validation_summary(exc)}"
+        ) from None
+    if not record.sets and record.trials:
+        record = record.model_copy(update={"sets": set_results(record.trials)})
+    return record
+
+
+def clean_trial(trial: StoredTrial) -> StoredTrial:
+    """The trial itself, or a copy with every value `clean_json` makes writable."""
+    data = trial.__dict__
+    room = MAX_DEPTH - 2  # a trial is level 3 of a record (the record, its trials, the trial)
+    if _is_clean(data, room):
+        return trial
+    return StoredTrial.model_validate(clean_json(trial.model_dump(), room))
+
+
+def clean_header(record: RunRecord) -> RunRecord:
+    """The record itself, or a copy whose fields other than the trials `clean_json` made
+    writable (a model name or path from the command line can hold a lone surrogate)."""
+    data = record.model_dump(exclude={"trials"})
+    if _is_clean(data, MAX_DEPTH):
+        return record
+    return RunRecord.model_validate({**clean_json(data, MAX_DEPTH), "trials": record.trials})
+
+
+def record_json(record: RunRecord) -> str:
+    """The record as JSON text that `load_record` reads back, whatever its trials hold."""
+    try:
+        return record.model_dump_json(indent=1)
+    except (ValueError, TypeError, RecursionError):
+        # a lone surrogate, a value nested past pydantic's 254 levels, a type it cannot write
+        data = clean_json(record.model_dump(), MAX_DEPTH)
+        return json.dumps(data, ensure_ascii=False, indent=1, default=str)
 
 
 def write_record(record: RunRecord, path: str | Path) -> Path:
+    """Write the record as JSON (through a temporary file, so a reader never sees half of it);
+    only an `OSError` of the file system can stop it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(record.model_dump_json(indent=1), encoding="utf-8")
+    tmp.write_text(record_json(record), encoding="utf-8")
     tmp.replace(path)
     return path
 
@@ -441,6 +741,7 @@ CREATE INDEX IF NOT EXISTS runs_by_model ON runs (agent_model, kind, complete, s
 """
 
 _RUN_JSON = ("judge_fingerprints", "selection", "options")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _TRIAL_JSON = {
     "tags": "tags",
     "failures": "failures",
@@ -452,16 +753,49 @@ _TRIAL_JSON = {
 }
 
 
+_MOVE_ASIDE = (
+    "move the file aside (keep it for inspection) and the next run starts a new store; see "
+    "docs/run-history.md"
+)
+# text in the database that is not UTF-8 (written by another tool) is read with its bad bytes
+# escaped as \\xNN instead of failing the whole query
+_TEXT = functools.partial(str, encoding="utf-8", errors="backslashreplace")
+
+
+def _folder_read_only(folder: Path) -> bool:
+    """No write permission on the folder, or none for anyone (root ignores the mode bits)."""
+    try:
+        return not os.access(folder, os.W_OK) or not folder.stat().st_mode & 0o222
+    except OSError:
+        return True
+
+
 class RunStore:
     """Runs, trials and set results in `<folder>/runs.sqlite`; safe under concurrent writers.
 
     Opening checks (and, for an older store, migrates) the schema; every failure to open, read or
-    write raises `StoreError` naming the database file.
+    write raises `StoreError` naming the database file. `read_only=True` opens an existing store
+    without writing anything (SQLite's `mode=ro`; `immutable=1` where the folder is read-only, as
+    SQLite could not create its shared-memory file there): what `--commerce-compare` and the
+    trend use.
+
+    Reading skips what is damaged where it can: `runs()` leaves out a run whose row or set results
+    do not decode, noting it in `damaged`; `load_run` of such a run raises a `StoreError` naming
+    the run, the column and what is wrong.
     """
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, *, read_only: bool = False) -> None:
         self.folder = Path(folder)
         self.path = self.folder / DB_NAME
+        self.read_only = read_only
+        self.damaged: list[str] = []
+        """What reading had to leave out, one message per damaged run or trial."""
+        if read_only:
+            if not self.path.is_file():
+                raise StoreError(f"{self.path}: no run store here (no run has been recorded)")
+            with self._connect() as conn:
+                self._check_schema(conn)
+            return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -490,16 +824,25 @@ class RunStore:
 
     # connections -------------------------------------------------------------------------
 
+    def _open(self) -> sqlite3.Connection:
+        if not self.read_only:
+            return sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        if _folder_read_only(self.folder):
+            uri += "&immutable=1"
+        return sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         try:
-            with closing(
-                sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-            ) as conn:
+            with closing(self._open()) as conn:
                 conn.row_factory = sqlite3.Row
+                conn.text_factory = _TEXT
                 conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
                 yield conn
         except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: run store error: {exc}") from None
+        except OverflowError as exc:  # an integer SQLite cannot hold (64 bits)
             raise StoreError(f"{self.path}: run store error: {exc}") from None
 
     @contextmanager
@@ -515,9 +858,36 @@ class RunStore:
                 raise
             conn.execute("COMMIT")
 
+    def _damage(self, what: str) -> StoreError:
+        return StoreError(f"{self.path}: run store damaged: {what}; {_MOVE_ASIDE}")
+
+    def _stored_version(self, conn: sqlite3.Connection) -> int:
+        """meta.schema_version, or 1 for a schema 1 store that predates it."""
+        try:
+            rows = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        except sqlite3.Error as exc:
+            raise self._damage(f"the meta table cannot be read ({exc})") from None
+        if not rows:
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+            if "kind" in columns:  # the runs table is schema 2: the version row was lost
+                raise self._damage("the meta table has no schema_version row")
+            return 1
+        value = rows[0][0]
+        try:
+            version = int(str(value).strip())
+        except ValueError:
+            version = 0
+        if version < 1:
+            raise self._damage(
+                f"meta.schema_version is {short_repr(value)}, not a schema version (1 to "
+                f"{SCHEMA_VERSION})"
+            )
+        return version
+
     def _check_schema(self, conn: sqlite3.Connection) -> None:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not tables:  # a new store; the write lock is held, so no other process races us
+        if not tables and not self.read_only:
+            # a new store; the write lock is held, so no other process races us
             for statement in _SCHEMA_V2.split(";"):
                 if statement.strip():
                     conn.execute(statement)
@@ -525,20 +895,37 @@ class RunStore:
             return
         if "meta" not in tables or "runs" not in tables:
             raise StoreError(
-                f"{self.path}: not a commerce-evals run store (tables: {', '.join(sorted(tables))})"
+                f"{self.path}: not a commerce-evals run store (tables: "
+                f"{', '.join(sorted(tables)) or 'none'})"
             )
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        version = int(row[0]) if row else 1
+        version = self._stored_version(conn)
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path}: run store schema_version {version} is newer than this plugin's "
                 f"{SCHEMA_VERSION}; upgrade pytest-commerce-evals or use another --commerce-store"
             )
+        if version < SCHEMA_VERSION and self.read_only:
+            raise StoreError(
+                f"{self.path}: run store schema_version {version} must be migrated to "
+                f"{SCHEMA_VERSION} before it can be read; run pytest once with write access "
+                "to it"
+            )
         if version < 2:
-            self._migrate_1_to_2(conn)
-        conn.execute(
-            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-        )
+            try:
+                self._migrate_1_to_2(conn)
+            except sqlite3.Error as exc:
+                raise self._damage(
+                    f"meta.schema_version is 1 but the tables do not migrate to 2 ({exc})"
+                ) from None
+        missing = {"trials", "set_results"} - {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if missing:
+            raise self._damage(f"table(s) {', '.join(sorted(missing))} missing")
+        if version != SCHEMA_VERSION:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
 
     def _migrate_1_to_2(self, conn: sqlite3.Connection) -> None:
         for statement in _MIGRATE_1_TO_2.split(";"):
@@ -557,6 +944,7 @@ class RunStore:
 
     def begin_run(self, record: RunRecord) -> None:
         """Write the run row, marked incomplete; trials follow with `add_trials`."""
+        record = clean_header(record)
         with self._transaction() as conn:
             conn.execute(
                 "INSERT INTO runs (run_id, kind, started_at, ended_at, complete, exit_status, "
@@ -582,34 +970,44 @@ class RunStore:
                 ),
             )
 
+    @staticmethod
+    def _trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
+        return (
+            run_id,
+            t.case_id,
+            t.trial,
+            t.set_name,
+            t.threshold,
+            t.priority,
+            t.difficulty,
+            json.dumps(t.tags),
+            t.outcome,
+            json.dumps(t.failures, ensure_ascii=False),
+            json.dumps(t.turns, ensure_ascii=False),
+            json.dumps(t.verdicts, ensure_ascii=False),
+            t.trials,
+            t.error,
+            json.dumps(t.grader_results, ensure_ascii=False, default=str),
+            json.dumps(t.messages, ensure_ascii=False),
+            json.dumps(t.snapshot, ensure_ascii=False) if t.snapshot is not None else None,
+            t.duration_s,
+            t.file,
+            t.line,
+        )
+
     def add_trials(self, run_id: str, trials: Iterable[StoredTrial]) -> int:
-        rows = [
-            (
-                run_id,
-                t.case_id,
-                t.trial,
-                t.set_name,
-                t.threshold,
-                t.priority,
-                t.difficulty,
-                json.dumps(t.tags),
-                t.outcome,
-                json.dumps(t.failures, ensure_ascii=False),
-                json.dumps(t.turns, ensure_ascii=False),
-                json.dumps(t.verdicts, ensure_ascii=False),
-                t.trials,
-                t.error,
-                json.dumps(t.grader_results, ensure_ascii=False, default=str),
-                json.dumps(t.messages, ensure_ascii=False),
-                json.dumps(t.snapshot, ensure_ascii=False) if t.snapshot is not None else None,
-                t.duration_s,
-                t.file,
-                t.line,
-            )
-            for t in trials
-        ]
-        if not rows:
+        """Store trials (a case and trial stored again replaces the earlier one). A trial whose
+        text SQLite cannot take is stored as `clean_trial` makes it."""
+        trials = list(trials)
+        if not trials:
             return 0
+        try:
+            self._insert_trials([self._trial_row(run_id, t) for t in trials])
+        except (UnicodeEncodeError, RecursionError, ValueError, TypeError):
+            self._insert_trials([self._trial_row(run_id, clean_trial(t)) for t in trials])
+        return len(trials)
+
+    def _insert_trials(self, rows: list[tuple[Any, ...]]) -> None:
         with self._transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO trials (run_id, case_id, trial, set_name, threshold, "
@@ -618,7 +1016,6 @@ class RunStore:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
-        return len(rows)
 
     def finish_run(
         self,
@@ -693,43 +1090,72 @@ class RunStore:
 
     # reading -----------------------------------------------------------------------------
 
-    @staticmethod
-    def _trials(conn: sqlite3.Connection, run_id: str) -> list[StoredTrial]:
+    def _column(self, raw: Any, column: str, where: str) -> Any:
+        """A JSON column's value, or a `StoreError` saying what is damaged where."""
+        if raw is None:
+            return None
+        try:
+            value = json.loads(raw)
+        except RecursionError:
+            raise _DamagedRun(
+                f"{self.path}: {where}: column {column} is nested too deeply to read"
+            ) from None
+        except (ValueError, TypeError) as exc:
+            raise _DamagedRun(
+                f"{self.path}: {where}: column {column} is not JSON ({exc})"
+            ) from None
+        if isinstance(raw, str) and _SURROGATE_ESCAPE.search(raw):
+            value = clean_json(value)
+        return value
+
+    def _trials(self, conn: sqlite3.Connection, run_id: str) -> list[StoredTrial]:
         rows = conn.execute(
             "SELECT * FROM trials WHERE run_id = ? ORDER BY set_name, case_id, trial", (run_id,)
         ).fetchall()
         out = []
         for row in rows:
             data = dict(row)
-            data.pop("run_id")
-            for column, field in _TRIAL_JSON.items():
-                raw = data.pop(column)
-                data[field] = json.loads(raw) if raw is not None else None
-            out.append(StoredTrial.model_validate(data))
+            where = f"run {run_id}, case {data.get('case_id')!r:.80} trial {data.get('trial')!r}"
+            try:
+                data.pop("run_id")
+                for column, field in _TRIAL_JSON.items():
+                    data[field] = self._column(data.pop(column), f"trials.{column}", where)
+                out.append(StoredTrial.model_validate(data))
+            except KeyError as exc:
+                raise _DamagedRun(f"{self.path}: {where}: column trials.{exc} missing") from None
+            except ValidationError as exc:
+                raise _DamagedRun(
+                    f"{self.path}: {where}: damaged: {validation_summary(exc)}"
+                ) from None
         return out
 
     def _record(self, conn: sqlite3.Connection, row: sqlite3.Row, with_trials: bool) -> RunRecord:
         data = dict(row)
-        data.pop("signature")
-        for column in _RUN_JSON:
-            data[column] = json.loads(data[column])
-        data["complete"] = bool(data["complete"])
-        data["git_dirty"] = None if data["git_dirty"] is None else bool(data["git_dirty"])
-        sets = conn.execute(
-            "SELECT * FROM set_results WHERE run_id = ? ORDER BY set_name", (data["run_id"],)
-        ).fetchall()
-        data["sets"] = [
-            dict(
-                dict(s)
-                | {"name": s["set_name"], "met": bool(s["met"]), "other": json.loads(s["other"])}
-            )
-            for s in sets
-        ]
-        for s in data["sets"]:
-            s.pop("run_id"), s.pop("set_name")
-        if with_trials:
-            data["trials"] = self._trials(conn, data["run_id"])
-        return RunRecord.model_validate(data)
+        where = f"run {printable(str(data.get('run_id')))[:80]}"
+        try:
+            data.pop("signature")
+            for column in _RUN_JSON:
+                data[column] = self._column(data[column], f"runs.{column}", where)
+            data["complete"] = bool(data["complete"])
+            data["git_dirty"] = None if data["git_dirty"] is None else bool(data["git_dirty"])
+            sets = conn.execute(
+                "SELECT * FROM set_results WHERE run_id = ? ORDER BY set_name", (data["run_id"],)
+            ).fetchall()
+            data["sets"] = []
+            for found in sets:
+                entry = dict(found)
+                entry["name"] = entry.pop("set_name")
+                entry["met"] = bool(entry["met"])
+                entry["other"] = self._column(entry["other"], "set_results.other", where)
+                entry.pop("run_id")
+                data["sets"].append(entry)
+            if with_trials:
+                data["trials"] = self._trials(conn, data["run_id"])
+            return RunRecord.model_validate(data)
+        except KeyError as exc:
+            raise _DamagedRun(f"{self.path}: {where}: column {exc} missing") from None
+        except ValidationError as exc:
+            raise _DamagedRun(f"{self.path}: {where}: damaged: {validation_summary(exc)}") from None
 
     def load_run(self, run_id: str, *, with_trials: bool = True) -> RunRecord:
         with self._connect() as conn:
@@ -748,7 +1174,8 @@ class RunStore:
         exclude: str | None = None,
         limit: int | None = None,
     ) -> list[RunRecord]:
-        """Runs without their trials, newest first, filtered by the given fields."""
+        """Runs without their trials, newest first, filtered by the given fields. A run whose
+        row does not decode is left out and noted in `damaged`."""
         where, args = [], []
         for column, value in (
             ("kind", kind),
@@ -766,31 +1193,68 @@ class RunStore:
             args.append(exclude)
         query = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         query += " ORDER BY started_at DESC, run_id DESC"
-        if limit is not None:
-            query += f" LIMIT {int(limit)}"
+        out: list[RunRecord] = []
         with self._connect() as conn:
-            return [self._record(conn, row, False) for row in conn.execute(query, args)]
+            for row in conn.execute(query, args):
+                if limit is not None and len(out) >= limit:
+                    break
+                try:
+                    out.append(self._record(conn, row, False))
+                except _DamagedRun as exc:
+                    self._note(exc)
+        return out
+
+    def _note(self, exc: StoreError) -> None:
+        if str(exc) not in self.damaged:
+            self.damaged.append(str(exc))
 
     def verdicts(self, run_id: str) -> list[dict[str, Any]]:
-        """Every judge verdict of a run, without loading its transcripts (for live trends)."""
+        """Every judge verdict of a run, without loading its transcripts (for live trends); a
+        trial whose verdicts do not decode is left out and noted in `damaged`."""
         out: list[dict[str, Any]] = []
         with self._connect() as conn:
-            for (raw,) in conn.execute("SELECT verdicts FROM trials WHERE run_id = ?", (run_id,)):
-                out += json.loads(raw or "[]")
+            rows = conn.execute(
+                "SELECT case_id, trial, verdicts FROM trials WHERE run_id = ?", (run_id,)
+            )
+            for case_id, trial, raw in rows:
+                where = f"run {run_id}, case {case_id!r:.80} trial {trial!r}"
+                try:
+                    found = self._column(raw or "[]", "trials.verdicts", where)
+                except _DamagedRun as exc:
+                    self._note(exc)
+                    continue
+                if not isinstance(found, list) or not all(isinstance(v, dict) for v in found):
+                    self._note(
+                        _DamagedRun(
+                            f"{self.path}: {where}: column trials.verdicts is not a list of "
+                            "verdicts"
+                        )
+                    )
+                    continue
+                out += found
         return out
 
     def previous_comparable(self, record: RunRecord) -> RunRecord | None:
-        """The latest complete run of the same kind and selection, started before `record`."""
+        """The latest complete run of the same kind and selection, started before `record`; a
+        damaged one is passed over (and noted in `damaged`) for the one before it."""
         for candidate in self.runs(
             kind=record.kind, complete=True, signature=record.signature, exclude=record.run_id
         ):
             if candidate.started_at <= record.started_at:
-                return self.load_run(candidate.run_id)
+                try:
+                    return self.load_run(candidate.run_id)
+                except _DamagedRun as exc:
+                    self._note(exc)
         return None
 
     def latest_for_model(self, model: str, kind: str = "regression") -> RunRecord | None:
-        found = self.runs(kind=kind, complete=True, agent_model=model, limit=1)
-        return self.load_run(found[0].run_id) if found else None
+        """The model's latest complete run of `kind`; a damaged one is passed over."""
+        for candidate in self.runs(kind=kind, complete=True, agent_model=model):
+            try:
+                return self.load_run(candidate.run_id)
+            except _DamagedRun as exc:
+                self._note(exc)
+        return None
 
     def models(self) -> list[str]:
         with self._connect() as conn:

@@ -14,9 +14,11 @@ import pytest
 from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.store import (
+    MAX_DEPTH,
     SCHEMA_VERSION,
     RunStore,
     StoreError,
+    clean_json,
     load_record,
     public_base_url,
     write_record,
@@ -365,7 +367,10 @@ def test_a_terminated_run_keeps_what_finished_and_is_incomplete(suite, tmp_path)
         ).replace("from helpers", "import os, signal, time\nfrom helpers")
         + "\n"
     )
-    result = p.runpytest_subprocess("cases", f"--commerce-store={store}", "-p", "no:cacheprovider")
+    # one trial at a time, so that the SIGTERM comes after the first two finished
+    result = p.runpytest_subprocess(
+        "cases", f"--commerce-store={store}", "--commerce-concurrency=1", "-p", "no:cacheprovider"
+    )
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*recorded in *runs.sqlite: 2 trials, INCOMPLETE (interrupted*"])
     runs = runs_in(store)
@@ -435,6 +440,7 @@ def test_junit_xml_carries_case_properties(suite, tmp_path):
         "priority": "critical",
         "difficulty": "medium",
         "trial": "2/2",
+        "outcome": "pass",
     }
     assert len(props) == 6
 
@@ -443,3 +449,349 @@ def test_collect_only_records_nothing(suite, tmp_path):
     p, _ = suite
     p.runpytest("cases", "--collect-only", f"--commerce-store={tmp_path / 's'}")
     assert not (tmp_path / "s").exists()
+
+
+# -- whatever a trial holds is written ----------------------------------------------------------
+
+
+def nest(depth: int, leaf="x"):
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+def depth_of(value) -> int:
+    levels = 0
+    while isinstance(value, list):
+        value, levels = value[0], levels + 1
+    return levels
+
+
+def nasty_trial():
+    t = trial("cart-001-a", "fail", reply="cut \ud83e here")
+    t.turns[0][1]["result"] = {"deep": nest(300), "s": "a\udd14b", "\ud83e": 1}
+    t.grader_results[0]["observed"] = nest(3000)
+    return t
+
+
+def test_lone_surrogates_and_deep_values_are_stored_and_written_escaped(tmp_path):
+    record = run([nasty_trial(), trial("cart-002-b")])
+    store = RunStore(tmp_path / "runs")
+    store.import_record(record)
+    path = write_record(record, tmp_path / "run.json")
+    json.loads(path.read_bytes().decode("utf-8"))  # strict UTF-8: it is valid JSON text
+    for loaded in (store.load_run(record.run_id), load_record(path)):
+        first = loaded.trials[0]
+        assert first.turns[0][-2] == {"type": "text", "text": "cut \\ud83e here"}
+        result = first.turns[0][1]["result"]
+        assert result["s"] == "a\\udd14b" and result["\\ud83e"] == 1  # the rest is kept
+        assert result["deep"] == nest(300)  # 300 levels are kept as they are
+        # past MAX_DEPTH (the record, trials, a trial, observed…) the rest is its JSON text
+        observed = first.grader_results[0]["observed"]
+        assert depth_of(observed) == MAX_DEPTH - 5
+        rest = 3000 - (MAX_DEPTH - 5)
+        assert depth_of_leaf(observed) == "[" * rest + '"x"' + "]" * rest
+        assert loaded.trials[1] == record.trials[1]  # a clean trial is untouched
+
+
+def depth_of_leaf(value):
+    while isinstance(value, list):
+        value = value[0]
+    return value
+
+
+def test_clean_json_returns_clean_values_themselves():
+    value = {"a": [1, "é", {"b": None}], "c": "\U0001f600"}
+    assert clean_json(value) is value
+    assert clean_json({"a": "\ud83e"}) == {"a": "\\ud83e"}
+
+
+# -- run records that are not right ----------------------------------------------------------------
+
+
+def good_record() -> dict:
+    return json.loads(run([trial("cart-001-a")]).model_dump_json())
+
+
+def changed(**keys) -> dict:
+    data = good_record()
+    for key, value in keys.items():
+        if value is ...:
+            data.pop(key)
+        else:
+            data[key] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 2; found '2'"),
+        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 2; found 2.0"),
+        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 2; found True"),
+        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 2; found 0"),
+        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 2; found -3"),
+        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 2"),
+        (changed(schema_version=10**60), f"schema_version 1{'0' * 29}… (61 characters) is newer"),
+        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 2; found None"),
+        (changed(run_id=...), "not a commerce-evals run record: key run_id: Field required"),
+        (changed(trials={"a": 1}), "key trials: Input should be a valid list (found dict)"),
+        (changed(trials=5), "key trials: Input should be a valid list (found int)"),
+        (changed(trials=[{"case_id": 1}]), "key trials.0.case_id: Input should be a valid string (found int)"),
+        (changed(sets=[[]]), "key sets.0: Input should be a valid dictionary or instance of SetResult"),
+        (changed(selection="cases"), "key selection: Input should be a valid dictionary"),
+        (changed(surprise=1), "key surprise: Extra inputs are not permitted"),
+        (changed(kind="nightly"), "key kind: Input should be 'regression' or 'live'"),
+    ],
+)  # fmt: skip
+def test_a_bad_run_record_names_the_file_and_the_key(tmp_path, data, message):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(StoreError) as info:
+        load_record(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b'{"trials": ' + b"[" * 3000 + b"]" * 3000 + b"}", "key trials.0.0.0.0.0.… "),
+        (b"[" * 3000 + b"]" * 3000, "key 0.0.0.0.0.0.… "),
+        (b'{"options": ' + b'{"a": ' * 500 + b"1" + b"}" * 501, "key options.a.a.a.a.a.… "),
+        (b"\xff\xfe{}", "cannot read a run record: not UTF-8 text (byte 0: invalid start byte)"),
+        (b'{"run_id": "x", ', "cannot read a run record: Expecting property name"),
+        (b"", "cannot read a run record: Expecting value"),
+        (b"1" * 5000, "cannot read a run record: Exceeds the limit (4300 digits)"),
+    ],
+)
+def test_a_record_that_is_not_a_record_is_an_error_not_a_crash(tmp_path, raw, message):
+    path = tmp_path / "run.json"
+    path.write_bytes(raw)
+    with pytest.raises(StoreError) as info:
+        load_record(path)
+    assert str(info.value).startswith(f"{path}: ") and message in str(info.value)
+    if "key" in message:
+        assert f"nested deeper than {MAX_DEPTH} levels" in str(info.value)
+
+
+def test_a_record_path_that_is_a_folder_or_missing_is_an_error(tmp_path):
+    with pytest.raises(StoreError, match="run.json: cannot read a run record: not a regular file"):
+        (tmp_path / "run.json").mkdir() or load_record(tmp_path / "run.json")
+    with pytest.raises(StoreError, match="cannot read a run record: No such file or directory"):
+        load_record(tmp_path / "none.json")
+
+
+def test_a_bad_baseline_record_is_a_usage_error_naming_file_and_key(suite, tmp_path):
+    p, _ = suite
+    bad = tmp_path / "base.json"
+    bad.write_text(json.dumps(changed(trials=[{"case_id": "x"}])))
+    result = p.runpytest(
+        "cases", f"--commerce-store={tmp_path / 's'}", f"--commerce-baseline={bad}"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(
+        [
+            f"*--commerce-baseline: {bad}: not a commerce-evals run record: key trials.0.trial: Field required*"
+        ]
+    )
+    bad.write_bytes(b"[" * 3000 + b"]" * 3000)
+    deep = p.runpytest("--commerce-store=none", f"--commerce-compare={bad},{bad}")
+    assert deep.ret == pytest.ExitCode.USAGE_ERROR
+    deep.stdout.fnmatch_lines(
+        [f"*commerce-evals: {bad}: key 0.0.0.0.0.0.* nested deeper than {MAX_DEPTH} levels*"]
+    )
+
+
+# -- damaged stores ---------------------------------------------------------------------------
+
+
+def stored_runs(folder: Path, *ids: str) -> RunStore:
+    store = RunStore(folder)
+    for n, run_id in enumerate(ids):
+        store.import_record(
+            run(
+                [trial("cart-001-a"), trial("cart-002-b", "fail")],
+                run_id=run_id,
+                started_at=f"2025-01-0{n + 1}T00:00:00.000+00:00",
+            )
+        )
+    return store
+
+
+def sql(folder: Path, statement: str, *args) -> None:
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
+        conn.execute(statement, args)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (
+            "UPDATE meta SET value = 'two' WHERE key = 'schema_version'",
+            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 2)",
+        ),
+        (
+            "UPDATE meta SET value = '-1' WHERE key = 'schema_version'",
+            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 2)",
+        ),
+        (
+            "DELETE FROM meta",
+            "run store damaged: the meta table has no schema_version row",
+        ),
+        (
+            "ALTER TABLE meta RENAME COLUMN value TO v",
+            "run store damaged: the meta table cannot be read (no such column: value)",
+        ),
+        ("DROP TABLE set_results", "run store damaged: table(s) set_results missing"),
+        ("DROP TABLE meta", "not a commerce-evals run store (tables: runs, set_results, trials)"),
+    ],
+)
+def test_a_damaged_meta_table_names_the_store_and_the_damage(tmp_path, damage, message):
+    folder = tmp_path / "runs"
+    stored_runs(folder, "20250101-000000-000001")
+    sql(folder, damage)
+    for read_only in (False, True):
+        with pytest.raises(StoreError) as info:
+            RunStore(folder, read_only=read_only)
+        assert str(info.value).startswith(f"{folder / 'runs.sqlite'}: {message}")
+    if "damaged" in message:
+        assert "move the file aside" in str(info.value)
+
+
+def test_damaged_json_columns_leave_out_their_run_and_the_others_stay_readable(tmp_path):
+    folder = tmp_path / "runs"
+    stored_runs(folder, "r-1", "r-2", "r-3", "r-4", "r-5")
+    sql(folder, "UPDATE trials SET error = CAST(X'6f6bff21' AS TEXT) WHERE run_id = 'r-1'")
+    sql(folder, "UPDATE runs SET selection = '{not json' WHERE run_id = 'r-2'")
+    sql(folder, "UPDATE set_results SET other = '7' WHERE run_id = 'r-3'")
+    sql(
+        folder,
+        "UPDATE trials SET transcript = '[[' WHERE run_id = 'r-4' AND case_id = 'cart-001-a'",
+    )
+    sql(folder, "UPDATE trials SET verdicts = '{}' WHERE run_id = 'r-5' AND case_id = 'cart-002-b'")
+    store = RunStore(folder)
+    assert [r.run_id for r in store.runs()] == ["r-5", "r-4", "r-1"]
+    assert store.damaged == [
+        f"{store.path}: run r-3: damaged: key sets.0.other: Input should be a valid "
+        "dictionary (found int)",
+        f"{store.path}: run r-2: column runs.selection is not JSON (Expecting property name "
+        "enclosed in double quotes: line 1 column 2 (char 1))",
+    ]
+    with pytest.raises(StoreError) as info:
+        store.load_run("r-4")
+    assert str(info.value) == (
+        f"{store.path}: run r-4, case 'cart-001-a' trial 1: column trials.transcript is not "
+        "JSON (Expecting value: line 1 column 3 (char 2))"
+    )
+    # the latest comparable run that reads is the baseline; bad UTF-8 comes back escaped
+    base = store.previous_comparable(run([], run_id="r-9", started_at="2025-02-01T00:00:00"))
+    assert base.run_id == "r-1" and base.trials[0].error == "ok\\xff!"
+    assert store.damaged[-2].startswith(f"{store.path}: run r-5, case 'cart-002-b' trial 1: ")
+    assert "key verdicts: Input should be a valid list (found dict)" in store.damaged[-2]
+    assert len(store.verdicts("r-5")) == 0 and "is not a list of verdicts" in store.damaged[-1]
+
+
+def test_a_damaged_store_still_runs_and_keeps_the_run_in_the_unsaved_record(suite, tmp_path):
+    p, _ = suite
+    store = tmp_path / "store"
+    stored_runs(store, "20250101-000000-000001")
+    sql(store, "UPDATE meta SET value = 'x' WHERE key = 'schema_version'")
+    result = p.runpytest("cases", f"--commerce-store={store}")
+    result.assert_outcomes(passed=3)
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            f"*run store error: {store / 'runs.sqlite'}: run store damaged: meta.schema_version "
+            "is 'x', not a schema version (1 to 2); move the file aside*",
+            f"*its full record was written to {store}/unsaved-*.json instead*",
+        ]
+    )
+    (kept,) = store.glob("unsaved-*.json")
+    assert len(load_record(kept).trials) == 3
+
+
+def test_a_damaged_earlier_run_is_passed_over_and_the_run_is_stored(suite, tmp_path):
+    p, write = suite
+    store = tmp_path / "store"
+    args = ("cases", f"--commerce-store={store}")
+    write(cart_001_add_single="shoe-002")
+    p.runpytest(*args)
+    write()
+    p.runpytest(*args)
+    first, second = [r["run_id"] for r in runs_in(store)]
+    sql(store, "UPDATE trials SET verdicts = 'nope' WHERE run_id = ?", second)
+    result = p.runpytest(*args)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*recorded in *runs.sqlite: 3 trials, complete",
+            "*run store *runs.sqlite: 1 damaged run(s) or trial(s) left out; the other runs were read",
+            f"*run {second}, case 'cart-001-add-single' trial 1: column trials.verdicts is not JSON*",
+            f"baseline: run {first} *",
+        ]
+    )
+    assert len(runs_in(store)) == 3 and not list(store.glob("unsaved-*"))
+
+
+def test_compare_only_reads_and_works_on_a_read_only_store(suite, tmp_path):
+    p, write = suite
+    store = tmp_path / "store"
+    endpoint = "--commerce-base-url=http://localhost:9/v1"
+    p.runpytest("cases", f"--commerce-store={store}", endpoint, "--commerce-model=model-a")
+    write(cart_001_add_single="shoe-002")
+    p.runpytest("cases", f"--commerce-store={store}", endpoint, "--commerce-model=model-b")
+    before = {f.name: f.read_bytes() for f in store.iterdir()}
+    (store / "runs.sqlite").chmod(0o444)
+    store.chmod(0o555)
+    try:
+        result = p.runpytest(f"--commerce-store={store}", "--commerce-compare=model-a,model-b")
+        assert result.ret == 0
+        result.stdout.fnmatch_lines(["failing only under B (model-b) (1):"])
+        # nothing written, not even SQLite's shared-memory file
+        assert {f.name: f.read_bytes() for f in store.iterdir()} == before
+    finally:
+        store.chmod(0o755)
+        (store / "runs.sqlite").chmod(0o644)
+    missing = p.runpytest(f"--commerce-store={tmp_path / 'none'}", "--commerce-compare=a,b")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    missing.stdout.fnmatch_lines(
+        ["*none/runs.sqlite: no run store here (no run has been recorded)"]
+    )
+    assert not (tmp_path / "none").exists()
+
+
+def test_a_run_with_nasty_content_is_stored_and_written_through_pytest(suite, tmp_path):
+    p, _ = suite
+    p.makeconftest(
+        "from helpers import ToyBackend\n"
+        "from pytest_commerce_evals import Text, ToolCall, ToolResult, TurnEnd\n"
+        "class Nasty:\n"
+        "    def run_turn(self, session, message):\n"
+        "        deep = 'x'\n"
+        "        for _ in range(200):\n"
+        "            deep = [deep]\n"
+        "        yield ToolCall(call_id='c1', name='add_to_cart', arguments={'q': 'a\\ud83e'})\n"
+        "        yield ToolResult(call_id='c1', name='add_to_cart', result={'d': deep, 'k': 'b\\udd14'})\n"
+        "        yield Text(text='cut \\ud83e here')\n"
+        "        yield TurnEnd(turn=0)\n"
+        "def pytest_commerce_evals_make_backend(config, case):\n    return ToyBackend()\n"
+        "def pytest_commerce_evals_make_agent(config, case, backend):\n    return Nasty()\n"
+    )
+    out = tmp_path / "run.json"
+    html = tmp_path / "run.html"
+    store = tmp_path / "s"
+    result = p.runpytest(
+        "cases", f"--commerce-store={store}", f"--commerce-json={out}", f"--commerce-html={html}"
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*recorded in *: 3 trials, complete", "JSON run record written*"])
+    (stored,) = RunStore(store).runs()
+    for record in (RunStore(store).load_run(stored.run_id), load_record(out)):
+        events = record.trials[0].turns[0]
+        assert (
+            events[0]["arguments"] == {"q": "a\\ud83e"} and events[2]["text"] == "cut \\ud83e here"
+        )
+        assert events[1]["result"]["k"] == "b\\udd14" and depth_of(events[1]["result"]["d"]) == 200
+    assert "cut \\ud83e here" in html.read_text(encoding="utf-8")

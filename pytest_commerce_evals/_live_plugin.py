@@ -373,20 +373,21 @@ def _trend_wanted(config: pytest.Config) -> bool:
 def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
     """The trend's lines and where the SVG was written (None when not asked for)."""
     from ._store_plugin import _output_path, store_folder
-    from .store import RunStore, StoreError
 
     folder = store_folder(config)
     if folder is None:
         return ["no run store (--commerce-store=none): no live runs to trend"], None
     lc = live_config(config)
     limit = config.getoption("commerce_trend_runs") or 12
-    try:
-        runs = read_live_runs(RunStore(folder), limit=limit)
-    except (StoreError, OSError) as exc:
-        return [f"cannot read the run store: {exc}"], None
+    runs, damaged, error = _stored_live_runs(folder, limit)
+    if error is not None:
+        return [f"cannot read the run store: {error}"], None
     dims = lc.dimensions if lc is not None else None
     trend = compute_trend(runs, dims)
     lines = trend.lines()
+    if damaged:
+        lines.append(f"{len(damaged)} damaged run(s) or trial(s) left out of the trend:")
+        lines += [f"  {line}" for line in damaged[:5]]
     svg = config.getoption("commerce_trend_svg")
     written = None
     if svg:
@@ -395,6 +396,22 @@ def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
         path.write_text(render_trend_svg(trend), encoding="utf-8")
         written = str(path)
     return lines, written
+
+
+def _stored_live_runs(
+    folder: Path, limit: int
+) -> tuple[list[tuple[str, str, list[dict[str, Any]]]], list[str], str | None]:
+    """(live runs, what was damaged and left out, why the store could not be read at all). The
+    trend only reads: the store is opened read-only, and no store yet means no runs."""
+    from .store import DB_NAME, RunStore, StoreError
+
+    if not (folder / DB_NAME).exists():
+        return [], [], None
+    try:
+        store = RunStore(folder, read_only=True)
+        return read_live_runs(store, limit=limit), store.damaged, None
+    except (StoreError, OSError) as exc:
+        return [], [], str(exc)
 
 
 def _write_trend(write: Any, config: pytest.Config) -> None:
@@ -457,16 +474,12 @@ def pytest_commerce_evals_report_sections(config: pytest.Config, run: Any) -> li
     if getattr(run, "kind", None) != "live":
         return None
     from ._store_plugin import store_folder
-    from .store import RunStore, StoreError
 
     runs: list[tuple[str, str, list[dict[str, Any]]]] = []
     folder = store_folder(config)
     if folder is not None:
-        try:
-            limit = config.getoption("commerce_trend_runs") or 12
-            runs = read_live_runs(RunStore(folder), limit=limit)
-        except (StoreError, OSError):
-            runs = []
+        limit = config.getoption("commerce_trend_runs") or 12
+        runs = _stored_live_runs(folder, limit)[0]
     runs = [r for r in runs if r[0] != run.run_id]
     runs.append((run.run_id, run.started_at, [v for t in run.trials for v in t.verdicts]))
     lc = live_config(config)

@@ -25,7 +25,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from html import escape
@@ -36,9 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .events import EVENT_TYPES, Event, coerce_event
 from .rubrics import STANDARD
+from .store import clean_json, deep_json_path, first_json_problem, printable, short_repr
 
 __all__ = [
+    "CAPTURE_MAX_DEPTH",
     "CAPTURE_SCHEMA_VERSION",
+    "CAPTURE_SCHEMA_VERSIONS",
     "DEFAULT_REDACT",
     "NOISE_POINTS",
     "REDACTION_KINDS",
@@ -62,6 +65,12 @@ __all__ = [
 ]
 
 CAPTURE_SCHEMA_VERSION = 1
+CAPTURE_SCHEMA_VERSIONS = (1,)
+"""The capture schema versions this plugin reads; a line of any other is reported and skipped."""
+CAPTURE_MAX_DEPTH = 200
+"""How deeply a capture line's arrays and objects may nest (the line itself is level 1). A
+deeper line is reported and skipped; the writer keeps a deeper value as its JSON text."""
+MAX_TURN = 2**31 - 1
 NOISE_POINTS = 1.0
 """A move of one percentage point or less between live runs is noise, whatever a test says."""
 
@@ -85,6 +94,44 @@ def _luhn_ok(digits: str) -> bool:
 
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+# the last character before `endpos` that cannot be in an email's local part
+_LAST_NOT_LOCAL = re.compile(r"(?s:.*)[^A-Za-z0-9._%+-]")
+
+
+class _EmailScan:
+    """`_EMAIL`'s matches, found in linear time.
+
+    `_EMAIL.sub` on its own is quadratic: from every position of a long run of letters and digits
+    it scans the run to its end looking for an `@` (a 400 kB token took minutes). A match can only
+    start at the beginning of the run of local-part characters that ends at an `@` (or where the
+    previous match ended), so `_EMAIL` is tried there once per `@`, anchored, which finds exactly
+    the matches `_EMAIL.sub` finds. Each character is scanned a bounded number of times.
+    """
+
+    pattern = _EMAIL.pattern
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        pos = 0
+        while (at := text.find("@", pos)) != -1:
+            before = _LAST_NOT_LOCAL.match(text, pos, at)
+            start = before.end() if before else pos
+            found = _EMAIL.match(text, start) if start < at else None
+            if found is not None:
+                yield found
+                pos = found.end()
+            else:
+                pos = at + 1
+
+    def sub(self, replace: Callable[[re.Match[str]], str], text: str) -> str:
+        out: list[str] = []
+        done = 0
+        for match in self.finditer(text):
+            out += [text[done : match.start()], replace(match)]
+            done = match.end()
+        return "".join(out) + text[done:] if out else text
+
+
+_EMAIL_SCAN = _EmailScan()
 # 13 to 19 digits, optionally grouped by single spaces or hyphens
 _CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
 _PHONE = re.compile(
@@ -112,9 +159,10 @@ def _phone(match: re.Match[str]) -> str | None:
     return "[phone]"
 
 
-REDACTION_KINDS: dict[str, tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]]] = {
+REDACTION_KINDS: dict[str, tuple[Any, Callable[[re.Match[str]], str | None]]] = {
+    # (a compiled pattern, or anything with its `sub`; what replaces a match, None to keep it)
     # cards before phones: a card number's digit groups would otherwise read as a phone number
-    "email": (_EMAIL, lambda m: "[email]"),
+    "email": (_EMAIL_SCAN, lambda m: "[email]"),
     "card": (_CARD, _card),
     "phone": (_PHONE, _phone),
 }
@@ -141,7 +189,7 @@ class Redactor:
                 f"unknown redaction kind(s) {', '.join(unknown)}; known: "
                 f"{', '.join(REDACTION_KINDS)} (add your own as a pattern)"
             )
-        self._rules: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str | None]]] = [
+        self._rules: list[tuple[Any, Callable[[re.Match[str]], str | None]]] = [
             REDACTION_KINDS[k] for k in REDACTION_KINDS if k in self.kinds
         ]
         for name, regex in self.patterns.items():
@@ -201,9 +249,21 @@ class CapturedTurn(BaseModel):
     conversation_id: str = Field(min_length=1)
     timestamp: datetime
     role: Role
-    turn: int = Field(ge=1)
+    turn: int = Field(ge=1, le=MAX_TURN)
     user: str
     events: list[Event] = Field(default_factory=list)
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _known_version(cls, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer; found {type(value).__name__}")
+        if value not in CAPTURE_SCHEMA_VERSIONS:
+            raise ValueError(
+                f"unknown capture schema_version {short_repr(value)}; this plugin reads "
+                f"{', '.join(map(str, CAPTURE_SCHEMA_VERSIONS))} (a newer plugin may read it)"
+            )
+        return value
 
     @field_validator("timestamp")
     @classmethod
@@ -211,8 +271,22 @@ class CapturedTurn(BaseModel):
         return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+def _event_json(event: Any) -> dict[str, Any]:
+    """An event as a JSON object, however deeply its values nest (pydantic's JSON mode stops
+    at 254 levels)."""
+    model = coerce_event(event)
+    try:
+        data = model.model_dump(mode="json")
+    except ValueError:
+        data = model.model_dump()
+    return clean_json(data, CAPTURE_MAX_DEPTH - 2)  # an event is level 3 of a line
+
+
 def _turn_line(turn: CapturedTurn) -> str:
-    return json.dumps(turn.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+    data = turn.model_dump(mode="json", exclude={"events"})
+    data["events"] = [_event_json(e) for e in turn.events]
+    line = json.dumps(clean_json(data), ensure_ascii=False, separators=(",", ":"), default=str)
+    return line
 
 
 class CaptureWriter:
@@ -261,7 +335,7 @@ class CaptureWriter:
     ) -> CapturedTurn:
         """Redact and append one turn; returns the turn as written."""
         redact = self.redactor.value
-        payload = [redact(coerce_event(e).model_dump(mode="json")) for e in events]
+        payload = [redact(_event_json(e)) for e in events]
         with self._lock:
             if turn is None:
                 turn = self._turns.get(conversation_id, 0) + 1
@@ -271,7 +345,9 @@ class CaptureWriter:
                 timestamp=timestamp or datetime.now(UTC),
                 role=role,
                 turn=turn,
-                user=self.redactor.text(user_message) if self.redactor.active else user_message,
+                user=printable(
+                    self.redactor.text(user_message) if self.redactor.active else user_message
+                ),
                 events=payload,
             )
             data = (_turn_line(record) + "\n").encode("utf-8")
@@ -389,6 +465,93 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts[:4]) + (f" (and {len(parts) - 4} more)" if len(parts) > 4 else "")
 
 
+_PARTIAL_NUMBER = re.compile(r"-?\d*\.?\d*(?:[eE][+-]?\d*)?")
+# a \\u escape at the end of the text, or a whole one followed by (part of) its low surrogate
+_PARTIAL_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}(?:\\(?:u[0-9a-fA-F]{0,4})?)?")
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _cut_short(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether `text` is the start of a JSON document (a write cut short) rather than no JSON:
+    the parser ran out of text, or stopped in the last token, which is itself cut short."""
+    if exc.msg.startswith("Extra data"):  # a whole value, then more
+        return False
+    rest = text[exc.pos :].rstrip()
+    return (
+        not rest
+        or exc.msg.startswith("Unterminated string")
+        or (exc.msg.startswith("Invalid \\uXXXX") and _PARTIAL_ESCAPE.fullmatch(rest) is not None)
+        or any(literal.startswith(rest) for literal in _LITERALS)
+        or _PARTIAL_NUMBER.fullmatch(rest) is not None
+    )
+
+
+def _parse_line(raw: bytes) -> tuple[Any, str | None]:
+    """(the line's JSON value, None), or (None, why it cannot be read)."""
+    raw = raw.rstrip(b"\r\n")  # so that positions are on line 1, where they are
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data":  # cut inside a character: look at the rest
+            text = raw[: exc.start].decode("utf-8-sig", "replace")
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as cut:
+                if _cut_short(text, cut):
+                    return None, f"truncated JSON: {cut} (and a character cut short)"
+            except (ValueError, RecursionError):
+                pass
+        return None, f"not JSON: not UTF-8 text (byte {exc.start}: {exc.reason})"
+    try:
+        return json.loads(text), None
+    except RecursionError:
+        where = deep_json_path(text, CAPTURE_MAX_DEPTH)
+        return None, f"{where}: nested deeper than {CAPTURE_MAX_DEPTH} levels; line skipped"
+    except json.JSONDecodeError as exc:
+        return None, f"{'truncated JSON' if _cut_short(text, exc) else 'not JSON'}: {exc}"
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        return None, f"not JSON: {exc}"
+
+
+def _structure_problem(raw: bytes, data: Any) -> str | None:
+    """A value nested deeper than `CAPTURE_MAX_DEPTH`, or a lone surrogate, as 'KEY: what'. Only
+    a line that could hold one is walked: enough brackets, or a `\\uD8xx`-`\\uDFxx` escape."""
+    deep = raw.count(b"[") + raw.count(b"{") > CAPTURE_MAX_DEPTH
+    surrogate = _SURROGATE_ESCAPE.search(raw) is not None
+    if not deep and not surrogate:
+        return None
+    return first_json_problem(data, CAPTURE_MAX_DEPTH, surrogates=surrogate)
+
+
+def _id_problem(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if "conversation_id" not in data:
+        return "no conversation_id"
+    cid = data["conversation_id"]
+    if not isinstance(cid, str):
+        return f"conversation_id is not a string (found {type(cid).__name__})"
+    if not cid:
+        return "conversation_id is empty"
+    if printable(cid) != cid:
+        return "conversation_id holds a lone surrogate (half of a UTF-16 pair; not valid Unicode)"
+    return None
+
+
+def _missing_turns(numbers: list[int], most: int = 5) -> tuple[list[int], int]:
+    """The first `most` turn numbers missing below the highest of `numbers` (sorted, distinct),
+    and how many are missing in all; never builds the range (a turn may be 2**31 - 1)."""
+    missing: list[int] = []
+    expected = 1
+    for n in numbers:
+        while expected < n and len(missing) < most:
+            missing.append(expected)
+            expected += 1
+        expected = n + 1
+    return missing, numbers[-1] - len(numbers)
+
+
 def read_capture(
     paths: Iterable[str | os.PathLike[str]],
     *,
@@ -399,11 +562,14 @@ def read_capture(
 ) -> Capture:
     """Read capture files, keep the sampled conversations, and report every unusable line.
 
-    A line that is not JSON, or has no conversation id, is skipped on its own. A line of a
-    sampled conversation that does not validate (an unknown event type, a missing key, a repeated
+    A line that is not JSON (or is JSON cut short: "truncated JSON"), is nested too deeply to
+    read, or has no usable conversation id is skipped on its own. A line of a sampled
+    conversation that does not validate (an unknown event type or schema_version, a missing key,
+    a turn out of range, a lone surrogate, nesting deeper than `CAPTURE_MAX_DEPTH`, a repeated
     turn) takes its whole conversation out of the sample, reported, since judging a transcript
     with a turn missing would grade something that never happened. Conversations outside the
-    sample are not validated at all.
+    sample are not validated at all. Every problem names the file and the line; none quotes the
+    line's content.
     """
     redactor = redactor or NO_REDACTION
     capture = Capture()
@@ -411,7 +577,10 @@ def read_capture(
     spoiled: dict[str, CaptureProblem] = {}
     decided: dict[str, bool] = {}
     for path in capture_files(paths):
-        shown = display(path)
+        shown = printable(display(path))
+        if path.exists() and not path.is_file():  # a folder, or a pipe that would block
+            capture.problems.append(CaptureProblem(shown, 0, "cannot read: not a regular file"))
+            continue
         try:
             fh = path.open("rb")
         except OSError as exc:
@@ -422,35 +591,31 @@ def read_capture(
                 capture.lines += 1
                 if not raw.strip():
                     continue
-                try:
-                    data = json.loads(raw)
-                except (ValueError, UnicodeDecodeError) as exc:
-                    cut = not raw.endswith(b"\n") or any(
-                        word in str(exc) for word in ("Unterminated", "Expecting")
-                    )
-                    what = "truncated JSON" if cut else "not JSON"
-                    capture.problems.append(CaptureProblem(shown, n, f"{what}: {exc}"))
+                data, error = _parse_line(raw)
+                if error is None:
+                    error = _id_problem(data)
+                    error = None if error is None else f"{error}; line skipped"
+                if error is not None:
+                    capture.problems.append(CaptureProblem(shown, n, error))
                     continue
-                cid = data.get("conversation_id") if isinstance(data, dict) else None
-                if not isinstance(cid, str) or not cid:
-                    found = (
-                        "not a JSON object" if not isinstance(data, dict) else "no conversation_id"
-                    )
-                    capture.problems.append(CaptureProblem(shown, n, f"{found}; line skipped"))
-                    continue
+                cid = data["conversation_id"]
                 take = decided.get(cid)
                 if take is None:
                     take = decided[cid] = is_sampled(cid, rate, seed)
                 if not take or cid in spoiled:
                     continue
                 shown_id = redactor.text(cid) if redactor.active else cid
-                try:
-                    turn = CapturedTurn.model_validate(data)
-                except ValidationError as exc:
+                problem = _structure_problem(raw, data)
+                if problem is None:
+                    try:
+                        turn = CapturedTurn.model_validate(data)
+                    except ValidationError as exc:
+                        problem = _validation_message(exc)
+                if problem is not None:
                     spoiled[cid] = CaptureProblem(
                         shown,
                         n,
-                        f"conversation {shown_id!r}: {_validation_message(exc)}; "
+                        f"conversation {shown_id!r}: {problem}; "
                         "the conversation is left out of the sample",
                         shown_id,
                     )
@@ -486,31 +651,30 @@ def read_capture(
                 shown_id,
             )
             continue
-        if numbers != list(range(1, len(numbers) + 1)):
-            missing = sorted(set(range(1, numbers[-1] + 1)) - set(numbers))
+        if numbers[-1] != len(numbers):
+            missing, count = _missing_turns(numbers)
+            more = f" ({count} in all)" if count > len(missing) else ""
             spoiled[cid] = CaptureProblem(
                 first[1],
                 first[2],
                 f"conversation {shown_id!r}: turn(s) "
-                f"{', '.join(map(str, missing[:5]))} missing from the capture; the conversation "
-                "is left out",
+                f"{', '.join(map(str, missing))}{more} missing from the capture; the "
+                "conversation is left out",
                 shown_id,
             )
             continue
-        clean = [
-            t.model_copy(
-                update={
-                    "conversation_id": shown_id,
-                    "user": redactor.text(t.user),
-                    "events": [
-                        coerce_event(redactor.value(e.model_dump(mode="json"))) for e in t.events
-                    ],
-                }
+        try:
+            clean = [_redacted(t, shown_id, redactor) for t, _, _ in found]
+        except ValidationError as exc:
+            # a redaction made a value its type does not allow (a card-shaped quantity)
+            spoiled[cid] = CaptureProblem(
+                first[1],
+                first[2],
+                f"conversation {shown_id!r}: redacting it leaves an invalid event "
+                f"({_validation_message(exc)}); the conversation is left out",
+                shown_id,
             )
-            if redactor.active
-            else t
-            for t, _, _ in found
-        ]
+            continue
         capture.conversations.append(
             Conversation(shown_id, first[0].role, clean, first[1], first[2])
         )
@@ -518,6 +682,20 @@ def read_capture(
     capture.problems.sort(key=lambda p: (p.path, p.line))
     capture.conversations.sort(key=lambda c: (c.started_at, c.conversation_id))
     return capture
+
+
+def _redacted(turn: CapturedTurn, shown_id: str, redactor: Redactor) -> CapturedTurn:
+    if not redactor.active:
+        return turn
+    return turn.model_copy(
+        update={
+            "conversation_id": shown_id,
+            "user": redactor.text(turn.user),
+            "events": [
+                coerce_event(redactor.value(e.model_dump(mode="json"))) for e in turn.events
+            ],
+        }
+    )
 
 
 # --------------------------------------------------------------------------------------------

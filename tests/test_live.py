@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
+import random
+import string
 import threading
+import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from live_traffic import EMAIL, transcripts, write_traffic
 
 from pytest_commerce_evals import _judge_plugin
 from pytest_commerce_evals.judge import Judge
 from pytest_commerce_evals.live import (
+    _EMAIL,
+    _EMAIL_SCAN,
+    CAPTURE_MAX_DEPTH,
     CaptureWriter,
     Redactor,
     compute_trend,
@@ -129,6 +138,27 @@ def test_redactor_leaves_a_reference_transcript_without_identifiers_unchanged():
             assert redactor.text(message) == message
 
 
+def test_redaction_of_a_long_token_takes_linear_time():
+    # the email pattern once scanned a run of letters and digits to its end from every position:
+    # a 400 kB token hung the run for minutes
+    rng = random.Random(5)
+    token = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(400_000))
+    redactor = Redactor()
+    for text in (token, token[:200_000] + "@" + token[200_000:], "a@" * 200_000):
+        started = time.perf_counter()
+        assert redactor.text(text) == text  # nothing in them is an identifier
+        assert time.perf_counter() - started < 2.0
+    mail = token[:100_000] + " jane@example.com " + token[100_000:]
+    assert redactor.text(mail) == token[:100_000] + " [email] " + token[100_000:]
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.text(st.sampled_from("aZ9._%+-@ (x.co"), max_size=40))
+def test_email_scan_finds_exactly_what_the_email_pattern_finds(text):
+    # the linear scan redacts neither more nor less than the pattern itself
+    assert _EMAIL_SCAN.sub(lambda m: "[email]", text) == _EMAIL.sub("[email]", text)
+
+
 def test_custom_patterns_and_kinds():
     redactor = Redactor(kinds=("email",), patterns={"loyalty": r"LOY-\d{6}"})
     assert redactor.text("LOY-123456 / a@b.io / +1 415 555 0134") == (
@@ -194,6 +224,149 @@ def test_bad_lines_are_reported_with_file_and_line_and_the_rest_is_read(tmp_path
         p.line == len(lines) and p.message.startswith("truncated JSON") for p in capture.problems
     )
     assert all(str(p).startswith("cap.jsonl:") for p in capture.problems)
+
+
+GOOD_LINE = {
+    "schema_version": 1,
+    "conversation_id": "c-good",
+    "timestamp": "2025-06-01T12:00:03Z",
+    "role": "customer",
+    "turn": 1,
+    "user": "trail shoes under $120?",
+    "events": [{"type": "text", "text": "Here are three."}, {"type": "turn_end", "turn": 0}],
+}
+
+
+def nest(depth: int, leaf=1):
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+def capture_line(**changes) -> str:
+    return json.dumps({**GOOD_LINE, **changes})
+
+
+def test_nasty_lines_are_reported_by_file_and_line_and_the_rest_is_judged(tmp_path):
+    deep_result = [{"type": "tool_result", "call_id": "c1", "result": nest(256)}]
+    lines = [
+        capture_line(),
+        capture_line(conversation_id="c-\ud83e"),  # a lone surrogate in the id
+        capture_line(conversation_id="c-text", user="cut \ud83e emoji"),
+        capture_line(
+            conversation_id="c-key",
+            events=[{"type": "ui", "component": "x", "payload": {"\udd14": 1}}],
+        ),
+        capture_line(conversation_id="c-deep", events=deep_result),
+        capture_line(conversation_id="c-turn", turn=2147483648),
+        capture_line(conversation_id="c-v2", schema_version=2),
+        capture_line(conversation_id="c-vstr", schema_version="1"),
+        capture_line(conversation_id="c-huge", schema_version=10**50),
+        "[" * 50_000 + "]" * 50_000,  # too deep for Python's JSON reader
+        capture_line(conversation_id="c-ok2"),
+    ]
+    path = tmp_path / "cap.jsonl"
+    # the surrogates are written as JSON escapes, as a JSON writer that does not check does
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    capture = read_capture([path], redactor=Redactor(), display=lambda p: p.name)
+    assert [c.conversation_id for c in capture.conversations] == ["c-good", "c-ok2"]
+    by_line = {p.line: p.message for p in capture.problems}
+    assert sorted(by_line) == list(range(2, 11))
+    assert by_line[2] == (
+        "conversation_id holds a lone surrogate (half of a UTF-16 pair; not valid Unicode); "
+        "line skipped"
+    )
+    assert by_line[3].startswith("conversation 'c-text': user: a lone surrogate \\ud83e")
+    assert by_line[4].startswith("conversation 'c-key': events.0.payload.\\udd14: the key holds")
+    assert by_line[5].startswith("conversation 'c-deep': events.0.result.0.0.0")
+    assert "nested deeper than 200 levels" in by_line[5]
+    assert "turn: Input should be less than or equal to 2147483647" in by_line[6]
+    assert "unknown capture schema_version 2; this plugin reads 1" in by_line[7]
+    assert "schema_version: Value error, expected an integer; found str" in by_line[8]
+    assert f"unknown capture schema_version 1{'0' * 29}… (51 characters);" in by_line[9]
+    assert by_line[10].endswith("nested deeper than 200 levels; line skipped")
+    assert all(str(p).startswith("cap.jsonl:") for p in capture.problems)
+    assert all(
+        p.message.endswith(("line skipped", "left out of the sample")) for p in capture.problems
+    )
+
+
+def test_a_line_that_is_not_json_is_not_called_truncated(tmp_path):
+    whole = capture_line(user='caf\u00e9 \U0001f600 \\ "quoted"')
+    path = tmp_path / "cap.jsonl"
+    lines = [
+        b"hello world",
+        b"<html><body>",
+        b"\x00\x01\x02",
+        b"}{",
+        b'{"a": 1} trailing',
+        b"\xff\xfe not utf-8",
+        whole.encode()[:-9],
+        whole.encode()[:37],
+    ]
+    path.write_bytes(b"\n".join(lines))  # the last line has no newline: a write cut short
+    capture = read_capture([path])
+    labels = [p.message.split(":")[0] for p in capture.problems]
+    assert labels == ["not JSON"] * 6 + ["truncated JSON"] * 2
+    assert "not UTF-8 text (byte 0: invalid start byte)" in capture.problems[5].message
+    # every cut of a real line, at any byte, is JSON cut short, never "not JSON"
+    raw = whole.encode()
+    for end in range(1, len(raw)):
+        path.write_bytes(raw[:end])
+        [problem] = read_capture([path]).problems
+        assert problem.message.startswith("truncated JSON"), (end, raw[:end])
+
+
+def test_a_huge_turn_number_is_a_missing_turn_not_a_hang(tmp_path):
+    path = tmp_path / "cap.jsonl"
+    path.write_text(capture_line(turn=2**31 - 1) + "\n" + capture_line(turn=3) + "\n")
+    started = time.perf_counter()
+    [problem] = read_capture([path]).problems
+    assert time.perf_counter() - started < 2.0
+    assert problem.message == (
+        "conversation 'c-good': turn(s) 1, 2, 4, 5, 6 (2147483645 in all) missing from the "
+        "capture; the conversation is left out"
+    )
+
+
+def test_a_card_shaped_quantity_leaves_its_conversation_out_instead_of_failing(tmp_path):
+    cart = [{"type": "cart_update", "items": [{"product_id": "p-1", "quantity": 4111111111111111}]}]
+    path = tmp_path / "cap.jsonl"
+    path.write_text(capture_line(events=cart) + "\n" + capture_line(conversation_id="c-2") + "\n")
+    capture = read_capture([path], redactor=Redactor())
+    assert [c.conversation_id for c in capture.conversations] == ["c-2"]
+    [problem] = capture.problems
+    assert "redacting it leaves an invalid event (cart_update.items.0.quantity" in problem.message
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_capture_path_that_is_not_a_file_is_reported_not_read(tmp_path):
+    os.mkfifo(tmp_path / "pipe.jsonl")  # opening it for reading would block for ever
+    capture = read_capture([tmp_path / "pipe.jsonl"], display=lambda p: p.name)
+    assert [str(p) for p in capture.problems] == ["pipe.jsonl:0: cannot read: not a regular file"]
+
+
+def test_the_writer_escapes_lone_surrogates_and_keeps_deep_values_readable(tmp_path):
+    path = tmp_path / "cap.jsonl"
+    events = [
+        {"type": "tool_call", "call_id": "c1", "name": "lookup", "arguments": {"q": "a\ud83e"}},
+        {"type": "tool_result", "call_id": "c1", "result": nest(300, "write to a@b.io")},
+        {"type": "text", "text": "cut \ud83e here"},
+    ]
+    with CaptureWriter(path) as writer:
+        writer.append_turn("c-1", "customer", "hello \udd14", events)
+    text = path.read_text(encoding="utf-8")  # valid UTF-8: the surrogates are escaped
+    [conv] = read_capture([path]).conversations
+    assert conv.user_messages == ["hello \\udd14"]
+    call, result, reply = conv.turns[0].events
+    assert call.arguments == {"q": "a\\ud83e"} and reply.text == "cut \\ud83e here"
+    # the levels past 200 are kept as their JSON text, redacted like any other text
+    assert "a@b.io" not in text and "[email]" in text
+    value, levels = result.result, 0
+    while isinstance(value, list):
+        value, levels = value[0], levels + 1
+    assert levels + 3 == CAPTURE_MAX_DEPTH  # the line, its events, the event, then the result
+    assert json.loads(value) == nest(300 - levels, "write to [email]")
 
 
 def test_a_repeated_turn_leaves_the_conversation_out(tmp_path):

@@ -24,7 +24,7 @@ from .history import (
     describe_run,
     overall_rate,
 )
-from .store import RunRecord, StoredTrial
+from .store import RunRecord, StoredTrial, json_text
 
 __all__ = ["render_comparison_html", "render_run_html", "write_html"]
 
@@ -138,9 +138,13 @@ def _anchor(case_id: str) -> str:
 
 
 def _json(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    if len(text) > 100:  # short payloads read best on one line; long ones indented
-        text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        if len(text) > 100:  # short payloads read best on one line; long ones indented
+            text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    except (RecursionError, TypeError, ValueError):
+        # nested past what json.dumps recurses into, or keys of mixed types that do not sort
+        text = json_text(value)
     if len(text) > MAX_PAYLOAD_CHARS:
         cut = len(text) - MAX_PAYLOAD_CHARS
         text = (
@@ -600,5 +604,5 @@ def render_comparison_html(comparison: ModelComparison) -> str:
 def write_html(text: str, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    path.write_text(text, encoding="utf-8", errors="backslashreplace")  # never a lone surrogate
     return path

@@ -55,6 +55,7 @@ __all__ = [
     "StoredTrial",
     "clean_json",
     "git_state",
+    "json_text",
     "load_record",
     "new_run_id",
     "printable",
@@ -137,10 +138,10 @@ def _is_clean(value: Any, limit: int) -> bool:
 
 
 class _Raw(str):
-    """JSON text already written, on `_json_text`'s stack."""
+    """JSON text already written, on `json_text`'s stack."""
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
     """Compact JSON text of a value nested to any depth (`json.dumps` recurses and stops near
     1,000 levels); lone surrogates escaped, unknown types as their `str`."""
     out: list[str] = []
@@ -184,7 +185,7 @@ def clean_json(value: Any, limit: int = MAX_DEPTH) -> Any:
         if isinstance(item, str):
             into[slot] = printable(item)
         elif isinstance(item, dict | list | tuple) and depth > limit:
-            into[slot] = _json_text(item)
+            into[slot] = json_text(item)
         elif isinstance(item, dict):
             built: dict[Any, Any] = {}
             into[slot] = built

@@ -6,6 +6,10 @@ A lookup hits only when all three match, so a new judge model or an edited rubri
 old verdict. Only real verdicts (PASS or FAIL) are stored; a judge or infrastructure error is
 always retried on the next run.
 
+A damaged store is named when opened (a meta table that does not say schema 1); a row that no
+longer reads as a verdict is a miss, asked again and written over. Text a judge wrote with a lone
+surrogate is stored with it escaped (`\\udXXX`).
+
 Several pytest-xdist workers may write at once: the database runs in WAL mode with a busy
 timeout, and writes are single statements. Each process and thread keeps one connection of its
 own (a forked child opens a new one, never touching the parent's); `close()` closes them, and so
@@ -23,9 +27,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .results import RubricVerdict
+from .store import printable
 
 __all__ = ["DEFAULT_STORE_PATH", "SCHEMA_VERSION", "StoredVerdict", "VerdictStore"]
 
@@ -108,6 +113,15 @@ def _migrate(row: dict) -> dict:
     return row
 
 
+def _read(row: sqlite3.Row) -> StoredVerdict | None:
+    """A row as a verdict; None for one that no longer reads as one (damaged, or written by
+    something else): a miss, so the verdict is asked again and the row written over."""
+    try:
+        return StoredVerdict.model_validate(_migrate(dict(row)))
+    except (ValidationError, TypeError):
+        return None
+
+
 class VerdictStore:
     """SQLite-backed verdicts, safe under several writing processes."""
 
@@ -117,16 +131,35 @@ class VerdictStore:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._open: list[tuple[int, sqlite3.Connection]] = []  # (pid, connection)
-        with self._connect() as conn:
-            # WAL is a property of the file: set once, every later connection uses it.
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
+        try:
+            with self._connect() as conn:
+                # WAL is a property of the file: set once, every later connection uses it.
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+                found = conn.execute(
+                    "SELECT value FROM meta WHERE key = 'schema_version'"
+                ).fetchone()
+        except sqlite3.Error as exc:
+            self.close()
+            raise ValueError(
+                f"{self.path}: verdict store damaged or unreadable ({exc}); it only caches "
+                "verdicts: move it aside and the next run starts a new one"
+            ) from None
+        try:
+            version = int(str(found[0]).strip())
+        except ValueError:
+            version = 0
+        if version < 1:
+            raise ValueError(
+                f"{self.path}: verdict store damaged: meta.schema_version is {found[0]!r:.40}, "
+                f"not a schema version (1 to {SCHEMA_VERSION}); it only caches verdicts: move "
+                "it aside and the next run starts a new one"
             )
-            found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if int(found[0]) > SCHEMA_VERSION:
+        if version > SCHEMA_VERSION:
             raise ValueError(
                 f"{self.path}: verdict store schema_version {found[0]} is newer than this "
                 f"plugin's {SCHEMA_VERSION}"
@@ -192,7 +225,7 @@ class VerdictStore:
             ).fetchone()
         if row is None:
             return None
-        return StoredVerdict.model_validate(_migrate(dict(row)))
+        return _read(row)
 
     def put(self, verdict: RubricVerdict) -> bool:
         """Store a PASS or FAIL verdict; returns False (and stores nothing) for anything else."""
@@ -206,11 +239,11 @@ class VerdictStore:
             transcript_hash=verdict.transcript_hash,
             judge_fingerprint=verdict.judge_fingerprint,
             rubric_fingerprint=verdict.rubric_fingerprint,
-            dimension=verdict.dimension,
-            rubric=verdict.rubric,
+            dimension=printable(verdict.dimension),
+            rubric=printable(verdict.rubric),
             verdict=verdict.verdict,
-            reasoning=verdict.reasoning,
-            judge_model=verdict.judge_model,
+            reasoning=printable(verdict.reasoning),
+            judge_model=printable(verdict.judge_model) if verdict.judge_model else None,
             truncated_chars=verdict.truncated_chars,
             truncated_turns=verdict.truncated_turns,
             created_at=time.time(),
@@ -238,4 +271,4 @@ class VerdictStore:
             args = (dimension,)
         with self._connect() as conn:
             rows = conn.execute(query + " ORDER BY created_at, rowid", args).fetchall()
-        return [StoredVerdict.model_validate(_migrate(dict(r))) for r in rows]
+        return [v for v in map(_read, rows) if v is not None]

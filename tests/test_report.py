@@ -12,7 +12,7 @@ import pytest
 from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.history import compare_runs, diff_failing_sets
-from pytest_commerce_evals.report import render_comparison_html, render_run_html
+from pytest_commerce_evals.report import render_comparison_html, render_run_html, write_html
 
 HERE = Path(__file__).parent
 CHROMIUM = next(
@@ -150,6 +150,21 @@ def test_a_real_run_renders_with_the_reply_escaped(suite, tmp_path):
     page = out.read_text()
     assert HOSTILE not in page and "&lt;script&gt;alert(&quot;pwned&quot;)" in page
     assert "cart-003-vegan-tote" in page and "expected bag-001 in the cart" in page
+
+
+def test_payloads_too_deep_for_json_dumps_or_with_mixed_keys_still_render(tmp_path):
+    deep: object = "bottom"
+    for _ in range(5000):
+        deep = [deep]
+    t = trial("cart-001-a", "fail")
+    t.turns[0][1]["result"] = {"deep": deep}
+    t.grader_results[1]["observed"] = {1: "one", "two": 2}  # keys that do not sort
+    page = render_run_html(run([t]), None, "")
+    assert "[[[[" in page and "bottom" in page
+    assert "&quot;two&quot;:2" in page
+    # a lone surrogate a caller left in the text is written escaped, as valid UTF-8
+    path = write_html(page.replace("bottom", "cut \ud83e"), tmp_path / "r.html")
+    assert "cut \\ud83e" in path.read_bytes().decode("utf-8")
 
 
 def load_headless(page: Path, tmp_path: Path) -> tuple[str, list[str]]:

@@ -795,3 +795,62 @@ def test_a_run_with_nasty_content_is_stored_and_written_through_pytest(suite, tm
         )
         assert events[1]["result"]["k"] == "b\\udd14" and depth_of(events[1]["result"]["d"]) == 200
     assert "cut \\ud83e here" in html.read_text(encoding="utf-8")
+
+
+# -- the verdict store beside it ------------------------------------------------------------------
+
+
+def a_verdict(n: int = 1, **changes):
+    from pytest_commerce_evals.results import RubricVerdict
+
+    fields = dict(
+        dimension="price_accurate",
+        rubric="PASS if a. FAIL if b.",
+        outcome="fail",
+        verdict="FAIL",
+        reasoning="the reply says \ud83e",
+        judge_model="judge-m",
+        judge_fingerprint="j" * 64,
+        rubric_fingerprint="r" * 64,
+        transcript_hash=f"{n:064d}",
+    )
+    return RubricVerdict(**(fields | changes))
+
+
+def test_the_verdict_store_keeps_a_judges_lone_surrogate_escaped(tmp_path):
+    from pytest_commerce_evals.verdict_store import VerdictStore
+
+    store = VerdictStore(tmp_path / "v.sqlite")
+    assert store.put(a_verdict())
+    got = store.get(f"{1:064d}", "j" * 64, "r" * 64)
+    assert got is not None and got.reasoning == "the reply says \\ud83e"
+
+
+def test_a_damaged_verdict_row_is_a_miss_and_a_damaged_meta_is_named(tmp_path):
+    from pytest_commerce_evals.verdict_store import VerdictStore
+
+    path = tmp_path / "v.sqlite"
+    store = VerdictStore(path)
+    store.put(a_verdict(1, reasoning="ok"))
+    store.put(a_verdict(2, reasoning="ok"))
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            "UPDATE verdicts SET truncated_chars = 'many' WHERE transcript_hash = ?", (f"{1:064d}",)
+        )
+    assert store.get(f"{1:064d}", "j" * 64, "r" * 64) is None  # asked again, then written over
+    assert [v.transcript_hash for v in store.all()] == [f"{2:064d}"]
+    store.put(a_verdict(1, reasoning="again"))
+    assert store.get(f"{1:064d}", "j" * 64, "r" * 64).reasoning == "again"
+    store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE meta SET value = 'one' WHERE key = 'schema_version'")
+    with pytest.raises(ValueError) as info:
+        VerdictStore(path)
+    assert str(info.value).startswith(
+        f"{path}: verdict store damaged: meta.schema_version is 'one', not a schema version"
+    )
+    path.write_bytes(b"not a database" * 300)
+    with pytest.raises(
+        ValueError, match="verdict store damaged or unreadable .file is not a database"
+    ):
+        VerdictStore(path)

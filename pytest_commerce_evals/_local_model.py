@@ -247,6 +247,7 @@ class LocalServer:
             _live.add(self)
             try:
                 self._wait_ready(timeout)
+                self._first_token(timeout)
                 return self
             except _PortTaken:
                 self._reap()
@@ -275,6 +276,42 @@ class LocalServer:
         raise LocalModelUnavailable(
             f"the local model server on {self.base_url} did not answer /v1/models within "
             f"{timeout:g}s (raise commerce_local_startup_timeout); its log ends:\n{log}\n{_POINT}"
+        )
+
+    def _first_token(self, timeout: float) -> None:
+        """One token of inference before the first trial: a llama.cpp built for instructions
+        this machine refuses (AMX tiles, where the kernel does not grant them) starts and lists
+        its models, then dies at the first completion. Said here once, not as a retried
+        connection error in every trial."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        body = json.dumps(
+            {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1, "temperature": 0}
+        )
+        try:
+            conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+            conn.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            pass  # decided by whether the process still runs
+        finally:
+            conn.close()
+        assert self.proc is not None
+        try:
+            status = self.proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            return  # alive: it answered
+        log = self.log_tail()
+        self.stop()
+        if status == -signal.SIGILL:
+            raise LocalModelUnavailable(
+                "the embedded model's llama.cpp was built for CPU instructions this machine "
+                "refuses (SIGILL at the first completion; on CPUs with AMX a native build uses "
+                'AMX tiles the kernel may not grant). Rebuild it portably: CMAKE_ARGS="-DGGML_'
+                'NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" pip install '
+                "--force-reinstall --no-cache-dir --no-deps llama-cpp-python; " + _POINT
+            )
+        raise LocalModelUnavailable(
+            f"the local model server exited with status {status} at its first completion; its "
+            f"log ends:\n{log}\n{_POINT}"
         )
 
     def _models_answer(self) -> bool:

@@ -64,11 +64,11 @@ class SetStats:
 
     @property
     def verdict(self) -> str:
-        return set_verdict(self.passed, self.graded, self.threshold)
+        return set_verdict(self.passed, self.graded, self.threshold, self.other)
 
     @property
     def met(self) -> bool:
-        return self.verdict == "ok"
+        return self.verdict in ("ok", "skipped")
 
     def why_undecided(self) -> str | None:
         if self.verdict != "undecided":
@@ -179,10 +179,10 @@ class Summary:
         out.append("sets (threshold on the pass rate of graded trials):")
         for g in sorted(self.sets.values(), key=lambda g: g.name):
             rate = f"{g.rate:.1%}" if g.rate is not None else "n/a"
-            verdict = {"ok": "ok", "short": "SHORT"}.get(g.verdict, "UNDECIDED")
+            verdict = {"ok": "ok", "short": "SHORT", "skipped": "skip"}.get(g.verdict, "UNDECIDED")
             extra = "".join(f", {n} {o}" for o, n in sorted(g.other.items()))
             out.append(
-                f"  {verdict:<9} {g.name}: {g.passed}/{g.graded} = {rate} "
+                f"  {verdict:<5} {g.name}: {g.passed}/{g.graded} = {rate} "
                 f"(threshold {g.threshold:.0%}{extra})"
             )
         curve = self.pass_hat_curve()

@@ -58,6 +58,25 @@ VACUITY = pytest.StashKey[list]()
 TAG_MARKERS = pytest.StashKey[set[str]]()
 RESERVED_MARKS = pytest.StashKey[frozenset[str]]()
 TRIAL_RAN = pytest.StashKey[bool]()
+AGENT_USED = pytest.StashKey[dict]()
+
+
+def agent_used(config: pytest.Config) -> dict | None:
+    """The agent endpoint a trial of this run asked the plugin for (`model`, `base_url`,
+    `embedded`), as the trials reported it (from every xdist worker); None when no trial's agent
+    asked for a plugin client, i.e. the agent brings its own."""
+    return config.stash.get(AGENT_USED, None)
+
+
+def _agent_endpoint_data(config: pytest.Config) -> dict | None:
+    from .endpoint import used_endpoint
+    from .store import public_base_url
+
+    used = used_endpoint(config, "agent")
+    if used is None:
+        return None
+    base = used.base_url if not used.is_local else "embedded"
+    return {"model": used.model, "base_url": public_base_url(base), "embedded": used.is_local}
 
 
 def run_config(config: pytest.Config) -> RunConfig:
@@ -581,6 +600,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             report.commerce = asdict(record) | {
                 "threshold": item.threshold,
                 "rubric_not_judged": bool(item.result and item.result.rubric_not_judged),
+                "agent_endpoint": _agent_endpoint_data(item.config),
             }
             if item.result is not None and report.when == "call":
                 report.commerce_trial = item.result.to_dict() | {"threshold": item.threshold}
@@ -648,6 +668,8 @@ class _Gatherer:
             return
         data = getattr(report, "commerce", None)
         if data is not None:
+            if data.get("agent_endpoint") and AGENT_USED not in config.stash:
+                config.stash[AGENT_USED] = data["agent_endpoint"]
             config.stash[SUMMARY].add(
                 TrialRecord(**{k: data[k] for k in TrialRecord.__dataclass_fields__}),
                 data["threshold"],

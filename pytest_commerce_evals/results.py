@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from math import comb
 from typing import Any, Literal
@@ -138,14 +139,19 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return comb(c, k) / comb(n, k)
 
 
-SetVerdict = Literal["ok", "short", "undecided"]
+SetVerdict = Literal["ok", "short", "undecided", "skipped"]
 
 
-def set_verdict(passed: int, graded: int, threshold: float) -> SetVerdict:
+def set_verdict(
+    passed: int, graded: int, threshold: float, others: Mapping[str, int] | None = None
+) -> SetVerdict:
     """A set's verdict: `ok` when its pass rate over graded (pass or fail) trials reaches the
-    threshold, `short` when it does not, `undecided` when no trial was graded (nothing measured:
-    every trial skipped, or ended in a judge, infrastructure or glue error). Only `ok` passes."""
+    threshold, `short` when it does not, `undecided` when trials ran but none was graded (each
+    ended in a judge, infrastructure or glue error: nothing was measured). A set whose every case
+    carries `skip` is `skipped`: deliberately not run, it neither passes nor fails the run.
+    `short` and `undecided` fail the run."""
     if graded <= 0:
-        return "undecided"
+        ran = any(n for outcome, n in (others or {}).items() if outcome != "skipped")
+        return "undecided" if ran or not others else "skipped"
     # the tolerance keeps 4/5 at a threshold of 0.8 from failing on float rounding
     return "ok" if passed / graded + 1e-12 >= threshold else "short"

@@ -274,3 +274,41 @@ def test_real_cases_run_end_to_end_on_the_embedded_model(tmp_path):
     judged = next(t for t in run["trials"] if t["case_id"].startswith("orders-001"))
     assert [v["dimension"] for v in judged["verdicts"]] == ["delivery_date_accurate"]
     assert run["agent_model"].startswith("SmolLM2")
+
+
+SIGILL_SERVER = textwrap.dedent("""
+    import json, os, signal, sys
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"data": [{"id": "m"}]}).encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self):
+            os.kill(os.getpid(), signal.SIGILL)  # as a build for instructions the CPU refuses
+
+    HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+""")
+
+
+def test_a_build_the_cpu_refuses_is_said_at_start_with_the_fix(tmp_path):
+    script = tmp_path / "server.py"
+    script.write_text(SIGILL_SERVER)
+
+    class Refused(_local_model.LocalServer):
+        def command(self, port: int) -> list[str]:
+            return [sys.executable, str(script), str(port)]
+
+    server = Refused(tmp_path / "model.gguf", model_alias="m")
+    with pytest.raises(_local_model.LocalModelUnavailable) as info:
+        server.start(timeout=30)
+    message = str(info.value)
+    assert message.startswith(
+        "the embedded model's llama.cpp was built for CPU instructions this machine refuses"
+    )
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in message and "--no-cache-dir" in message
+    assert not server.is_running()

@@ -339,7 +339,7 @@ def test_sync_async_and_generator_agents(suite, pytester):
         priority: low
         difficulty: easy
         turns: ["hi", "and again"]
-        expected: {reply_includes: ["hello 1", "hello 2"], memory_contains: ["seed"]}
+        expected: {reply_includes: ["hello 2"], reply_omits: ["hello 1"], memory_contains: ["seed"]}
         """
         }
     )

@@ -845,6 +845,11 @@ class RunStore:
             raise StoreError(f"{self.path}: run store error: {exc}") from None
         except OverflowError as exc:  # an integer SQLite cannot hold (64 bits)
             raise StoreError(f"{self.path}: run store error: {exc}") from None
+        except UnicodeDecodeError as exc:  # SQLite's own message quotes damaged schema text
+            raise StoreError(
+                f"{self.path}: run store error: the database's schema is damaged (SQLite "
+                f"reported bytes that are not UTF-8: {exc.reason}); {_MOVE_ASIDE}"
+            ) from None
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

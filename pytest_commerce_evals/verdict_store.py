@@ -143,7 +143,7 @@ class VerdictStore:
                 found = conn.execute(
                     "SELECT value FROM meta WHERE key = 'schema_version'"
                 ).fetchone()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:  # a message quoting damaged bytes
             self.close()
             raise ValueError(
                 f"{self.path}: verdict store damaged or unreadable ({exc}); it only caches "

@@ -660,6 +660,23 @@ def test_a_damaged_meta_table_names_the_store_and_the_damage(tmp_path, damage, m
         assert "move the file aside" in str(info.value)
 
 
+def test_a_schema_byte_that_is_not_utf8_is_named_not_raised(tmp_path):
+    # SQLite's message then quotes the damaged byte, which Python cannot decode
+    folder = tmp_path / "runs"
+    stored_runs(folder, "r-1")
+    db = folder / "runs.sqlite"
+    raw = db.read_bytes()
+    at = raw.index(b"ON runs (kind") + len(b"ON runs (")
+    db.write_bytes(raw[:at] + b"\x80" + raw[at + 1 :])
+    for read_only in (False, True):
+        with pytest.raises(StoreError) as info:
+            RunStore(folder, read_only=read_only)
+        assert str(info.value).startswith(
+            f"{db}: run store error: the database's schema is damaged (SQLite reported bytes "
+            "that are not UTF-8: invalid start byte); move the file aside"
+        )
+
+
 def test_damaged_json_columns_leave_out_their_run_and_the_others_stay_readable(tmp_path):
     folder = tmp_path / "runs"
     stored_runs(folder, "r-1", "r-2", "r-3", "r-4", "r-5")

@@ -43,6 +43,9 @@ MAX_DEPTH = 64
 """Lists and mappings inside each other, at most; a case needs about six."""
 MAX_ALIAS_VALUES = 100_000
 """Values that aliases may repeat in one file, each repeat counted."""
+MAX_ALIAS_LINES = 10_000
+"""Keys inside repeated values whose own lines are kept; past these, a problem inside a repeated
+value is reported at its alias."""
 MAX_NUMBER_CHARS = 1_000
 """Characters in one number, at most (Python refuses integers past 4,300 digits anyway)."""
 FALLBACK_MAX_CHARS = 200_000
@@ -171,34 +174,15 @@ def _syntax_problem(path: Path, exc: Exception, text: str, fmt: str = "YAML") ->
     return CaseProblem(path, line, None, f"malformed {fmt}: {detail}{column}")
 
 
-_JSON_ESCAPE = re.compile(
-    r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|.)", re.DOTALL
-)
-
-
-def _json_pairs_as_yaml(text: str) -> str:
-    """JSON writes a character past U+FFFF as two escapes (`\\ud83e\\udd14`, what `json.dumps`
-    writes by default); YAML has one escape for it (`\\U0001f914`) and refuses the halves."""
-    if "\\u" not in text:
-        return text
-
-    def one(match: re.Match) -> str:
-        if match.group(1) is None:
-            return match.group(0)
-        high, low = int(match.group(1), 16), int(match.group(2), 16)
-        return f"\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08x}"
-
-    return _JSON_ESCAPE.sub(one, text)
-
-
 def _json_problem(path: Path, text: str) -> CaseProblem | None:
-    """JSON's own syntax errors (YAML would accept a trailing comma or a comment)."""
+    """JSON's own syntax errors, from `json` itself (numbers are not converted here: a number
+    too long for Python is the reader's to report, with its line)."""
     try:
-        json.loads(text)
+        json.loads(text, parse_int=str, parse_float=str, parse_constant=str)
     except json.JSONDecodeError as exc:
-        return _syntax_problem(path, exc, text)
-    except (ValueError, RecursionError):
-        return None  # a number too long or nesting too deep: the YAML reader says where
+        return _syntax_problem(path, exc, text, "JSON")
+    except RecursionError:
+        return None  # nested past Python's limit: the reader stops at MAX_DEPTH, with the line
     return None
 
 
@@ -278,6 +262,7 @@ class _Builder:
         self.anchors: dict[str, Any] = {}  # name -> (value, size, rows below it); None while open
         self.anchor_lines: dict[str, int] = {}
         self.repeated = 0
+        self.replayed = 0
 
     def problem(self, path: tuple, line: int, message: str) -> None:
         self.problems.append((path, line, message))
@@ -369,10 +354,10 @@ class _Builder:
                 value, size = self.alias(event.anchor, path, line)
                 if not is_key:
                     self.rows.append((path, row_line))
-                    if size > 1:
-                        self.rows.extend(
-                            ((*path, *below), n) for below, n in self.anchors[event.anchor][2]
-                        )
+                    below = self.anchors[event.anchor][2] if size > 1 else ()
+                    if below and self.replayed + len(below) <= MAX_ALIAS_LINES:
+                        self.replayed += len(below)
+                        self.rows.extend(((*path, *rel), n) for rel, n in below)
             else:  # pragma: no cover - the parser sends nothing else inside a document
                 raise yaml.composer.ComposerError(
                     None, None, f"unexpected {kind.__name__}", event.start_mark
@@ -433,7 +418,8 @@ class _Builder:
             self.problem(path, line, _tag_refused(tag))
             return None
         if len(text) > MAX_NUMBER_CHARS:
-            self.problem(path, line, f"a {kind} of {len(text):,} characters is too long")
+            article = "an" if kind[0] in "aeiou" else "a"
+            self.problem(path, line, f"{article} {kind} of {len(text):,} characters is too long")
             return None
         try:
             value = _SCALAR_BUILDER.yaml_constructors[tag](
@@ -539,6 +525,77 @@ class _Builder:
                     )
         merged.update(frame.value)
         frame.value = merged
+
+
+_JSON_TOKEN = re.compile(
+    r'[ \t\n\r]*(?:("(?:[^"\\]|\\.)*")|([][{}])|[,:]|([^][{},: \t\n\r"]+))', re.DOTALL
+)
+_JSON_WORDS = {"true": _YAML + "bool", "false": _YAML + "bool", "null": _YAML + "null"}
+_JSON_INT = re.compile(r"-?[0-9]+")
+
+
+class _JsonEvents:
+    """A JSON text as the parser's events, for `_Builder`: JSON's own values (`1e5` is a
+    number, `\\ud83e\\udd14` one character, any key length), lines as JSON counts them.
+
+    Only for a text `json` accepted, or found nested past Python's limit (then the text up to
+    there is JSON, and the builder stops at MAX_DEPTH before the rest)."""
+
+    def __init__(self, text: str) -> None:
+        self._events = self._stream(text)
+        self._next: Any = None
+
+    def _stream(self, text: str) -> Any:
+        mark = yaml.Mark("<json>", 0, 0, 0, None, None)
+        yield yaml.StreamStartEvent(mark, mark)
+        yield yaml.DocumentStartEvent(mark, mark)
+        line, last = 0, 0
+        for match in _JSON_TOKEN.finditer(text):
+            string, bracket, word = match.groups()
+            if string is None and bracket is None and word is None:
+                continue  # , or :
+            start = match.start(match.lastindex)
+            line += text.count("\n", last, start)
+            last = start
+            mark = yaml.Mark("<json>", start, line, 0, None, None)
+            if string is not None:
+                value = json.decoder.scanstring(string, 1)[0]
+                yield yaml.ScalarEvent(None, _STR, (False, True), value, mark, mark, '"')
+            elif word is not None:
+                tag = _JSON_WORDS.get(word) or (
+                    _YAML + "int" if _JSON_INT.fullmatch(word) else _YAML + "float"
+                )
+                yield yaml.ScalarEvent(None, tag, (False, False), word, mark, mark)
+            elif bracket == "[":
+                yield yaml.SequenceStartEvent(None, None, True, mark, mark, True)
+            elif bracket == "{":
+                yield yaml.MappingStartEvent(None, None, True, mark, mark, True)
+            else:
+                end = yaml.SequenceEndEvent if bracket == "]" else yaml.MappingEndEvent
+                yield end(mark, mark)
+        yield yaml.DocumentEndEvent(mark, mark)
+        yield yaml.StreamEndEvent(mark, mark)
+
+    def get_event(self) -> Any:
+        if self._next is not None:
+            event, self._next = self._next, None
+            return event
+        return next(self._events)
+
+    def check_event(self, *choices: type) -> bool:
+        if self._next is None:
+            self._next = next(self._events)
+        return isinstance(self._next, choices)
+
+    def resolve(self, *args: Any) -> str:  # pragma: no cover - every JSON scalar has its tag
+        return _STR
+
+    def dispose(self) -> None:
+        self._events.close()
+
+
+def _parse_json(text: str) -> _Built:
+    return _Builder(_JsonEvents(text)).document()
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -669,11 +726,11 @@ _CACHE_KIND = "case-file/2"
 so no entry written by an older reader is ever read."""
 
 
-def _parse_case_text(text: str) -> dict[str, Any]:
+def _parse_case_text(text: str, parse: Any = None) -> dict[str, Any]:
     """The document's data, each case's key paths with their lines (`[*path, line]` rows, one
     list per case) and what could not be built (`[path, line, message]`): JSON-shaped, so the
-    result can be cached."""
-    built = _parse_yaml(text)
+    result can be cached. `parse` is `_parse_yaml` unless given (`_parse_json`)."""
+    built = (parse or _parse_yaml)(text)
     data = built.data
     if isinstance(data, list):
         # each case's key paths relative to it: one pass over the rows in all
@@ -724,7 +781,7 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
         kind += ":json"
 
         def compute(t: str) -> dict[str, Any]:
-            return _parse_case_text(_json_pairs_as_yaml(t))
+            return _parse_case_text(t, _parse_json)
 
     try:
         parsed = _yaml_cache.memo(text, kind, compute, CACHE_MIN_CHARS, valid=_cacheable)

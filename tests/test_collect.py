@@ -265,17 +265,56 @@ def test_aliases_and_merge_keys_that_stay_small_still_work(tmp_path):
     assert merged.line_of("expected", "no_ui") == 11
 
 
+def test_a_problem_inside_a_repeated_value_has_the_line_it_was_written_on(tmp_path, monkeypatch):
+    text = GOOD.replace("  expected:\n", "  expected: &checks\n").replace(
+        "[shoe-001]", "[shoe-001]\n    no_ui: 'yes'"
+    ) + one_case("  expected: *checks\n")
+    loaded = load(tmp_path, text)
+    assert [(p.line, p.key) for p in loaded.problems] == [
+        (8, "expected.no_ui"),
+        (8, "expected.no_ui"),
+    ]
+    monkeypatch.setattr(_collect, "MAX_ALIAS_LINES", 0)
+    loaded = load(tmp_path, text)
+    assert [p.line for p in loaded.problems] == [8, 14], "past the limit: the alias's line"
+
+
 def test_a_lone_surrogate_escape_is_a_problem_and_a_pair_is_one_character(tmp_path):
     case = '{{"id": "cart-001-x", "priority": "low", "difficulty": "easy",\n "turns": ["{}"]}}\n'
     (problem,) = load(tmp_path, case.format("\\ud83e alone"), "c.json").problems
-    assert problem.line == 2 and "half of a surrogate pair" in problem.message
-    assert problem.message.startswith("malformed JSON:")
+    assert (problem.line, problem.key) == (2, "turns[0]")
+    assert "half of a surrogate pair" in problem.message
     (pair,) = load(tmp_path, case.format("\\ud83e\\udd14 pair"), "c.json").cases
     assert pair.case.turns == ["\U0001f914 pair"]
     literal = load(tmp_path, case.format("\\\\ud83e\\\\udd14 kept"), "c.json").cases[0]
     assert literal.case.turns == ["\\ud83e\\udd14 kept"], "escaped backslashes stay text"
     (yaml_problem,) = load(tmp_path, one_case().replace("road runner", "\\ud83e")).problems
-    assert yaml_problem.line == 5
+    assert yaml_problem.line == 5 and "half of a surrogate pair" in yaml_problem.message
+
+
+def test_json_is_read_as_json(tmp_path):
+    long_key = "k" * 2000  # YAML allows a key of 1,024 characters at most
+    text = json.dumps(
+        {
+            "id": "cart-001-x",
+            "priority": "low",
+            "difficulty": "easy",
+            "turns": ["a\x85b\u2028c\x7f"],  # line breaks or refused characters in YAML
+            "state": {"staged_changes": [{"kind": "k", "fields": {long_key: 1e5, "n": -0}}]},
+        },
+        ensure_ascii=False,
+        indent=2,
+    )
+    (case,) = load(tmp_path, text, "c.json").cases
+    assert case.case.turns == ["a\x85b\u2028c\x7f"]
+    assert case.case.state.staged_changes[0].fields == {long_key: 100000.0, "n": 0}
+    (problem,) = load(tmp_path, text.replace("100000.0", "NaN"), "c.json").problems
+    assert problem.key == "state.staged_changes[0].fields." + long_key
+    assert "NaN is not a finite number" in problem.message
+    (problem,) = load(tmp_path, text.replace("100000.0", "1" * 5000), "c.json").problems
+    assert "an integer of 5,000 characters is too long" in problem.message
+    (problem,) = load(tmp_path, "[1, 2,]", "c.json").problems
+    assert problem.message == "malformed JSON: Expecting value (column 7)"
 
 
 def test_a_lone_surrogate_through_the_parse_cache(tmp_path, monkeypatch):

@@ -871,3 +871,53 @@ def test_a_damaged_verdict_row_is_a_miss_and_a_damaged_meta_is_named(tmp_path):
         ValueError, match="verdict store damaged or unreadable .file is not a database"
     ):
         VerdictStore(path)
+
+
+BREAKING = """
+import os
+from pytest_commerce_evals import _store_plugin, report, store
+
+def broken(*args, **kwargs):
+    raise RuntimeError("boom")
+
+if os.environ.get("BREAK") == "store":
+    store.RunStore.add_trials = broken
+if os.environ.get("BREAK") == "report":
+    _store_plugin.render_run_html = broken
+if os.environ.get("BREAK") == "summary":
+    _store_plugin.RunRecorder.summary_lines = broken
+"""
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        (
+            "store",
+            [
+                "*run store error: RuntimeError: boom",
+                "*its full record was written to *unsaved-*.json instead*",
+            ],
+        ),
+        ("report", ["*could not write the HTML report to *run.html: RuntimeError: boom"]),
+        ("summary", ["*commerce-evals: the run history summary failed: RuntimeError: boom"]),
+    ],
+)
+def test_nothing_a_store_report_or_summary_throws_costs_the_run(
+    suite, tmp_path, monkeypatch, where, expected
+):
+    p, _ = suite
+    (p.path / "conftest.py").write_text((p.path / "conftest.py").read_text() + BREAKING)
+    monkeypatch.setenv("BREAK", where)
+    store = tmp_path / "store"
+    result = p.runpytest_subprocess(
+        "cases", f"--commerce-store={store}", f"--commerce-html={tmp_path / 'run.html'}"
+    )
+    result.assert_outcomes(passed=3)
+    assert result.ret == 0 and "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(expected)
+    if where == "store":
+        (kept,) = store.glob("unsaved-*.json")
+        assert len(load_record(kept).trials) == 3
+    else:
+        assert len(runs_in(store)) == 1

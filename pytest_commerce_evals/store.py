@@ -116,24 +116,33 @@ def _encodes(text: str) -> bool:
 
 
 def _is_clean(value: Any, limit: int) -> bool:
-    """No lone surrogate in any string or key, and no array or object deeper than `limit`."""
+    """No lone surrogate in any string or key, and no array or object deeper than `limit`.
+
+    Called on every trial a run records, so it is written for speed: scalars are checked where
+    they are found (ASCII text, most of it, costs one `isascii`) and only containers are stacked.
+    """
+    if isinstance(value, str):
+        return _encodes(value)
+    if not isinstance(value, dict | list | tuple):
+        return True
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, str):
-            if not _encodes(item):
-                return False
-        elif isinstance(item, dict):
-            if depth > limit:
-                return False
-            for key, child in item.items():
-                if isinstance(key, str) and not _encodes(key):
+        if depth > limit:
+            return False
+        if isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and not key.isascii() and not _encodes(key):
                     return False
+            children = item.values()
+        else:
+            children = item
+        for child in children:
+            if isinstance(child, str):
+                if not child.isascii() and not _encodes(child):
+                    return False
+            elif isinstance(child, dict | list | tuple):
                 stack.append((child, depth + 1))
-        elif isinstance(item, list | tuple):
-            if depth > limit:
-                return False
-            stack.extend((child, depth + 1) for child in item)
     return True
 
 

@@ -94,7 +94,9 @@ def _luhn_ok(digits: str) -> bool:
 
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-# the last character before `endpos` that cannot be in an email's local part
+# an @ followed by what `_EMAIL` takes for a domain, and the last character before `endpos` that
+# cannot be in an email's local part
+_AT_DOMAIN = re.compile(r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _LAST_NOT_LOCAL = re.compile(r"(?s:.*)[^A-Za-z0-9._%+-]")
 
 
@@ -103,16 +105,18 @@ class _EmailScan:
 
     `_EMAIL.sub` on its own is quadratic: from every position of a long run of letters and digits
     it scans the run to its end looking for an `@` (a 400 kB token took minutes). A match can only
-    start at the beginning of the run of local-part characters that ends at an `@` (or where the
-    previous match ended), so `_EMAIL` is tried there once per `@`, anchored, which finds exactly
-    the matches `_EMAIL.sub` finds. Each character is scanned a bounded number of times.
+    start at the beginning of the run of local-part characters that ends at an `@` followed by a
+    domain (or where the previous match ended), so `_EMAIL` is tried there once per such `@`,
+    anchored, which finds exactly the matches `_EMAIL.sub` finds. Each character is scanned a
+    bounded number of times.
     """
 
     pattern = _EMAIL.pattern
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         pos = 0
-        while (at := text.find("@", pos)) != -1:
+        while (domain := _AT_DOMAIN.search(text, pos)) is not None:
+            at = domain.start()
             before = _LAST_NOT_LOCAL.match(text, pos, at)
             start = before.end() if before else pos
             found = _EMAIL.match(text, start) if start < at else None

@@ -1,6 +1,7 @@
 """Reading case files and `_set.yaml`: through the parse cache the same cases, lines and problems
 as a fresh parse; bad input of every kind a problem with its file and line, never an exception."""
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -459,3 +460,18 @@ def test_a_good_set_file_and_an_empty_one(tmp_path):
     (tmp_path / "cases" / "cart" / "_set.yaml").write_text("")
     assert load_set_config(tmp_path / "cases" / "cart", tmp_path) == (SetConfig(), None)
     assert load_set_config(tmp_path / "nowhere") == (SetConfig(), None)
+
+
+def test_an_entry_the_previous_reader_wrote_is_never_served(case_file):
+    """The reader before this one cached a file with a second `expected:` as clean data."""
+    text = case_file.read_text() + one_case(
+        "  expected:\n    no_ui: true\n  expected:\n    no_ui: false\n"
+    )
+    case_file.write_text(text)
+    digest = hashlib.blake2b(text.encode(), digest_size=20)
+    digest.update(f"\0{_collect._yaml_cache._VERSION}:case-file".encode())
+    old = case_file.parent / "cache" / "yaml" / f"{digest.hexdigest()}.json"
+    old.parent.mkdir(parents=True)
+    old.write_text(json.dumps({"data": [], "lines": []}))
+    loaded = load_case_file(case_file)
+    assert any("duplicate key 'expected'" in p.message for p in loaded.problems)

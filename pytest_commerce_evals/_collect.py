@@ -170,8 +170,7 @@ def _syntax_problem(path: Path, exc: Exception, text: str, fmt: str = "YAML") ->
         )
     context = getattr(exc, "context", None)
     detail = f"{context}, {problem}" if context else problem
-    column = f" (column {mark.column + 1})" if mark is not None else ""
-    return CaseProblem(path, line, None, f"malformed {fmt}: {detail}{column}")
+    return CaseProblem(path, line, None, f"malformed {fmt}: {detail}")
 
 
 def _json_problem(path: Path, text: str) -> CaseProblem | None:
@@ -469,12 +468,10 @@ class _Builder:
                 parent.key = _MERGE
             elif not isinstance(value, str):
                 parent.key = _BAD_KEY
-                found = json.dumps(value, default=str) if size == 1 else _type_name(value)
-                self.problem(
-                    parent.path,
-                    line,
-                    f"a key must be text; found {found} ({_type_name(value)}): quote it",
-                )
+                found = _type_name(value)
+                if not isinstance(value, list | dict):
+                    found = f"{json.dumps(value, default=str)} ({found})"
+                self.problem(parent.path, line, f"a key must be text; found {found}: quote it")
             elif value in parent.keys:
                 parent.key = _BAD_KEY
                 self.problem(
@@ -825,7 +822,7 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
         return _file_problem(
             shown,
             1,
-            f"expected a case (a mapping) or a list of cases; found {_type_name(data)}",
+            f"expected a case (a mapping) or a list of cases; found {type(data).__name__}",
         )
     cases: list[LoadedCase] = []
     problems: list[CaseProblem] = []
@@ -848,7 +845,7 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
                     shown,
                     line,
                     None,
-                    f"list item {i + 1}: expected a case (a mapping); found {_type_name(entry)}",
+                    f"list item {i + 1}: expected a case (a mapping); found {type(entry).__name__}",
                     entry=i,
                 )
             )

@@ -192,7 +192,7 @@ def test_a_quantity_in_quotes_is_refused(tmp_path):
         ("expected: {max_tool_calls: -.inf}", 6, "-.inf is not a finite number"),
         ("expected: {max_tool_calls: 1" + "0" * 1200 + "}", 6, "of 1,201 characters is too long"),
         ("expected: {1: x}", 6, "a key must be text; found 1 (int): quote it"),
-        ("expected: {[a]: x}", 6, "a key must be text; found a list (a list): quote it"),
+        ("expected: {[a]: x}", 6, "a key must be text; found a list: quote it"),
         ("notes: *nowhere", 6, "alias *nowhere has no anchor &nowhere before it"),
         ("state: &s {memory: *s}", 6, "alias *s is inside the value its anchor &s names"),
         ("notes: <<", 6, "<< merges a mapping into one; as a value, quote it"),
@@ -230,7 +230,7 @@ def test_deep_nesting_stops_the_read_with_the_line(tmp_path):
 def test_nesting_to_the_limit_still_reads(tmp_path):
     depth = _collect.MAX_DEPTH
     (problem,) = load(tmp_path, "[" * depth + "]" * depth).problems
-    assert "list item 1: expected a case (a mapping); found a list" in problem.message
+    assert "list item 1: expected a case (a mapping); found list" in problem.message
     (problem,) = load(tmp_path, "[" * (depth + 1) + "]" * (depth + 1)).problems
     assert "nest deeper than 64 levels" in problem.message
 

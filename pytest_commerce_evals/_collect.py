@@ -12,10 +12,14 @@ PyYAML's constructor, so that it can
   cannot build (`2025-02-30`, `!!int abc`, `!!bool maybe`), numbers past `MAX_NUMBER_CHARS`
   characters, `.nan`/`.inf`, and keys that are not text;
 - bound the work: nesting deeper than `MAX_DEPTH` stops the read (libyaml's own composer recurses
-  in C and crashes the process a few tens of thousands of levels down), and so do aliases that
-  repeat more than `MAX_ALIAS_VALUES` values (an alias "bomb": a few hundred bytes that expand to
-  millions of values); an alias inside its own anchor (`&a [*a]`) is an error;
+  in C: 10,000 levels took it half a second, 100,000 crashed the process), and so do aliases
+  that repeat more than `MAX_ALIAS_VALUES` values (an alias "bomb": a few hundred bytes that
+  expand to millions of values); an alias inside its own anchor (`&a [*a]`) is an error;
 - record each key's line on the way, in the same pass.
+
+JSON files go through the same builder from their own tokens (`_JsonEvents`), so they keep JSON's
+meaning where YAML 1.1 differs (`1e5` is a number, `\\ud83e\\udd14` one character, a key may be
+longer than 1,024 characters, NEL and U+2028 are text).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ MAX_ALIAS_LINES = 10_000
 value is reported at its alias."""
 MAX_NUMBER_CHARS = 1_000
 """Characters in one number, at most (Python refuses integers past 4,300 digits anyway)."""
+MAX_FILE_BYTES = 32 * 2**20
+"""A case file or `_set.yaml` this large is not read (10,000 cases take about 4 MB)."""
 FALLBACK_MAX_CHARS = 200_000
 """A syntax error in a text this long or shorter is read again by the pure-Python parser, whose
 message says what it found (libyaml's says only what it expected)."""
@@ -116,6 +122,16 @@ def _read_text(path: Path, shown: Path) -> tuple[str | None, CaseProblem | None]
     if path.is_dir():
         return None, CaseProblem(shown, None, None, "is a folder; expected a file")
     try:
+        if not path.is_file():  # a pipe or a device would block the read, or never end
+            return None, CaseProblem(shown, None, None, "is not a regular file")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, CaseProblem(
+                shown,
+                None,
+                None,
+                f"is {size:,} bytes; a case file holds at most {MAX_FILE_BYTES:,}",
+            )
         raw = path.read_bytes()
     except OSError as exc:
         return None, CaseProblem(

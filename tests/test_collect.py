@@ -3,6 +3,7 @@ as a fresh parse; bad input of every kind a problem with its file and line, neve
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -359,6 +360,15 @@ def test_a_folder_named_like_a_case_file_is_a_problem(tmp_path):
     (tmp_path / "odd.yaml").mkdir()
     (problem,) = load_case_file(tmp_path / "odd.yaml", Path("odd.yaml")).problems
     assert problem.message == "is a folder; expected a file"
+
+
+def test_a_pipe_or_a_file_too_large_is_not_read(tmp_path, monkeypatch):
+    os.mkfifo(tmp_path / "pipe.yaml")  # reading it would wait for a writer forever
+    (problem,) = load_case_file(tmp_path / "pipe.yaml", Path("pipe.yaml")).problems
+    assert problem.message == "is not a regular file"
+    monkeypatch.setattr(_collect, "MAX_FILE_BYTES", 100)
+    (problem,) = load(tmp_path, GOOD).problems
+    assert problem.message == f"is {len(GOOD):,} bytes; a case file holds at most 100"
 
 
 def test_an_empty_list_is_a_warning_not_a_problem(tmp_path):

@@ -119,9 +119,9 @@ def _position(text: str, index: int) -> tuple[int, int]:
 
 def _read_text(path: Path, shown: Path) -> tuple[str | None, CaseProblem | None]:
     """The file's text (UTF-8, newlines as `read_text` gives them), or why it cannot be read."""
-    if path.is_dir():
-        return None, CaseProblem(shown, None, None, "is a folder; expected a file")
     try:
+        if path.is_dir():
+            return None, CaseProblem(shown, None, None, "is a folder; expected a file")
         if not path.is_file():  # a pipe or a device would block the read, or never end
             return None, CaseProblem(shown, None, None, "is not a regular file")
         size = path.stat().st_size
@@ -706,10 +706,13 @@ def _describe(error: dict[str, Any]) -> str:
         message = message.removeprefix("Value error, ")
         return message
     message = _STRICT_MESSAGES.get(kind, message)
-    found_text = json.dumps(found, default=str) if found is not None else "null"
-    if len(found_text) > 80:
-        found_text = found_text[:79] + "…"
-    return f"{message} (found {found_text})"
+    return f"{message} (found {_found(found)})"
+
+
+def _found(value: Any) -> str:
+    """A value as the file wrote it, in at most 80 characters."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _key_name(loc: tuple) -> str:
@@ -904,13 +907,16 @@ def load_set_config(folder: Path, root: Path | None = None) -> tuple[SetConfig, 
 
     Problems name the file relative to `root` (the rootdir; else the working folder)."""
     path = folder / SET_FILE
-    if not path.exists():
-        return SetConfig(), None
-    base = root if root is not None else Path.cwd()
-    shown = path.relative_to(base) if path.is_relative_to(base) else path
+    try:
+        if not path.exists():
+            return SetConfig(), None
+        base = root if root is not None else Path.cwd()
+        shown = path.relative_to(base) if path.is_relative_to(base) else path
+    except OSError:  # a folder we may not look into, a working folder removed
+        shown = path
     text, problem = _read_text(path, shown)
     if problem is not None:
-        if path.is_dir():
+        if problem.message.startswith("is a folder"):
             problem.message = "is a folder; expected a file holding threshold and description"
         return SetConfig(), problem
     assert text is not None
@@ -941,12 +947,11 @@ def load_set_config(folder: Path, root: Path | None = None) -> tuple[SetConfig, 
             )
     threshold = data.get("threshold")
     if threshold is not None and (type(threshold) not in (int, float) or not 0 <= threshold <= 1):
-        found = json.dumps(threshold, default=str)
         return SetConfig(), CaseProblem(
             shown,
             lines.get(("threshold",)),
             "threshold",
-            f"expected a number from 0 to 1; found {found}",
+            f"expected a number from 0 to 1; found {_found(threshold)}",
         )
     description = data.get("description")
     if description is not None and not isinstance(description, str):
@@ -954,6 +959,6 @@ def load_set_config(folder: Path, root: Path | None = None) -> tuple[SetConfig, 
             shown,
             lines.get(("description",)),
             "description",
-            f"expected text; found {json.dumps(description, default=str)}",
+            f"expected text; found {_found(description)}",
         )
     return SetConfig(threshold, description), None

@@ -52,6 +52,9 @@ MAX_ALIAS_LINES = 10_000
 value is reported at its alias."""
 MAX_NUMBER_CHARS = 1_000
 """Characters in one number, at most (Python refuses integers past 4,300 digits anyway)."""
+MAX_PROBLEMS = 20
+"""Problems reported per case (or per file, for a file that cannot be read as cases); the rest
+are counted in one more."""
 MAX_FILE_BYTES = 32 * 2**20
 """A case file or `_set.yaml` this large is not read (10,000 cases take about 4 MB)."""
 FALLBACK_MAX_CHARS = 200_000
@@ -777,6 +780,18 @@ def _cacheable(parsed: Any) -> bool:
     )
 
 
+def _at_most(problems: list[CaseProblem], total: int | None = None) -> list[CaseProblem]:
+    """The first MAX_PROBLEMS problems, and one that counts the rest (at the next one's line)."""
+    total = len(problems) if total is None else total
+    if total <= MAX_PROBLEMS:
+        return problems
+    rest = problems[MAX_PROBLEMS]
+    prefix = f"case {rest.case_id!r}: " if rest.case_id else ""
+    more = f"{prefix}and {total - MAX_PROBLEMS:,} more problems"
+    summary = CaseProblem(rest.path, rest.line, None, more, rest.case_id, rest.entry)
+    return [*problems[:MAX_PROBLEMS], summary]
+
+
 def _file_problem(shown: Path, line: int | None, message: str) -> LoadedFile:
     return LoadedFile([], [CaseProblem(shown, line, None, message)])
 
@@ -817,13 +832,11 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
         else:
             built_problems.setdefault(None, []).append((path_, line, message))
     if None in built_problems:
-        return LoadedFile(
-            [],
-            [
-                CaseProblem(shown, line, _key_name(loc) or None, message)
-                for loc, line, message in built_problems[None]
-            ],
-        )
+        found = [
+            CaseProblem(shown, line, _key_name(loc) or None, message)
+            for loc, line, message in built_problems[None]
+        ]
+        return LoadedFile([], _at_most(found))
     if data is None:
         return _file_problem(
             shown, 1, "the file is empty; expected a case (a mapping) or a list of cases"
@@ -853,10 +866,11 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
             case_id = entry["id"]
         prefix = f"case {case_id!r}: " if case_id else ""
         if i in built_problems:
-            problems.extend(
+            found = [
                 CaseProblem(shown, at, _key_name(loc) or None, prefix + message, case_id, i)
                 for loc, at, message in built_problems[i]
-            )
+            ]
+            problems.extend(_at_most(found))
             continue
         if not isinstance(entry, dict):
             problems.append(
@@ -873,18 +887,19 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
             # strict: no "yes" for true, no "3" or 3.0 for 3; the file says what it means
             case = Case.model_validate(entry, strict=True)
         except ValidationError as exc:
-            for error in exc.errors():
-                loc = tuple(error["loc"])
-                problems.append(
-                    CaseProblem(
-                        shown,
-                        _line_for(lines, loc),
-                        _key_name(loc) or None,
-                        prefix + _describe(error),
-                        case_id,
-                        i,
-                    )
+            errors = exc.errors()
+            found = [
+                CaseProblem(
+                    shown,
+                    _line_for(lines, tuple(error["loc"])),
+                    _key_name(tuple(error["loc"])) or None,
+                    prefix + _describe(error),
+                    case_id,
+                    i,
                 )
+                for error in errors[: MAX_PROBLEMS + 1]
+            ]
+            problems.extend(_at_most(found, len(errors)))
             continue
         cases.append(LoadedCase(case, line, lines))
     return LoadedFile(cases, problems)

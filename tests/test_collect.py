@@ -485,3 +485,16 @@ def test_an_entry_the_previous_reader_wrote_is_never_served(case_file):
     old.write_text(json.dumps({"data": [], "lines": []}))
     loaded = load_case_file(case_file)
     assert any("duplicate key 'expected'" in p.message for p in loaded.problems)
+
+
+def test_a_case_reports_twenty_problems_and_counts_the_rest(tmp_path):
+    many = one_case("  state:\n    memory: [" + ", ".join(["[1]"] * 50) + "]\n")
+    loaded = load(tmp_path, many)
+    assert len(loaded.problems) == 21
+    assert loaded.problems[0].key == "state.memory[0]"
+    last = loaded.problems[-1]
+    assert (last.line, last.key, last.entry) == (7, None, 0)
+    assert last.message == "case 'cart-002-other': and 30 more problems"
+    tags = one_case(tags="\n" + "".join("  - !!int x\n" for _ in range(30)))
+    problems = load(tmp_path, tags).problems
+    assert len(problems) == 21 and problems[-1].message.endswith("and 10 more problems")

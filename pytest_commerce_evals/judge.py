@@ -250,6 +250,13 @@ class RenderedTranscript:
     truncated_turns: int = 0
     truncated_chars: int = 0
 
+    def __post_init__(self) -> None:
+        from .store import printable
+
+        # a lone surrogate in a reply or tool result cannot be sent, hashed or stored as UTF-8:
+        # the judge reads it as its escape, as the run store keeps it
+        self.text = printable(self.text)
+
     @property
     def hash(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()

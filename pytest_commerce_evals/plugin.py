@@ -702,6 +702,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
+    try:
+        _terminal_summary(terminalreporter, config)
+    except Exception as exc:  # the summary must never take the run's exit status with it
+        terminalreporter.write_line(
+            f"commerce-evals: the summary could not be written ({type(exc).__name__}: {exc}); "
+            "the exit status still comes from the sets",
+            red=True,
+        )
+
+
+def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
     vacuity = config.stash[VACUITY]
     if vacuity:
         _vacuity_summary(terminalreporter, vacuity)

@@ -330,7 +330,9 @@ def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
 # -- cases and trials -------------------------------------------------------------------------
 
 
-def _event(ev: dict[str, Any]) -> str:
+def _event(ev: dict[str, Any], turn: int | None = None) -> str:
+    """One event of the timeline; `turn` is the 1-based number the timeline's header gave the
+    turn (a `turn_end` event's own `turn` field is the agent's, often 0-based)."""
     kind = ev.get("type", "?")
     if kind == "tool_call":
         return (
@@ -389,7 +391,8 @@ def _event(ev: dict[str, Any]) -> str:
             f"{e(ev.get('text'))}</pre></div>"
         )
     if kind == "turn_end":
-        return f'<div class="ev turn_end">end of turn {e(ev.get("turn", ""))}</div>'
+        number = turn if turn is not None else ev.get("turn", "")
+        return f'<div class="ev turn_end">end of turn {e(number)}</div>'
     return f'<div class="ev"><span class="kind">{e(kind)}</span>{_json(ev)}</div>'
 
 
@@ -451,13 +454,15 @@ def _timeline(trial: StoredTrial) -> str:
     if not trial.turns:
         return ""
     out = ["<h4>Event timeline</h4>"]
+    last = len(trial.turns) - 1
     for n, events in enumerate(trial.turns):
         message = trial.messages[n] if n < len(trial.messages) else None
+        graded = " (graded)" if n == last and last > 0 else ""
         if message is not None:
-            out.append(f'<div class="msg"><b>turn {n + 1}, customer:</b> {e(message)}</div>')
+            out.append(f'<div class="msg"><b>turn {n + 1}{graded}:</b> {e(message)}</div>')
         elif len(trial.turns) > 1:
-            out.append(f'<div class="msg"><b>turn {n + 1}</b></div>')
-        out.extend(_event(ev) for ev in events)
+            out.append(f'<div class="msg"><b>turn {n + 1}{graded}</b></div>')
+        out.extend(_event(ev, n + 1) for ev in events)
     return "".join(out)
 
 

@@ -100,17 +100,28 @@ class TrialResult:
         data["grader_results"] = [asdict(g) for g in self.grader_results]
         data["verdicts"] = [asdict(v) for v in self.verdicts]
         data["snapshot"] = None
-        data["turns"] = [
-            [e.model_dump(mode="json") if isinstance(e, BaseModel) else e for e in turn]
-            for turn in self.turns
-        ]
+        data["turns"] = [[_json_ready(e) for e in turn] for turn in self.turns]
         if self.snapshot is not None:
             data["snapshot"] = {
-                "cart": [c.model_dump(mode="json") for c in self.snapshot.cart],
+                "cart": [_json_ready(c) for c in self.snapshot.cart],
                 "memory": list(self.snapshot.memory),
-                "changes": [c.model_dump(mode="json") for c in self.snapshot.changes],
+                "changes": [_json_ready(c) for c in self.snapshot.changes],
             }
         return data
+
+
+def _json_ready(value: Any) -> Any:
+    """An event or state model as JSON data. What pydantic's JSON mode refuses (a lone surrogate,
+    a value nested past its depth limit) is kept anyway: surrogates escaped, the deepest parts as
+    their JSON text (`store.clean_json`), so the trial is recorded rather than lost."""
+    if not isinstance(value, BaseModel):
+        return value
+    try:
+        return value.model_dump(mode="json")
+    except ValueError:  # UnicodeEncodeError is one, and so is pydantic's depth guard
+        from .store import clean_json
+
+        return clean_json(value.model_dump())
 
 
 _SCALARS = (

@@ -646,3 +646,11 @@ def test_calibration_stops_at_the_first_endpoint_failure(pytester, monkeypatch):
     result.stdout.fnmatch_lines(
         ["*calibration stopped, the judge endpoint failed: cal-001-budget-within / *4 attempts*"]
     )
+
+
+def test_a_transcript_with_a_lone_surrogate_is_escaped_and_hashed():
+    from pytest_commerce_evals.judge import RenderedTranscript
+
+    rendered = RenderedTranscript("reply: half an emoji \ud83e")
+    assert rendered.text == "reply: half an emoji \\ud83e"
+    assert len(rendered.hash) == 64

@@ -86,7 +86,7 @@ def test_run_report_shows_summary_diff_graders_timeline_and_verdicts():
     assert "±1 point in the overall rate is noise" in text
     # per trial: grader results with expected and observed, the customer's message
     assert "cart_contains: expected shoe-001 in the cart; final cart: empty" in text
-    assert "turn 1, customer: Add the trail runner to my cart" in text
+    assert "turn 1: Add the trail runner to my cart" in text
     # the timeline: tool calls with arguments and results, the blocked gate, UI payload, cart,
     # staged changes, the reply
     assert "tool call search_products" in text and "&quot;max_price&quot;: 120" in page
@@ -209,3 +209,19 @@ def test_report_loads_in_a_browser_without_console_errors(tmp_path):
     dom, console = load_headless(broken, tmp_path)
     assert any("Uncaught ReferenceError: notDefined is not defined" in line for line in console)
     assert 'data-report-ready="1"' not in dom
+
+
+def test_the_timeline_numbers_each_turn_end_as_its_header_does():
+    two = trial("cart-009-two-turns").model_copy(
+        update={
+            "messages": ["first", "second"],
+            "turns": [
+                [{"type": "text", "text": "one"}, {"type": "turn_end", "turn": 0}],
+                [{"type": "text", "text": "two"}, {"type": "turn_end", "turn": 1}],
+            ],
+        }
+    )
+    text = text_of(render_run_html(run([two]), None, "none"))
+    assert "turn 1: first" in text and "turn 2 (graded): second" in text
+    assert "end of turn 1" in text and "end of turn 2" in text
+    assert "end of turn 0" not in text

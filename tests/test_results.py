@@ -21,7 +21,9 @@ def test_to_dict_carries_every_field_as_json():
         outcome="fail",
         grader_results=[GraderResult("cart_contains", False, ["a"], [], "a is missing")],
         verdicts=[RubricVerdict(dimension="d", rubric="r", outcome="pass", verdict="PASS")],
-        turns=[[ToolCall(call_id="c1", name="search_products", arguments={"q": 1}), Text(text="hi")]],
+        turns=[
+            [ToolCall(call_id="c1", name="search_products", arguments={"q": 1}), Text(text="hi")]
+        ],
         snapshot=Snapshot(cart=[CartLine(product_id="a", quantity=1)], memory=["m"], changes=[]),
         error="boom",
         duration_s=1.5,
@@ -38,3 +40,38 @@ def test_to_dict_carries_every_field_as_json():
     assert data["verdicts"][0]["verdict"] == "PASS"
     data["tags"].append("changed")
     assert result.tags == ["cart"]  # a copy, not the result's own list
+
+
+def _deep(levels: int) -> list:
+    root = node = []
+    for _ in range(levels):
+        child: list = []
+        node.append(child)
+        node = child
+    return root
+
+
+def test_to_dict_keeps_a_trial_pydantic_json_mode_refuses():
+    from pytest_commerce_evals import ToolResult
+
+    result = TrialResult(
+        case_id="chat-001-x",
+        trial=1,
+        trials=1,
+        set_name="cases",
+        priority="low",
+        difficulty="easy",
+        tags=[],
+        outcome="pass",
+        turns=[
+            [
+                Text(text="cut inside an emoji \ud83e"),
+                ToolResult(call_id="c1", result={"deep": _deep(300), "k\ud83e": "v"}),
+            ]
+        ],
+    )
+    data = result.to_dict()  # pydantic's JSON mode refuses the tool result: kept anyway
+    reply, tool = data["turns"][0]
+    assert reply["text"] == "cut inside an emoji \ud83e"  # the store escapes it on arrival
+    assert tool["call_id"] == "c1" and tool["result"]["k\\ud83e"] == "v"
+    assert json.loads(json.dumps(tool))["result"]["deep"]  # deep parts kept, as JSON text

@@ -921,3 +921,53 @@ def test_nothing_a_store_report_or_summary_throws_costs_the_run(
         assert len(load_record(kept).trials) == 3
     else:
         assert len(runs_in(store)) == 1
+
+
+NASTY_CONFTEST = """
+from helpers import ToyBackend
+from pytest_commerce_evals import Text, ToolCall, ToolResult
+
+def _deep(levels):
+    root = node = []
+    for _ in range(levels):
+        child = []
+        node.append(child)
+        node = child
+    return root
+
+def pytest_commerce_evals_make_backend(config, case):
+    return ToyBackend()
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    def run_turn(session, message):
+        return [
+            ToolCall(call_id="c1", name="search_products", arguments={"query": "\\ud83e"}),
+            ToolResult(call_id="c1", result={"deep": _deep(300)}),
+            Text(text="half an emoji: \\ud83e"),
+        ]
+    return run_turn
+"""
+
+
+def test_a_trial_with_lone_surrogates_and_deep_results_is_stored_and_written(pytester, tmp_path):
+    (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
+    pytester.syspathinsert(pytester.path)
+    pytester.makeconftest(NASTY_CONFTEST)
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(
+        "id: chat-001-nasty\npriority: low\ndifficulty: easy\nturns: [hi]\n"
+        'expected: {reply_includes: ["half an emoji"]}\n'
+    )
+    out = tmp_path / "run.json"
+    store = tmp_path / "store"
+    result = pytester.runpytest("cases", f"--commerce-store={store}", f"--commerce-json={out}")
+    assert result.ret == 0, result.stdout.str()
+    assert "INTERNALERROR" not in result.stdout.str()
+    [trial] = json.loads(out.read_text(encoding="utf-8"))["trials"]
+    assert trial["outcome"] == "pass"
+    events = trial["turns"][0]
+    assert events[2]["text"] == "half an emoji: \\ud83e"
+    assert events[0]["arguments"] == {"query": "\\ud83e"}
+    [run] = runs_in(store)
+    assert run["complete"] == 1
+    assert [r["case_id"] for r in trial_rows(store, run["run_id"])] == ["chat-001-nasty"]

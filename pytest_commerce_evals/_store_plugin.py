@@ -131,18 +131,30 @@ def selection(config: pytest.Config) -> Selection:
     )
 
 
-def _agent_endpoint(config: pytest.Config) -> tuple[str | None, str | None]:
-    """The agent's model id and base URL as the endpoint settings resolve them; never a key."""
-    try:
-        from .endpoint import resolve_endpoint
+def _agent_identity(config: pytest.Config, ran: bool) -> tuple[str | None, str | None]:
+    """The agent's name and base URL for the run record; never a key.
 
-        endpoint = resolve_endpoint(config, "agent")
-    except Exception:  # no endpoint module, or settings that do not resolve: record nothing
+    In order: the user's label (`--commerce-agent`, ini `commerce_agent`, env, hook); the model
+    of the client a trial's agent asked the plugin for (known once a trial ran, `ran`); the agent
+    model the user configured (`--commerce-model`, …). Never the embedded default for an agent
+    that did not ask for it: with none of these, the agent is not named (None)."""
+    from ._endpoint_plugin import agent_label
+    from .endpoint import EndpointError, resolve_endpoint
+    from .plugin import agent_used
+
+    used = agent_used(config) if ran else None
+    label = agent_label(config)
+    if label:
+        return label, used["base_url"] if used else None
+    if used:
+        return used["model"], used["base_url"]
+    try:
+        configured = resolve_endpoint(config, "agent")
+    except EndpointError:
         return None, None
-    base = getattr(endpoint, "base_url", None)
-    if base is None and getattr(endpoint, "is_local", False):
-        base = "embedded"
-    return getattr(endpoint, "model", None), public_base_url(base)
+    if configured.is_local:
+        return None, None
+    return configured.model, public_base_url(configured.base_url)
 
 
 def _resolve_run(store: RunStore | None, ref: str, what: str) -> RunRecord:
@@ -190,7 +202,7 @@ class RunRecorder:
         self.config = config
         self.folder = store_folder(config)
         commit, dirty = git_state(Path(config.rootpath))
-        model, base = _agent_endpoint(config)
+        model, base = _agent_identity(config, ran=False)
         rc = run_config(config)
         self.record = RunRecord(
             run_id=new_run_id(),
@@ -318,6 +330,16 @@ class RunRecorder:
             and bool(self.trials)  # a run that finished no trial is no baseline
         )
         self.flush()
+        model, base = _agent_identity(self.config, ran=True)
+        if (model, base) != (self.record.agent_model, self.record.agent_base_url):
+            self.record = self.record.model_copy(
+                update={"agent_model": model, "agent_base_url": base}
+            )
+            if self.store is not None:
+                try:
+                    self.store.set_agent(self.record.run_id, model, base)
+                except Exception as exc:
+                    self._fail(exc)
         baseline = self.config.stash.get(BASELINE, None)
         if baseline is not None:
             self.how_chosen = "named with --commerce-baseline"

@@ -92,7 +92,7 @@ def describe_run(run: RunRecord) -> str:
     state = "" if run.complete else ", INCOMPLETE"
     return (
         f"run {run.run_id} ({run.started_at[:16].replace('T', ' ')} UTC, agent "
-        f"{run.agent_model or 'unknown'}, commit {commit}{state})"
+        f"{run.agent_model or 'not named'}, commit {commit}{state})"
     )
 
 

@@ -188,7 +188,8 @@ def _meta_table(run: RunRecord) -> str:
         ("git commit", commit),
         (
             "agent model",
-            f"{run.agent_model or 'unknown'} at {run.agent_base_url or 'default endpoint'}",
+            f"{run.agent_model or 'not named (--commerce-agent)'}"
+            + (f" at {run.agent_base_url}" if run.agent_base_url else ""),
         ),
         ("judge model", run.judge_model or "no rubric judged"),
         ("judge fingerprints", ", ".join(run.judge_fingerprints) or "—"),
@@ -561,7 +562,7 @@ def render_run_html(
     ]
     met = all(s.met for s in run.sets)
     subtitle = (
-        f"{run.agent_model or 'unknown agent model'} · {len(run.trials)} trials · "
+        f"{run.agent_model or 'agent not named'} · {len(run.trials)} trials · "
         f"{'every set met its threshold' if met else 'a set fell short'}"
         f"{'' if run.complete else ' · INCOMPLETE'}"
     )

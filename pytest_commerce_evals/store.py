@@ -1032,6 +1032,15 @@ class RunStore:
                 rows,
             )
 
+    def set_agent(self, run_id: str, model: str | None, base_url: str | None) -> None:
+        """Name the run's agent once the run knows it: the label the user gave, or the model of
+        the client a trial's agent asked the plugin for (None: neither)."""
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE runs SET agent_model = ?, agent_base_url = ? WHERE run_id = ?",
+                (model, public_base_url(base_url), run_id),
+            )
+
     def finish_run(
         self,
         run_id: str,

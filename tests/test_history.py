@@ -241,3 +241,34 @@ def test_json_records_can_be_compared_without_a_store(tmp_path, pytester):
     result = pytester.runpytest("--commerce-store=none", f"--commerce-compare={a},{b}")
     result.stdout.fnmatch_lines(["failing only under A (m-a) (1):", "  a-001-x *"])
     assert json.loads(a.read_text())["agent_model"] == "m-a"
+
+
+def test_the_run_names_the_agent_it_ran_and_compare_finds_it_by_that_name(suite, tmp_path):
+    p, write = suite
+    store = f"--commerce-store={tmp_path / 'store'}"
+    # the toy agent brings its own (fake) client: nothing claims the embedded model
+    out = tmp_path / "plain.json"
+    p.runpytest("cases", store, f"--commerce-json={out}")
+    assert json.loads(out.read_text())["agent_model"] is None
+    # named by the user
+    write(cart_002_checkout_total="shoe-002")
+    named = tmp_path / "named.json"
+    p.runpytest("cases", store, "--commerce-agent=shop-bot v1", f"--commerce-json={named}")
+    assert json.loads(named.read_text())["agent_model"] == "shop-bot v1"
+    write()
+    p.runpytest("cases", store, "--commerce-agent=shop-bot v2")
+    result = p.runpytest(store, "--commerce-compare=shop-bot v1,shop-bot v2")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        ["A: run * agent shop-bot v1*", "B: run * agent shop-bot v2*", "failing only under A*"]
+    )
+
+
+def test_a_glue_error_is_never_newly_failing():
+    before = run([trial("a-001-x"), trial("b-001-x"), trial("c-001-x", "fail")])
+    after = run([trial("a-001-x", "error"), trial("b-001-x", "fail"), trial("c-001-x", "error")])
+    diff = diff_failing_sets(before, after)
+    assert ids(diff.newly_failing) == ["b-001-x"]  # the agent's failure, not the glue's
+    assert ids(diff.still_failing) == [] and ids(diff.fixed) == []
+    assert ids(diff.not_compared) == ["c-001-x"]
+    assert diff.not_compared[0].rates() == "0% (0/1) → not graded (1 error)"

@@ -101,7 +101,7 @@ def test_bad_set_file_is_reported(suite):
     )
     result = p.runpytest("cases")
     result.stdout.fnmatch_lines(
-        ["*cases/cart/_set.yaml: key 'threshold': expected a number from 0 to 1; found 80"]
+        ["*cases/cart/_set.yaml:1: key 'threshold': expected a number from 0 to 1; found 80"]
     )
     assert result.ret == 1
 
@@ -189,7 +189,7 @@ def test_skip_carries_its_reason(suite):
         ),
         (
             "id: cart-001-x\npriority: high\ndifficulty: easy\nturns: [hi]\nexpected:\n  max_tool_calls: lots\n",
-            "*cases/bad.yaml:6: key 'expected.max_tool_calls': case 'cart-001-x': Input should be a valid integer, unable to parse string as an integer (found \"lots\")",
+            "*cases/bad.yaml:6: key 'expected.max_tool_calls': case 'cart-001-x': expected a whole number, unquoted (found \"lots\")",
         ),
         (
             "id: cart-001-x\npriority: urgent\ndifficulty: easy\nturns: [hi]\n",

@@ -59,6 +59,7 @@ TAG_MARKERS = pytest.StashKey[set[str]]()
 RESERVED_MARKS = pytest.StashKey[frozenset[str]]()
 TRIAL_RAN = pytest.StashKey[bool]()
 AGENT_USED = pytest.StashKey[dict]()
+LOAD_WARNINGS = pytest.StashKey[list[str]]()
 
 
 def agent_used(config: pytest.Config) -> dict | None:
@@ -165,6 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[NOT_GRADED] = []
     config.stash[VACUITY] = []
     config.stash[TAG_MARKERS] = set()
+    config.stash[LOAD_WARNINGS] = []
 
 
 # -- collection -------------------------------------------------------------------------------
@@ -253,7 +255,8 @@ class CaseFile(pytest.File):
             if set_path.is_relative_to(config.rootpath)
             else set_path.as_posix()
         )
-        set_config, set_problem = load_set_config(set_path)
+        set_config, set_problem = load_set_config(set_path, config.rootpath)
+        config.stash[LOAD_WARNINGS].extend(loaded.warnings)
         threshold = set_config.threshold if set_config.threshold is not None else rc.threshold
         problems = list(loaded.problems)
         if set_problem is not None:
@@ -716,6 +719,11 @@ def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
     vacuity = config.stash[VACUITY]
     if vacuity:
         _vacuity_summary(terminalreporter, vacuity)
+    warnings = config.stash[LOAD_WARNINGS]
+    if warnings:
+        terminalreporter.section("commerce-evals case file warnings")
+        for line in warnings:
+            terminalreporter.write_line(line, yellow=True)
     summary = config.stash[SUMMARY]
     if not summary.cases and not summary.invalid:
         return

@@ -601,6 +601,8 @@ def test_a_suite_full_of_bad_files_still_runs_its_good_cases(pytester):
         shutil.copyfile(DATA / name, cases / "bad" / name)
     (cases / "good" / "add.yaml").write_text(GOOD_CASE)
     (cases / "setdir" / "other.yaml").write_text(GOOD_CASE.replace("900", "901"))
+    shutil.copyfile(DATA / "odd-tags.yaml", cases / "good" / "odd-tags.yaml")
+    shutil.copyfile(DATA / "empty-list.yaml", cases / "good" / "empty-list.yaml")
     result = pytester.runpytest("cases", "-v", "-p", "no:cacheprovider")
     text = result.stdout.str()
     assert "INTERNALERROR" not in text and "Traceback" not in text
@@ -608,6 +610,8 @@ def test_a_suite_full_of_bad_files_still_runs_its_good_cases(pytester):
         [
             "cases/good/add.yaml::cart-900-still-runs PASSED*",
             "cases/setdir/other.yaml::cart-901-still-runs PASSED*",
+            "cases/good/odd-tags.yaml::cart-001-odd-tags *",  # odd tags never stop the session
+            "cases/good/empty-list.yaml:1: the file holds an empty list; no cases to collect",
             "*invalid case: cases/setdir/_set.yaml: is a folder; expected a file*",
             *(
                 f"*invalid case: cases/bad/{name}:{problems[0][0]}: *"

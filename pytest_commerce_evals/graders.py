@@ -438,16 +438,16 @@ class SkillLoad:
 
     @property
     def loaded(self) -> bool:
-        # a result that says the load failed or was blocked is not a load; a call whose result
-        # the agent never reported is taken as made (a negative assertion must not pass on it)
-        return self.status in (None, "ok")
+        # only an `ok` result is a load: one that failed or was blocked is not, and neither is a
+        # call whose result the agent never reported (nothing shows the skill was loaded)
+        return self.status == "ok"
 
     def describe(self) -> str:
         shown = self.skill
         raw = _skill_arg(self.call)
         if raw and skill_key(raw) != self.skill:
             shown += f" (asked as {raw!r})"
-        return shown + (f" [{self.status}]" if self.status not in (None, "ok") else "")
+        return shown + (f" [{self.status or 'no result'}]" if self.status != "ok" else "")
 
 
 def _skill_loads(obs: Observation) -> list[SkillLoad]:

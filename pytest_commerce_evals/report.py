@@ -230,12 +230,16 @@ def _sets_table(run: RunRecord) -> str:
             f'<div class="mark" style="left:{s.threshold * 100:.1f}%" '
             f'title="threshold {s.threshold:.0%}"></div></div>'
         )
-        if s.met:
+        if s.verdict == "ok":
             verdict = _badge("ok")
-        elif s.rate is None:
-            verdict = _badge("SHORT", "short") + " nothing graded"
+        elif s.verdict == "skipped":
+            verdict = _badge("skip", "skipped") + " every case skipped"
+        elif s.verdict == "undecided":
+            verdict = _badge("UNDECIDED", "short") + " nothing graded"
         else:
-            verdict = _badge("SHORT", "short") + f" by {(s.threshold - s.rate) * 100:.1f} points"
+            verdict = (
+                _badge("SHORT", "short") + f" by {(s.threshold - (s.rate or 0.0)) * 100:.1f} points"
+            )
         other = ", ".join(f"{n} {o}" for o, n in sorted(s.other.items())) or "—"
         out.append(
             f'<tr><td>{e(s.name)}</td><td class="num">{s.passed}/{s.graded}</td>'
@@ -560,10 +564,16 @@ def render_run_html(
         *extra_sections,
         _cases_section(run),
     ]
-    met = all(s.met for s in run.sets)
+    verdicts = {s.verdict for s in run.sets}
+    state = (
+        "a set fell short"
+        if "short" in verdicts
+        else "a set is undecided (nothing graded)"
+        if "undecided" in verdicts
+        else "every set met its threshold"
+    )
     subtitle = (
-        f"{run.agent_model or 'agent not named'} · {len(run.trials)} trials · "
-        f"{'every set met its threshold' if met else 'a set fell short'}"
+        f"{run.agent_model or 'agent not named'} · {len(run.trials)} trials · {state}"
         f"{'' if run.complete else ' · INCOMPLETE'}"
     )
     return _page(f"commerce-evals run {run.run_id}", subtitle, "".join(body))

@@ -43,6 +43,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .results import set_verdict
+
 __all__ = [
     "DEFAULT_STORE_PATH",
     "MAX_DEPTH",
@@ -399,6 +401,14 @@ class SetResult(_Record):
     met: bool
     other: dict[str, int] = Field(default_factory=dict)
 
+    @property
+    def verdict(self) -> str:
+        """`ok`, `short`, `undecided` (trials ran, none graded) or `skipped` (every case
+        skipped), by the one rule the exit status uses (`results.set_verdict`)."""
+        from .results import set_verdict
+
+        return set_verdict(self.passed, self.graded, self.threshold, self.other)
+
 
 class RunRecord(_Record):
     """A whole run: what the database holds for it and what `--commerce-json` writes."""
@@ -534,10 +544,7 @@ def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
     for name in sorted(groups):
         g = groups[name]
         rate = g["passed"] / g["graded"] if g["graded"] else None
-        if rate is None:
-            met = not any(n for o, n in g["other"].items() if o != "skipped")
-        else:
-            met = rate + 1e-12 >= g["threshold"]
+        met = set_verdict(g["passed"], g["graded"], g["threshold"], g["other"]) in ("ok", "skipped")
         out.append(
             SetResult(
                 name=name,

@@ -36,7 +36,14 @@ def obs(*turns, cart=(), memory=(), changes=(), initial=None) -> Observation:
 SEARCH = call("search_products", query="trail shoes")
 PRESENT = call("present_suggestions", product_ids=["shoe-001"])
 ADD = call("add_to_cart", product_id="shoe-001")
+def _load(name, status="ok", resolved=None, i=0):
+    c = call("load_skill", i, name=name)
+    result = {"name": resolved or name, "instructions": "..."} if status == "ok" else None
+    return [c, ToolResult(call_id=c.call_id, name="load_skill", status=status, result=result)]
+
+
 SKILL = call("load_skill", name="sizing")
+SKILL_OK = [SKILL, ToolResult(call_id=SKILL.call_id, status="ok")]
 SAVE = call("save_memory", note="likes vegan leather")
 
 # key -> (expected value, passing observation, failing observation, failure message)
@@ -139,21 +146,21 @@ CASES = {
     ),
     "skill_loaded": (
         "sizing",
-        obs([SKILL, ToolResult(call_id=SKILL.call_id, status="ok")]),
+        obs(SKILL_OK),
         obs([call("load_skill", name="returns")]),
-        "skill_loaded: expected skill 'sizing' to be loaded; skills loaded: returns",
+        "skill_loaded: expected skill 'sizing' to be loaded; skills loaded: returns [no result]",
     ),
     "skill_not_loaded": (
         "gift-finding",
-        obs([SKILL]),
-        obs([call("load_skill", name="gift-finding")]),
+        obs(SKILL_OK),
+        obs(_load("gift-finding")),
         "skill_not_loaded: expected skill 'gift-finding' not to be loaded; it was "
         '(load_skill(name="gift-finding"))',
     ),
     "no_skill_load": (
         True,
         obs([SEARCH]),
-        obs([SKILL]),
+        obs(SKILL_OK),
         "no_skill_load: expected no skill load; loaded: sizing",
     ),
     "reply_includes": (
@@ -266,9 +273,9 @@ GRADED_TURN = {
         [Ui(component="product_card")],
     ),
     "no_ui": (True, [Ui(component="product_card")], [Text(text="ok")]),
-    "skill_loaded": ("sizing", [call("load_skill", 9, name="returns")], [SKILL]),
-    "skill_not_loaded": ("sizing", [SKILL], [SEARCH]),
-    "no_skill_load": (True, [SKILL], [SEARCH]),
+    "skill_loaded": ("sizing", _load("returns", i=9), SKILL_OK),
+    "skill_not_loaded": ("sizing", SKILL_OK, [SEARCH]),
+    "no_skill_load": (True, SKILL_OK, [SEARCH]),
     "reply_includes": (["June 14"], [Text(text="June 10")], [Text(text="June 14")]),
     "reply_omits": (["FREESTOVE"], [Text(text="FREESTOVE")], [Text(text="Good stove.")]),
     "max_tool_calls": (1, [SEARCH, SEARCH, ADD], [SEARCH, PRESENT]),
@@ -340,12 +347,6 @@ def test_present_suggestions_only_the_last_is_free():
     assert not GRADERS["max_tool_calls"](1, obs([PRESENT, PRESENT, SEARCH])).passed
 
 
-def _load(name, status="ok", resolved=None, i=0):
-    c = call("load_skill", i, name=name)
-    result = {"name": resolved or name, "instructions": "..."} if status == "ok" else None
-    return [c, ToolResult(call_id=c.call_id, name="load_skill", status=status, result=result)]
-
-
 @pytest.mark.parametrize(
     "asked, resolved",
     [("Gift_Finding", "gift-finding"), ("gift finding", "gift-finding"), ("x", "gift-finding")],
@@ -410,13 +411,20 @@ def test_staged_change_kinds_ignores_injected_changes_the_backend_gave_an_id():
     ).passed
 
 
-def test_skill_load_that_was_blocked_is_not_loaded():
-    blocked = obs(
+def test_skill_load_that_failed_is_not_loaded_and_says_why():
+    failed = obs(
         [SKILL, ToolResult(call_id=SKILL.call_id, status="error", reason="no such skill")]
     )
-    result = GRADERS["skill_loaded"]("sizing", blocked)
+    result = GRADERS["skill_loaded"]("sizing", failed)
     assert not result.passed
     assert result.message.endswith("skills loaded: sizing [error]")
+
+
+def test_a_skill_call_with_no_result_is_no_load():
+    # nothing shows the skill was loaded: no false pass for the positive key
+    assert not GRADERS["skill_loaded"]("sizing", obs([SKILL])).passed
+    assert GRADERS["skill_not_loaded"]("sizing", obs([SKILL])).passed
+    assert GRADERS["no_skill_load"](True, obs([SKILL])).passed
 
 
 def test_cart_falls_back_to_last_cart_update_without_snapshot():

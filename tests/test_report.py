@@ -225,3 +225,15 @@ def test_the_timeline_numbers_each_turn_end_as_its_header_does():
     assert "turn 1: first" in text and "turn 2 (graded): second" in text
     assert "end of turn 1" in text and "end of turn 2" in text
     assert "end of turn 0" not in text
+
+
+def test_a_set_with_nothing_graded_is_undecided_in_the_report_not_short():
+    page = render_run_html(
+        run([trial("cart-001-a", "judge_error"), trial("cart-002-b", "error")]), None, "none"
+    )
+    text = text_of(page)
+    assert "UNDECIDED nothing graded" in text
+    assert "SHORT" not in text
+    assert "a set is undecided (nothing graded)" in text
+    skipped = text_of(render_run_html(run([trial("cart-003-c", "skipped")]), None, "none"))
+    assert "skip every case skipped" in skipped and "every set met its threshold" in skipped

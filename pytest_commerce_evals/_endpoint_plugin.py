@@ -117,17 +117,47 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from .plugin import CaseItem
 
     items = [i for i in session.items if type(i) is CaseItem and not i.case.skip]
-    if not items:
+    if items:
+        judged = any(i.case.expected.rubric is not None for i in items)
+        _check_endpoints(config, judge=judged)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under xdist the controller collects nothing and the workers' collections report no
+    usage errors: the controller checks before any worker starts, when the run names case
+    folders or files."""
+    config = session.config
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return
+    if config.option.collectonly or not _names_cases(config):
+        return
+    _check_endpoints(config, judge=True)
+
+
+def _check_endpoints(config: pytest.Config, judge: bool) -> None:
     needed = ["agent"]
-    judging = not config.getoption("commerce_no_judge", False)
-    if judging and any(i.case.expected.rubric is not None for i in items):
+    if judge and not config.getoption("commerce_no_judge", False):
         needed.append("judge")
     for purpose in needed:
         try:
             resolve_endpoint(config, purpose)
         except EndpointError as exc:
             raise pytest.UsageError(f"commerce-evals {purpose}: {exc}") from None
+
+
+def _names_cases(config: pytest.Config) -> bool:
+    """Whether the command line's paths are, hold or lie inside the `commerce_case_dirs`."""
+    from pathlib import Path
+
+    roots = [(config.rootpath / d).resolve() for d in config.getini("commerce_case_dirs")]
+    for arg in config.args:
+        path = (Path(config.invocation_params.dir) / arg.split("::")[0]).resolve()
+        if path.suffix in (".yaml", ".yml", ".json"):
+            return True
+        if any(path == r or path.is_relative_to(r) or r.is_relative_to(path) for r in roots):
+            return True
+    return False
 
 
 @pytest.hookimpl(trylast=True)

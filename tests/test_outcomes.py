@@ -460,3 +460,15 @@ def test_the_header_names_the_agent_and_does_not_claim_the_embedded_model(pytest
             "commerce-evals agent model: * (when the agent asks the plugin for a client)",
         ]
     )
+
+
+def test_a_hosted_model_without_a_key_stops_an_xdist_run_too(pytester, monkeypatch):
+    pytest.importorskip("xdist")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    _concurrent_suite(pytester)
+    result = pytester.runpytest(
+        "cases", "-n", "2", "-p", "no:benchmark", "--commerce-model=gpt-4o-mini"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*commerce-evals agent: agent model 'gpt-4o-mini' (from cli)*"])

@@ -269,6 +269,19 @@ class CapturedTurn(BaseModel):
             )
         return value
 
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _iso_text(cls, value: Any) -> Any:
+        # read strictly (no number taken for a time), yet from the text JSON holds
+        if isinstance(value, datetime):
+            return value
+        if not isinstance(value, str):
+            raise ValueError(f"expected an ISO 8601 time as text; found {type(value).__name__}")
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"not an ISO 8601 time: {short_repr(value)}") from None
+
     @field_validator("timestamp")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
@@ -612,7 +625,7 @@ def read_capture(
                 problem = _structure_problem(raw, data)
                 if problem is None:
                     try:
-                        turn = CapturedTurn.model_validate(data)
+                        turn = CapturedTurn.model_validate(data, strict=True)
                     except ValidationError as exc:
                         problem = _validation_message(exc)
                 if problem is not None:

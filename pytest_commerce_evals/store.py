@@ -331,7 +331,7 @@ def validation_summary(exc: ValidationError, limit: int = 4) -> str:
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Selection(_Record):
@@ -617,7 +617,9 @@ def load_record(path: str | Path) -> RunRecord:
     if not isinstance(data, dict):
         raise StoreError(f"{path}: a run record is a JSON object; found {type(data).__name__}")
     try:
-        record = RunRecord.model_validate(_migrate_record(data, str(path)))
+        # strict: a record written by hand or by another tool gets no lax coercion ("yes" is not
+        # true, "0.9" is not a number, 1.0 is not a trial number)
+        record = RunRecord.model_validate(_migrate_record(data, str(path)), strict=True)
     except ValidationError as exc:
         raise StoreError(
             f"{path}: not a commerce-evals run record: {validation_summary(exc)}"

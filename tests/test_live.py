@@ -603,3 +603,26 @@ def test_judge_errors_are_not_counted_as_fails():
     ]
     [dim] = compute_trend(runs).dimensions
     assert (dim.points[0].passed, dim.points[0].graded, dim.points[0].errors) == (5, 10, 1)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"turn": True}, "turn: Input should be a valid integer"),
+        ({"turn": "2"}, "turn: Input should be a valid integer"),
+        ({"turn": 1.0}, "turn: Input should be a valid integer"),
+        ({"timestamp": 1700000000}, "timestamp: Value error, expected an ISO 8601 time as text"),
+        ({"timestamp": "yesterday"}, "timestamp: Value error, not an ISO 8601 time: 'yesterday'"),
+        (
+            {"events": [{"type": "cart_update", "items": [{"product_id": "a", "quantity": "2"}]}]},
+            "quantity: Input should be a valid integer",
+        ),
+    ],
+)
+def test_capture_values_are_read_strictly(tmp_path, changes, message):
+    path = tmp_path / "cap.jsonl"
+    path.write_text(capture_line(conversation_id="c-bad", **changes) + "\n" + capture_line() + "\n")
+    capture = read_capture([path], redactor=Redactor(), display=lambda p: p.name)
+    assert [c.conversation_id for c in capture.conversations] == ["c-good"]
+    [problem] = capture.problems
+    assert problem.line == 1 and message in problem.message, problem.message

@@ -513,6 +513,9 @@ def good_record() -> dict:
     return json.loads(run([trial("cart-001-a")]).model_dump_json())
 
 
+TRIAL = good_record()["trials"][0]
+
+
 def changed(**keys) -> dict:
     data = good_record()
     for key, value in keys.items():
@@ -542,6 +545,13 @@ def changed(**keys) -> dict:
         (changed(selection="cases"), "key selection: Input should be a valid dictionary"),
         (changed(surprise=1), "key surprise: Extra inputs are not permitted"),
         (changed(kind="nightly"), "key kind: Input should be 'regression' or 'live'"),
+        # no lax coercion: what a hand-edited record says must be what it means
+        (changed(complete="yes"), "key complete: Input should be a valid boolean (found str)"),
+        (changed(exit_status="0"), "key exit_status: Input should be a valid integer"),
+        (changed(trials=[{**TRIAL, "trial": "1"}]), "key trials.0.trial: Input should be a valid integer"),
+        (changed(trials=[{**TRIAL, "trial": 1.0}]), "key trials.0.trial: Input should be a valid integer"),
+        (changed(trials=[{**TRIAL, "threshold": "0.9"}]), "key trials.0.threshold: Input should be a valid number"),
+        (changed(trials=[{**TRIAL, "threshold": float("nan")}]), "key trials.0.threshold: Input should be a finite number"),
     ],
 )  # fmt: skip
 def test_a_bad_run_record_names_the_file_and_the_key(tmp_path, data, message):

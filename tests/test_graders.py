@@ -448,3 +448,13 @@ def test_grade_reports_every_failing_expectation():
         ("no_ui", True),
         ("cart_contains", False),
     ]
+
+
+def test_change_fields_with_keys_of_mixed_types_are_graded_not_crashed():
+    fields = {"v": {1: "a", "b": 2}}
+    applied = obs([], changes=[Change(kind="price_update", fields=fields, status="applied")])
+    result = GRADERS["no_applied_changes"](True, applied)
+    assert not result.passed
+    assert 'price_update(- {"v": {"1": "a", "b": 2}}) [applied]' in result.message
+    staged = obs([], changes=[Change(kind="price_update", fields=fields)])
+    assert GRADERS["staged_change_kinds"](["price_update"], staged).passed

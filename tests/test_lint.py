@@ -272,3 +272,11 @@ def test_message_borne_instruction_needs_get_order(tmp_path):
     assert finding.rule == "poisoned-visible" and "only get_order returns" in finding.message
     cases[0]["expected"]["calls_tool"] = ["get_order"]
     assert lint_paths([write(tmp_path, cases)], index, tmp_path) == []
+
+
+def test_a_flow_folder_named_on_the_command_line_is_still_checked(tmp_path):
+    root = tmp_path / "cases"
+    (root / "cart").mkdir(parents=True)
+    (root / "cart" / "a.yaml").write_text(yaml.safe_dump([_flow_case("search-001-x")]))
+    findings = lint_paths([root / "cart"], FixtureIndex(), tmp_path, case_roots=[root])
+    assert [(f.rule, f.case_id) for f in findings] == [("id-flow", "search-001-x")]

@@ -472,3 +472,17 @@ def test_a_hosted_model_without_a_key_stops_an_xdist_run_too(pytester, monkeypat
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*commerce-evals agent: agent model 'gpt-4o-mini' (from cli)*"])
+
+
+def test_tags_named_like_expression_words_or_ini_markers(pytester: pytest.Pytester):
+    (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
+    pytester.syspathinsert(pytester.path)
+    pytester.makeconftest(toy_conftest())
+    pytester.makeini("[pytest]\nmarkers =\n    slow: long-running cases\n")
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(
+        "id: chat-001-words\npriority: low\ndifficulty: easy\ntags: [and, not, slow]\n"
+        "turns: [hi]\nexpected: {no_ui: true}\n"
+    )
+    for expr in ("tag_and", "tag_not", "slow"):
+        pytester.runpytest("cases", "-m", expr).assert_outcomes(passed=1, warnings=None)

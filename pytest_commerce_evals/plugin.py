@@ -220,6 +220,7 @@ def _reserved_marks(config: pytest.Config) -> frozenset[str]:
     difficulty marks, and every mark another plugin or the ini file registered."""
     known = config.stash.get(RESERVED_MARKS, None)
     if known is None:
+
         def names(lines: Any) -> set[str]:
             if isinstance(lines, str):
                 lines = lines.splitlines()

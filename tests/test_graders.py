@@ -36,6 +36,8 @@ def obs(*turns, cart=(), memory=(), changes=(), initial=None) -> Observation:
 SEARCH = call("search_products", query="trail shoes")
 PRESENT = call("present_suggestions", product_ids=["shoe-001"])
 ADD = call("add_to_cart", product_id="shoe-001")
+
+
 def _load(name, status="ok", resolved=None, i=0):
     c = call("load_skill", i, name=name)
     result = {"name": resolved or name, "instructions": "..."} if status == "ok" else None
@@ -412,9 +414,7 @@ def test_staged_change_kinds_ignores_injected_changes_the_backend_gave_an_id():
 
 
 def test_skill_load_that_failed_is_not_loaded_and_says_why():
-    failed = obs(
-        [SKILL, ToolResult(call_id=SKILL.call_id, status="error", reason="no such skill")]
-    )
+    failed = obs([SKILL, ToolResult(call_id=SKILL.call_id, status="error", reason="no such skill")])
     result = GRADERS["skill_loaded"]("sizing", failed)
     assert not result.passed
     assert result.message.endswith("skills loaded: sizing [error]")

@@ -112,16 +112,23 @@ class TrialResult:
 
 def _json_ready(value: Any) -> Any:
     """An event or state model as JSON data. What pydantic's JSON mode refuses (a lone surrogate,
-    a value nested past its depth limit) is kept anyway: surrogates escaped, the deepest parts as
-    their JSON text (`store.clean_json`), so the trial is recorded rather than lost."""
+    a value nested past its depth limit, an object JSON has no type for) is kept anyway:
+    surrogates escaped, the deepest parts as their JSON text (`store.clean_json`), other objects
+    as their `repr`, so the trial is recorded rather than lost."""
     if not isinstance(value, BaseModel):
         return value
     try:
         return value.model_dump(mode="json")
-    except ValueError:  # UnicodeEncodeError is one, and so is pydantic's depth guard
+    except ValueError:  # UnicodeEncodeError and pydantic's depth and unknown-type errors are
+        import json
+
         from .store import clean_json
 
-        return clean_json(value.model_dump())
+        cleaned = clean_json(value.model_dump())
+        try:
+            return json.loads(json.dumps(cleaned, default=repr, ensure_ascii=False))
+        except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold, say
+            return {"type": getattr(value, "type", None), "unserializable": repr(value)[:10_000]}
 
 
 _SCALARS = (

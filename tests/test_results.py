@@ -75,3 +75,26 @@ def test_to_dict_keeps_a_trial_pydantic_json_mode_refuses():
     assert reply["text"] == "cut inside an emoji \ud83e"  # the store escapes it on arrival
     assert tool["call_id"] == "c1" and tool["result"]["k\\ud83e"] == "v"
     assert json.loads(json.dumps(tool))["result"]["deep"]  # deep parts kept, as JSON text
+
+
+def test_to_dict_keeps_an_object_json_has_no_type_for_as_its_repr():
+    from pytest_commerce_evals import ToolResult
+
+    class Price:
+        def __repr__(self) -> str:
+            return "Price(12.50 EUR)"
+
+    result = TrialResult(
+        case_id="chat-001-x",
+        trial=1,
+        trials=1,
+        set_name="cases",
+        priority="low",
+        difficulty="easy",
+        tags=[],
+        outcome="pass",
+        turns=[[ToolResult(call_id="c1", result={"price": Price()})]],
+    )
+    [[tool]] = result.to_dict()["turns"]
+    assert tool["result"] == {"price": "Price(12.50 EUR)"}
+    json.dumps(result.to_dict())  # the store and --commerce-json can write it

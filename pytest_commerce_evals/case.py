@@ -10,11 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .events import CartLine, Change
 from .rubrics import STANDARD
 
-__all__ = ["CASE_ID_PATTERN", "Case", "Expected", "State"]
+__all__ = ["CASE_ID_PATTERN", "Case", "CaseFileWarning", "Expected", "State"]
 
 CASE_ID_PATTERN = re.compile(r"\A[a-z][a-z0-9_]*-[0-9]{3}-[a-z0-9]+(?:-[a-z0-9]+)*\Z", re.ASCII)
 """`<flow>-<nnn>-<behavior>`: a lower-case flow, three digits, a hyphenated behaviour; ASCII only
 and nothing after it (`\\Z`, not `$`, which would let a trailing newline through)."""
+
+class CaseFileWarning(UserWarning):
+    """A case file that loads but says something odd (an empty list of cases); shown in pytest's
+    warnings summary with the file and line, under xdist too."""
+
 
 Priority = Literal["critical", "high", "medium", "low"]
 Difficulty = Literal["easy", "medium", "hard"]

@@ -22,7 +22,7 @@ from ._collect import CASE_SUFFIXES, CaseProblem, load_case_file, load_set_confi
 from ._run import ConfigurationError, run_trial
 from ._scheduler import SCHEDULER, TrialScheduler, concurrency, resolve_auto, xdist_queued
 from ._summary import Summary, TrialRecord
-from .case import Case
+from .case import Case, CaseFileWarning
 from .results import NOT_GRADED as UNGRADED_OUTCOMES
 from .results import TrialResult
 
@@ -59,7 +59,6 @@ TAG_MARKERS = pytest.StashKey[set[str]]()
 RESERVED_MARKS = pytest.StashKey[frozenset[str]]()
 TRIAL_RAN = pytest.StashKey[bool]()
 AGENT_USED = pytest.StashKey[dict]()
-LOAD_WARNINGS = pytest.StashKey[list[str]]()
 
 
 def agent_used(config: pytest.Config) -> dict | None:
@@ -166,7 +165,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[NOT_GRADED] = []
     config.stash[VACUITY] = []
     config.stash[TAG_MARKERS] = set()
-    config.stash[LOAD_WARNINGS] = []
 
 
 # -- collection -------------------------------------------------------------------------------
@@ -269,7 +267,15 @@ class CaseFile(pytest.File):
             else set_path.as_posix()
         )
         set_config, set_problem = load_set_config(set_path, config.rootpath)
-        config.stash[LOAD_WARNINGS].extend(loaded.warnings)
+        for message in loaded.warnings:  # pytest's warnings summary shows them; xdist forwards
+            try:
+                self.warn(CaseFileWarning(message))
+            except CaseFileWarning:  # warnings are errors here (-W error): this file errs alone
+                text = message.split(":1: ", 1)[-1]
+                problem = CaseProblem(display, 1, None, f"{text} (a warning made an error)")
+                yield InvalidCase.from_parent(
+                    self, name=f"{Path(self.path).name}::warning", problems=[problem]
+                )
         threshold = set_config.threshold if set_config.threshold is not None else rc.threshold
         problems = list(loaded.problems)
         if set_problem is not None:
@@ -732,11 +738,6 @@ def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
     vacuity = config.stash[VACUITY]
     if vacuity:
         _vacuity_summary(terminalreporter, vacuity)
-    warnings = config.stash[LOAD_WARNINGS]
-    if warnings:
-        terminalreporter.section("commerce-evals case file warnings")
-        for line in warnings:
-            terminalreporter.write_line(line, yellow=True)
     summary = config.stash[SUMMARY]
     if not summary.cases and not summary.invalid:
         return

@@ -603,7 +603,14 @@ def test_a_suite_full_of_bad_files_still_runs_its_good_cases(pytester):
     (cases / "setdir" / "other.yaml").write_text(GOOD_CASE.replace("900", "901"))
     shutil.copyfile(DATA / "odd-tags.yaml", cases / "good" / "odd-tags.yaml")
     shutil.copyfile(DATA / "empty-list.yaml", cases / "good" / "empty-list.yaml")
-    result = pytester.runpytest("cases", "-v", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "cases",
+        "-v",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "default::pytest_commerce_evals.case.CaseFileWarning",
+    )
     text = result.stdout.str()
     assert "INTERNALERROR" not in text and "Traceback" not in text
     result.stdout.fnmatch_lines_random(
@@ -611,7 +618,8 @@ def test_a_suite_full_of_bad_files_still_runs_its_good_cases(pytester):
             "cases/good/add.yaml::cart-900-still-runs PASSED*",
             "cases/setdir/other.yaml::cart-901-still-runs PASSED*",
             "cases/good/odd-tags.yaml::cart-001-odd-tags *",  # odd tags never stop the session
-            "cases/good/empty-list.yaml:1: the file holds an empty list; no cases to collect",
+            "*CaseFileWarning: cases/good/empty-list.yaml:1: the file holds an empty list; no "
+            "cases to collect",
             "*invalid case: cases/setdir/_set.yaml: is a folder; expected a file*",
             *(
                 f"*invalid case: cases/bad/{name}:{problems[0][0]}: *"
@@ -620,3 +628,44 @@ def test_a_suite_full_of_bad_files_still_runs_its_good_cases(pytester):
         ]
     )
     assert result.ret == 1
+
+
+def test_an_empty_case_file_under_warnings_as_errors_errs_alone(pytester):
+    """With `-W error` the empty-list warning is an error item for that file; the session and
+    the other files go on."""
+    (pytester.path / "helpers.py").write_text((Path(__file__).parent / "helpers.py").read_text())
+    pytester.syspathinsert(pytester.path)
+    reply = '[tool_reply("add_to_cart", product_id="shoe-001"), text_reply("Added.")]'
+    pytester.makeconftest(toy_conftest(f"{{'cart-900-still-runs': {reply}}}"))
+    cases = pytester.path / "cases"
+    cases.mkdir()
+    (cases / "empty.yaml").write_text("[]\n")
+    (cases / "add.yaml").write_text(GOOD_CASE)
+    result = pytester.runpytest("cases", "-p", "no:cacheprovider", "-W", "error")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*invalid case: cases/empty.yaml:1: the file holds an empty list; no cases to "
+            "collect (a warning made an error)"
+        ]
+    )
+
+
+def test_the_empty_list_warning_reaches_the_summary_under_xdist(pytester):
+    pytest.importorskip("xdist")
+    (pytester.path / "helpers.py").write_text((Path(__file__).parent / "helpers.py").read_text())
+    pytester.syspathinsert(pytester.path)
+    reply = '[tool_reply("add_to_cart", product_id="shoe-001"), text_reply("Added.")]'
+    pytester.makeconftest(toy_conftest(f"{{'cart-900-still-runs': {reply}}}"))
+    cases = pytester.path / "cases"
+    cases.mkdir()
+    (cases / "empty.yaml").write_text("[]\n")
+    (cases / "add.yaml").write_text(GOOD_CASE)
+    result = pytester.runpytest(
+        "cases", "-n", "2", "-p", "no:benchmark", "-p", "no:cacheprovider",
+        "-W", "default::pytest_commerce_evals.case.CaseFileWarning",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, warnings=None)
+    result.stdout.fnmatch_lines(
+        ["*CaseFileWarning: cases/empty.yaml:1: the file holds an empty list; no cases to collect"]
+    )

@@ -16,6 +16,7 @@ CASE_ID_PATTERN = re.compile(r"\A[a-z][a-z0-9_]*-[0-9]{3}-[a-z0-9]+(?:-[a-z0-9]+
 """`<flow>-<nnn>-<behavior>`: a lower-case flow, three digits, a hyphenated behaviour; ASCII only
 and nothing after it (`\\Z`, not `$`, which would let a trailing newline through)."""
 
+
 class CaseFileWarning(UserWarning):
     """A case file that loads but says something odd (an empty list of cases); shown in pytest's
     warnings summary with the file and line, under xdist too."""

@@ -148,26 +148,3 @@ def run_coroutine(coro: Any) -> Any:
     import asyncio
 
     return asyncio.run_coroutine_threadsafe(coro, shared_loop()).result()
-
-
-# --- xdist ----------------------------------------------------------------------------------------
-
-
-def xdist_queued(config: pytest.Config, session: pytest.Session) -> list[Any] | None:
-    """Under an xdist worker, the items the controller has queued for this worker (next first);
-    None when the worker's queue cannot be read (then items run one at a time)."""
-    for plugin in config.pluginmanager.get_plugins():
-        torun = getattr(plugin, "torun", None)
-        if torun is None or type(plugin).__name__ != "WorkerInteractor":
-            continue
-        try:
-            with torun.lock() as pending:
-                indices = [i for i in pending if isinstance(i, int)]
-        except Exception:
-            return None
-        current = getattr(plugin, "nextitem_index", None)
-        if isinstance(current, int):
-            indices.insert(0, current)
-        items = session.items
-        return [items[i] for i in indices if 0 <= i < len(items)]
-    return None

@@ -20,8 +20,9 @@ import pytest
 from . import hookspecs
 from ._collect import CASE_SUFFIXES, CaseProblem, load_case_file, load_set_config
 from ._run import ConfigurationError, run_trial
-from ._scheduler import SCHEDULER, TrialScheduler, concurrency, resolve_auto, xdist_queued
+from ._scheduler import SCHEDULER, TrialScheduler, concurrency, resolve_auto
 from ._summary import Summary, TrialRecord
+from ._xdist_compat import xdist_queued
 from .case import Case, CaseFileWarning
 from .results import NOT_GRADED as UNGRADED_OUTCOMES
 from .results import TrialResult

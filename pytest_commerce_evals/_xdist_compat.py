@@ -1,0 +1,39 @@
+"""The one place the plugin reads pytest-xdist's internals: a worker's queue of items.
+
+Overlapping trials under xdist needs the items the controller has already sent to this worker,
+which xdist keeps on its private `WorkerInteractor.torun` queue (no public API exposes it). The
+supported range is pinned in `pyproject.toml` (`pytest-xdist>=3.5,<4`), and
+`tests/test_xdist_compat.py` fails loudly when a release changes the internal. When it cannot be
+read, trials simply run one at a time on each worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+__all__ = ["SUPPORTED", "xdist_queued"]
+
+SUPPORTED = ">=3.5,<4"
+"""The pytest-xdist versions whose worker queue this module reads."""
+
+
+def xdist_queued(config: pytest.Config, session: pytest.Session) -> list[Any] | None:
+    """Under an xdist worker, the items the controller has queued for this worker (next first);
+    None when the worker's queue cannot be read (then items run one at a time)."""
+    for plugin in config.pluginmanager.get_plugins():
+        torun = getattr(plugin, "torun", None)
+        if torun is None or type(plugin).__name__ != "WorkerInteractor":
+            continue
+        try:
+            with torun.lock() as pending:
+                indices = [i for i in pending if isinstance(i, int)]
+        except Exception:
+            return None
+        current = getattr(plugin, "nextitem_index", None)
+        if isinstance(current, int):
+            indices.insert(0, current)
+        items = session.items
+        return [items[i] for i in indices if 0 <= i < len(items)]
+    return None

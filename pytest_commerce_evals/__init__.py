@@ -6,6 +6,7 @@ The top level exports what a `conftest.py` needs to wire an agent and a backend.
 from .agent import Agent, AgentSession, InfraError
 from .backend import Backend, Snapshot
 from .case import Case, Expected, State
+from .errors import CommerceEvalsError, ConfigurationError
 from .events import (
     CartLine,
     CartUpdate,
@@ -29,6 +30,8 @@ __all__ = [
     "Case",
     "Change",
     "ChangeUpdate",
+    "CommerceEvalsError",
+    "ConfigurationError",
     "Expected",
     "FakeClient",
     "GraderResult",

@@ -16,17 +16,10 @@ from ._scheduler import run_coroutine
 from .agent import AgentSession, InfraError
 from .backend import Backend, Snapshot
 from .case import Case
+from .errors import ConfigurationError
 from .events import TurnEnd, coerce_event
 from .graders import Observation, grade
 from .results import Outcome, RubricVerdict, TrialResult
-
-
-class ConfigurationError(Exception):
-    """The conftest did not supply what the plugin needs; says how to fix it.
-
-    Raised inside a trial it is the glue's fault, not the agent's: the trial ends with the
-    outcome `error`, which never counts in a set's rate or a failing-set diff."""
-
 
 _PLUGIN_DIR = Path(__file__).resolve().parent
 _SKIPPED_DIRS = (

@@ -7,11 +7,12 @@ from typing import Any, Literal, Protocol
 
 from .backend import Backend
 from .case import Case
+from .errors import CommerceEvalsError
 
 __all__ = ["Agent", "AgentSession", "InfraError"]
 
 
-class InfraError(RuntimeError):
+class InfraError(CommerceEvalsError, RuntimeError):
     """Raise from an agent when the failure is the infrastructure's (endpoint down, retries
     exhausted), so the trial is an `infra_error` and never counts against the agent."""
 

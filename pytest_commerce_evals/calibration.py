@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .case import State
+from .errors import CommerceEvalsError
 from .events import Event
 from .rubrics import STANDARD, resolve_dimensions
 
@@ -54,7 +55,7 @@ CALIBRATION_SCHEMA_VERSION = 1
 Verdict = Literal["PASS", "FAIL"]
 
 
-class CalibrationError(ValueError):
+class CalibrationError(CommerceEvalsError, ValueError):
     """A calibration file that cannot be used; the message names the file, item and key."""
 
 

@@ -43,6 +43,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .errors import CommerceEvalsError
 from .results import set_verdict
 
 __all__ = [
@@ -76,7 +77,7 @@ _BUSY_TIMEOUT_S = 60.0
 RunKind = Literal["regression", "live"]
 
 
-class StoreError(Exception):
+class StoreError(CommerceEvalsError):
     """The run store cannot be opened, read or written; the message names the file."""
 
 

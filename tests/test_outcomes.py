@@ -486,3 +486,16 @@ def test_tags_named_like_expression_words_or_ini_markers(pytester: pytest.Pytest
     )
     for expr in ("tag_and", "tag_not", "slow"):
         pytester.runpytest("cases", "-m", expr).assert_outcomes(passed=1, warnings=None)
+
+
+def test_the_plugins_own_errors_share_one_base_class():
+    import pytest_commerce_evals as ce
+    from pytest_commerce_evals._local_model import LocalModelUnavailable
+    from pytest_commerce_evals.calibration import CalibrationError
+    from pytest_commerce_evals.endpoint import EndpointError
+    from pytest_commerce_evals.store import StoreError
+
+    for error in (ce.ConfigurationError, ce.InfraError, EndpointError, LocalModelUnavailable,
+                  StoreError, CalibrationError):  # fmt: skip
+        assert issubclass(error, ce.CommerceEvalsError), error
+    assert issubclass(ce.InfraError, RuntimeError) and issubclass(CalibrationError, ValueError)

@@ -216,7 +216,8 @@ def _marker_name(tag: str) -> str | None:
 
 def _reserved_marks(config: pytest.Config) -> frozenset[str]:
     """Marker names a tag may not take: pytest's own marks, the plugin's priority and
-    difficulty marks, and every mark another plugin or the ini file registered."""
+    difficulty marks, and every mark another plugin registered. Markers the project's own ini
+    declares are left to its tags (a tag `slow` is `-m slow`), unless one of the first two."""
     known = config.stash.get(RESERVED_MARKS, None)
     if known is None:
 
@@ -232,7 +233,14 @@ def _reserved_marks(config: pytest.Config) -> frozenset[str]:
         except Exception:  # the ini mapping is a deprecated view in pytest 9; without it, none
             own = set()
         tags = config.stash[TAG_MARKERS]
-        known = frozenset(PYTEST_MARKS | (registered - tags - own))
+        plugin_marks = {
+            *PRIORITY_MARKERS,
+            "easy",
+            "hard",
+            "commerce_case",
+            *(f"difficulty_{d}" for d in DIFFICULTY_MARKERS),
+        }
+        known = frozenset(PYTEST_MARKS | plugin_marks | (registered - tags - own))
         config.stash[RESERVED_MARKS] = known
     return known
 

@@ -478,14 +478,16 @@ def test_tags_named_like_expression_words_or_ini_markers(pytester: pytest.Pytest
     (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
     pytester.syspathinsert(pytester.path)
     pytester.makeconftest(toy_conftest())
-    pytester.makeini("[pytest]\nmarkers =\n    slow: long-running cases\n")
+    # an ini that also declares `critical` cannot give a tag the plugin's priority marker
+    pytester.makeini("[pytest]\nmarkers =\n    slow: long-running cases\n    critical: x\n")
     (pytester.path / "cases").mkdir()
     (pytester.path / "cases" / "a.yaml").write_text(
-        "id: chat-001-words\npriority: low\ndifficulty: easy\ntags: [and, not, slow]\n"
+        "id: chat-001-words\npriority: low\ndifficulty: easy\ntags: [and, not, slow, critical]\n"
         "turns: [hi]\nexpected: {no_ui: true}\n"
     )
-    for expr in ("tag_and", "tag_not", "slow"):
+    for expr in ("tag_and", "tag_not", "slow", "tag_critical"):
         pytester.runpytest("cases", "-m", expr).assert_outcomes(passed=1, warnings=None)
+    assert pytester.runpytest("cases", "-m", "critical").ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def test_the_plugins_own_errors_share_one_base_class():

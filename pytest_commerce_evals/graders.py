@@ -22,7 +22,7 @@ from .case import Case, State
 from .events import CartUpdate, Change, ChangeUpdate, Text, ToolCall, ToolResult, Ui
 from .results import GraderResult
 
-__all__ = ["GRADERS", "Observation", "grade"]
+__all__ = ["GRADERS", "Observation", "calls_made", "grade", "reply_excerpt", "skill_key"]
 
 TERMINAL_TOOL = "present_suggestions"
 SKILL_TOOL = "load_skill"
@@ -125,7 +125,7 @@ def _calls(obs: Observation, turn: int | None = None) -> str:
     return listed
 
 
-def _all_calls(obs: Observation) -> str:
+def calls_made(obs: Observation) -> str:
     """Every turn's calls, numbered as the report numbers turns (for a failure's context)."""
     if len(obs.turns) <= 1:
         return _calls(obs)
@@ -145,7 +145,8 @@ def _memory(entries: list[str]) -> str:
     return "empty" if not entries else "; ".join(repr(m) for m in entries)
 
 
-def _reply(text: str) -> str:
+def reply_excerpt(text: str) -> str:
+    """A reply as failure messages quote it: whitespace folded, at most 200 characters."""
     if not text.strip():
         return "no reply text"
     flat = " ".join(text.split())
@@ -531,7 +532,7 @@ def reply_includes(want: list[str], obs: Observation) -> GraderResult:
             want,
             reply,
             f"reply_includes: expected the reply to include {', '.join(map(repr, missing))}; "
-            f"reply: {_reply(reply)}",
+            f"reply: {reply_excerpt(reply)}",
         )
     return _ok("reply_includes", want, reply, "reply_includes: found " + ", ".join(map(repr, want)))
 
@@ -545,7 +546,7 @@ def reply_omits(banned: list[str], obs: Observation) -> GraderResult:
             banned,
             reply,
             f"reply_omits: expected the reply not to include {', '.join(map(repr, hits))}; "
-            f"reply: {_reply(reply)}",
+            f"reply: {reply_excerpt(reply)}",
         )
     return _ok("reply_omits", banned, reply, "reply_omits: none found")
 

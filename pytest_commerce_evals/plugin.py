@@ -523,11 +523,11 @@ def format_failure(result: TrialResult) -> str:
         else:
             lines.append(f"  {mark} rubric {v.dimension}: {v.outcome} — {v.error}{cut}")
     if result.turns:
-        from .graders import Observation, _all_calls, _reply
+        from .graders import Observation, calls_made, reply_excerpt
 
         obs = Observation(result.turns)
-        lines.append(f"  calls made: {_all_calls(obs)}")
-        lines.append(f"  reply: {_reply(obs.reply)}")
+        lines.append(f"  calls made: {calls_made(obs)}")
+        lines.append(f"  reply: {reply_excerpt(obs.reply)}")
     return "\n".join(lines)
 
 

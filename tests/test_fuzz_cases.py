@@ -630,9 +630,8 @@ def test_a_suite_full_of_bad_files_still_runs_its_good_cases(pytester):
     assert result.ret == 1
 
 
-def test_an_empty_case_file_under_warnings_as_errors_errs_alone(pytester):
-    """With warnings as errors the empty-list warning is an error item for that file; the session and
-    the other files go on."""
+def _empty_beside_good(pytester) -> None:
+    """A suite of one empty case file beside one good case, on the toy agent."""
     (pytester.path / "helpers.py").write_text((Path(__file__).parent / "helpers.py").read_text())
     pytester.syspathinsert(pytester.path)
     reply = '[tool_reply("add_to_cart", product_id="shoe-001"), text_reply("Added.")]'
@@ -641,6 +640,12 @@ def test_an_empty_case_file_under_warnings_as_errors_errs_alone(pytester):
     cases.mkdir()
     (cases / "empty.yaml").write_text("[]\n")
     (cases / "add.yaml").write_text(GOOD_CASE)
+
+
+def test_an_empty_case_file_under_warnings_as_errors_errs_alone(pytester):
+    """With warnings as errors the empty-list warning is an error item for that file; the session and
+    the other files go on."""
+    _empty_beside_good(pytester)
     # only this warning as an error: pytester may warn of its own (an already imported plugin)
     result = pytester.runpytest(
         "cases", "-p", "no:cacheprovider", "-W", "error::pytest_commerce_evals.case.CaseFileWarning"
@@ -656,14 +661,7 @@ def test_an_empty_case_file_under_warnings_as_errors_errs_alone(pytester):
 
 def test_the_empty_list_warning_reaches_the_summary_under_xdist(pytester):
     pytest.importorskip("xdist")
-    (pytester.path / "helpers.py").write_text((Path(__file__).parent / "helpers.py").read_text())
-    pytester.syspathinsert(pytester.path)
-    reply = '[tool_reply("add_to_cart", product_id="shoe-001"), text_reply("Added.")]'
-    pytester.makeconftest(toy_conftest(f"{{'cart-900-still-runs': {reply}}}"))
-    cases = pytester.path / "cases"
-    cases.mkdir()
-    (cases / "empty.yaml").write_text("[]\n")
-    (cases / "add.yaml").write_text(GOOD_CASE)
+    _empty_beside_good(pytester)
     result = pytester.runpytest(
         "cases", "-n", "2", "-p", "no:benchmark", "-p", "no:cacheprovider",
         "-W", "default::pytest_commerce_evals.case.CaseFileWarning",

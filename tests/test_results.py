@@ -42,6 +42,20 @@ def test_to_dict_carries_every_field_as_json():
     assert result.tags == ["cart"]  # a copy, not the result's own list
 
 
+def _passed_trial(turns: list) -> TrialResult:
+    return TrialResult(
+        case_id="chat-001-x",
+        trial=1,
+        trials=1,
+        set_name="cases",
+        priority="low",
+        difficulty="easy",
+        tags=[],
+        outcome="pass",
+        turns=turns,
+    )
+
+
 def _deep(levels: int) -> list:
     root = node = []
     for _ in range(levels):
@@ -54,15 +68,7 @@ def _deep(levels: int) -> list:
 def test_to_dict_keeps_a_trial_pydantic_json_mode_refuses():
     from pytest_commerce_evals import ToolResult
 
-    result = TrialResult(
-        case_id="chat-001-x",
-        trial=1,
-        trials=1,
-        set_name="cases",
-        priority="low",
-        difficulty="easy",
-        tags=[],
-        outcome="pass",
+    result = _passed_trial(
         turns=[
             [
                 Text(text="cut inside an emoji \ud83e"),
@@ -84,15 +90,7 @@ def test_to_dict_keeps_an_object_json_has_no_type_for_as_its_repr():
         def __repr__(self) -> str:
             return "Price(12.50 EUR)"
 
-    result = TrialResult(
-        case_id="chat-001-x",
-        trial=1,
-        trials=1,
-        set_name="cases",
-        priority="low",
-        difficulty="easy",
-        tags=[],
-        outcome="pass",
+    result = _passed_trial(
         turns=[[ToolResult(call_id="c1", result={"price": Price()})]],
     )
     [[tool]] = result.to_dict()["turns"]

@@ -23,8 +23,8 @@ def pytest_commerce_evals_make_backend(config, case):
 @pytest.hookimpl(optionalhook=True)
 def pytest_commerce_evals_make_agent(config, case, backend):
     """The reference agent on the configured agent endpoint (the embedded model by default)."""
-    from pytest_commerce_evals import _local_model
-    from pytest_commerce_evals.endpoint import session_client
+    from pytest_commerce_evals.models import embedded
+    from pytest_commerce_evals.models.endpoint import session_client
     from pytest_commerce_evals.reference import ReferenceAgent
     from pytest_commerce_evals.reference.agent import history_chars
 
@@ -32,7 +32,7 @@ def pytest_commerce_evals_make_agent(config, case, backend):
     # the endpoint client retries already; the agent's own retry layer is not needed on top.
     # The embedded model's window is small (8k tokens by default, a quarter of it taken by
     # instructions and tools): the history sent is cut to fit it, oldest tool results first.
-    context = history_chars(_local_model.n_ctx(config)) if client.endpoint.is_local else None
+    context = history_chars(embedded.n_ctx(config)) if client.endpoint.is_local else None
     return ReferenceAgent(client, client.endpoint.model, retries=1, context_chars=context)
 
 
@@ -47,6 +47,6 @@ def pytest_commerce_evals_make_scripted_agent(config, case, backend, client):
 @pytest.hookimpl(optionalhook=True)
 def pytest_commerce_evals_fixture_index(config):
     """The reference fixtures as the case lint sees them: IDs, skills, poisoned items, search."""
-    from pytest_commerce_evals.reference._index import fixture_index
+    from pytest_commerce_evals.reference.index import fixture_index
 
     return fixture_index()

@@ -22,11 +22,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from live_traffic import write_traffic  # noqa: E402
 
-from pytest_commerce_evals.judge import Judge  # noqa: E402
-from pytest_commerce_evals.live import Redactor, read_capture  # noqa: E402
-from pytest_commerce_evals.rubrics import STANDARD  # noqa: E402
-from pytest_commerce_evals.testing import FakeClient  # noqa: E402
-from pytest_commerce_evals.verdict_store import VerdictStore  # noqa: E402
+from pytest_commerce_evals.judge.judge import Judge  # noqa: E402
+from pytest_commerce_evals.judge.rubrics import STANDARD  # noqa: E402
+from pytest_commerce_evals.judge.verdict_store import VerdictStore  # noqa: E402
+from pytest_commerce_evals.live.traffic import Redactor, read_capture  # noqa: E402
+from pytest_commerce_evals.testing.fake import FakeClient  # noqa: E402
 
 PASS = '{"reasoning": "fine", "verdict": "PASS"}'
 
@@ -44,8 +44,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--dimensions", default=",".join(STANDARD))
-    parser.add_argument("--verdict-store", action="store_true",
-                        help="also time judging through the SQLite verdict store")
+    parser.add_argument(
+        "--verdict-store",
+        action="store_true",
+        help="also time judging through the SQLite verdict store",
+    )
     args = parser.parse_args()
     n = args.conversations
     dims = {d: STANDARD[d].text for d in args.dimensions.split(",")}
@@ -57,8 +60,12 @@ def main() -> None:
     lines = sum(1 for _ in path.open())
     print(f"  {lines} lines, {path.stat().st_size / 1e6:.1f} MB")
     timed("parse + validate (no redaction)", lambda: read_capture([path], rate=1.0), n, results)
-    capture = timed("parse + validate + redact", lambda: read_capture([path], rate=1.0,
-                                                                  redactor=Redactor()), n, results)
+    capture = timed(
+        "parse + validate + redact",
+        lambda: read_capture([path], rate=1.0, redactor=Redactor()),
+        n,
+        results,
+    )
     assert len(capture.conversations) == n and not capture.problems
 
     def judge_all(store: VerdictStore | None) -> int:
@@ -68,14 +75,23 @@ def main() -> None:
             count += len(judge.grade_transcript(conv.user_messages, conv.events, dims))
         return count
 
-    verdicts = timed(f"judge {len(dims)} dimensions, no verdict store", lambda: judge_all(None),
-                     n, results)
+    verdicts = timed(
+        f"judge {len(dims)} dimensions, no verdict store", lambda: judge_all(None), n, results
+    )
     if args.verdict_store:
         store = VerdictStore(folder / "verdicts.sqlite")
-        timed(f"judge {len(dims)} dimensions, verdict store (cold)", lambda: judge_all(store), n,
-              results)
-        timed(f"judge {len(dims)} dimensions, verdict store (reused)", lambda: judge_all(store), n,
-              results)
+        timed(
+            f"judge {len(dims)} dimensions, verdict store (cold)",
+            lambda: judge_all(store),
+            n,
+            results,
+        )
+        timed(
+            f"judge {len(dims)} dimensions, verdict store (reused)",
+            lambda: judge_all(store),
+            n,
+            results,
+        )
     parse = results["parse + validate + redact"]
     print(f"\n{verdicts} verdicts per pass ({verdicts / n:.0f} per conversation)")
     print("per-conversation cost relative to parse + validate + redact:")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from openai import OpenAI  # noqa: E402
 
-from pytest_commerce_evals import _local_model  # noqa: E402
+from pytest_commerce_evals.models import embedded as _local_model  # noqa: E402
 
 
 def tool(name: str, description: str, props: dict, required: list[str]) -> dict:

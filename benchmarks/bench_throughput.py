@@ -5,7 +5,7 @@
 
 Each configuration N:L:C runs `pytest` in a fresh process on N generated cases (one trial each)
 with this repository's conftest: the reference agent and backend, pointed at a loopback mock
-OpenAI-compatible server (`pytest_commerce_evals.mock_server`, its own process) that answers
+OpenAI-compatible server (`pytest_commerce_evals.testing.mock_server`, its own process) that answers
 every call after L seconds with a scripted reply: search, add to cart, a text reply (three model
 calls a trial), after which the code graders check the calls, the cart and its size. C trials
 are in flight at once (`--commerce-concurrency`).
@@ -95,7 +95,7 @@ class Mock:
         cmd = [
             sys.executable,
             "-m",
-            "pytest_commerce_evals.mock_server",
+            "pytest_commerce_evals.testing.mock_server",
             "--latency",
             str(latency),
             "--fault-every",

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .backend import Backend
-from .case import Case
+from .cases.case import Case
 from .errors import CommerceEvalsError
 
 __all__ = ["Agent", "AgentSession", "InfraError"]

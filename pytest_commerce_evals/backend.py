@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .case import State
+from .cases.case import State
 from .events import CartLine, Change
 
 __all__ = ["Backend", "Snapshot"]

@@ -8,7 +8,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .backend import Backend
-    from .case import Case
+    from .cases.case import Case
     from .results import TrialResult
 
 

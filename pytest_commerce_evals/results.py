@@ -122,7 +122,7 @@ def _json_ready(value: Any) -> Any:
     except ValueError:  # UnicodeEncodeError and pydantic's depth and unknown-type errors are
         import json
 
-        from .store import clean_json
+        from .store.run_store import clean_json
 
         cleaned = clean_json(value.model_dump())
         try:

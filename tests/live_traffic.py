@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_commerce_evals.agent import AgentSession
-from pytest_commerce_evals.case import Case
-from pytest_commerce_evals.live import CaptureWriter, Redactor
+from pytest_commerce_evals.cases.case import Case
+from pytest_commerce_evals.live.traffic import CaptureWriter, Redactor
 from pytest_commerce_evals.reference import ReferenceAgent, ReferenceBackend
-from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
+from pytest_commerce_evals.testing.fake import FakeClient, text_reply, tool_reply
 
 EMAIL = "jane.doe@example.com"
 PHONE = "+1 415-555-0134"

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pytest_commerce_evals.case import CASE_ID_PATTERN, Case
-from pytest_commerce_evals.schema import render
+from pytest_commerce_evals.cases.case import CASE_ID_PATTERN, Case
+from pytest_commerce_evals.cases.schema import render
 
 ROOT = Path(__file__).parent.parent
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).parent.parent
 def test_shipped_json_schema_is_current():
     shipped = (ROOT / "docs" / "case-schema.json").read_text()
     assert shipped == render(), (
-        "docs/case-schema.json is stale: run python -m pytest_commerce_evals.schema docs/case-schema.json"
+        "docs/case-schema.json is stale: run python -m pytest_commerce_evals.cases.schema docs/case-schema.json"
     )
 
 

@@ -10,14 +10,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pytest_commerce_evals.chat_client import (
+from pytest_commerce_evals.models.chat_client import (
     ChatClient,
     ChatConnectionError,
     ChatStatusError,
     MalformedResponse,
     Record,
 )
-from pytest_commerce_evals.mock_server import MockServer
+from pytest_commerce_evals.testing.mock_server import MockServer
 
 
 class _Echo:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_commerce_evals import _chat_format
+from pytest_commerce_evals.models import _chat_format
 
 SEARCH = {
     "type": "function",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_commerce_evals import _collect
-from pytest_commerce_evals._collect import (
+from pytest_commerce_evals.cases import loader as _collect
+from pytest_commerce_evals.cases.loader import (
     CACHE_MIN_CHARS,
     SetConfig,
     load_case_file,
@@ -501,7 +501,7 @@ def test_a_case_reports_twenty_problems_and_counts_the_rest(tmp_path):
 
 
 def test_a_list_of_many_items_that_are_not_cases_is_a_bounded_list_of_problems(tmp_path):
-    from pytest_commerce_evals._collect import MAX_PROBLEMS
+    from pytest_commerce_evals.cases.loader import MAX_PROBLEMS
 
     path = tmp_path / "many.yaml"
     path.write_text("[" + ",".join(["1"] * 5000) + "]")

@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import openai
 import pytest
 
-from pytest_commerce_evals import _local_model
 from pytest_commerce_evals.agent import InfraError
-from pytest_commerce_evals.chat_client import ChatClient
-from pytest_commerce_evals.endpoint import (
+from pytest_commerce_evals.models import embedded as _local_model
+from pytest_commerce_evals.models.chat_client import ChatClient
+from pytest_commerce_evals.models.endpoint import (
     AsyncRetryingClient,
     EndpointError,
     RetryingClient,
@@ -24,7 +24,7 @@ from pytest_commerce_evals.endpoint import (
     resolve_endpoint,
     retrying_create,
 )
-from pytest_commerce_evals.testing import AsyncFakeClient, FakeClient, text_reply
+from pytest_commerce_evals.testing.fake import AsyncFakeClient, FakeClient, text_reply
 
 try:  # the HTTP library the installed openai SDK is built on
     import httpx2 as httpx
@@ -34,7 +34,7 @@ except ImportError:  # pragma: no cover
 pytest_plugins = ["pytester"]
 
 # This module's hooks alone, whether or not the package's entry point is installed.
-PLUGIN = ("-p", "no:commerce_evals", "-p", "pytest_commerce_evals._endpoint_plugin")
+PLUGIN = ("-p", "no:commerce_evals", "-p", "pytest_commerce_evals.models._plugin")
 SECRET = "sk-test-0123456789-secret"
 ENV = (
     "OPENAI_BASE_URL",
@@ -570,7 +570,7 @@ class _Ini:
 
 
 def test_the_embedded_model_waits_longer_unless_a_timeout_is_set():
-    from pytest_commerce_evals.endpoint import _timeout
+    from pytest_commerce_evals.models.endpoint import _timeout
 
     assert _timeout(_Ini()).read == 120
     assert _timeout(_Ini(), local=True).read == 900  # a retry would queue behind the lost call

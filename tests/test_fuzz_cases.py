@@ -24,9 +24,9 @@ from helpers import toy_conftest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_commerce_evals import _collect
-from pytest_commerce_evals._collect import LoadedFile, load_case_file, load_set_config
-from pytest_commerce_evals.case import CASE_ID_PATTERN, Case, Expected, State
+from pytest_commerce_evals.cases import loader as _collect
+from pytest_commerce_evals.cases.case import CASE_ID_PATTERN, Case, Expected, State
+from pytest_commerce_evals.cases.loader import LoadedFile, load_case_file, load_set_config
 from pytest_commerce_evals.events import CartLine
 
 DATA = Path(__file__).parent / "data" / "bad_inputs" / "cases"
@@ -609,7 +609,7 @@ def test_a_suite_full_of_bad_files_still_runs_its_good_cases(pytester):
         "-p",
         "no:cacheprovider",
         "-W",
-        "default::pytest_commerce_evals.case.CaseFileWarning",
+        "default::pytest_commerce_evals.cases.case.CaseFileWarning",
     )
     text = result.stdout.str()
     assert "INTERNALERROR" not in text and "Traceback" not in text
@@ -648,7 +648,11 @@ def test_an_empty_case_file_under_warnings_as_errors_errs_alone(pytester):
     _empty_beside_good(pytester)
     # only this warning as an error: pytester may warn of its own (an already imported plugin)
     result = pytester.runpytest(
-        "cases", "-p", "no:cacheprovider", "-W", "error::pytest_commerce_evals.case.CaseFileWarning"
+        "cases",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "error::pytest_commerce_evals.cases.case.CaseFileWarning",
     )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
@@ -664,7 +668,7 @@ def test_the_empty_list_warning_reaches_the_summary_under_xdist(pytester):
     _empty_beside_good(pytester)
     result = pytester.runpytest(
         "cases", "-n", "2", "-p", "no:benchmark", "-p", "no:cacheprovider",
-        "-W", "default::pytest_commerce_evals.case.CaseFileWarning",
+        "-W", "default::pytest_commerce_evals.cases.case.CaseFileWarning",
     )  # fmt: skip
     result.assert_outcomes(passed=1, warnings=None)
     result.stdout.fnmatch_lines(

@@ -28,11 +28,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from run_builders import events, run, trial
 
-from pytest_commerce_evals.history import compare_runs, diff_failing_sets
-from pytest_commerce_evals.live import CapturedTurn, Redactor, read_capture
-from pytest_commerce_evals.report import render_run_html
+from pytest_commerce_evals.live.traffic import CapturedTurn, Redactor, read_capture
+from pytest_commerce_evals.reports.html import render_run_html
 from pytest_commerce_evals.results import TrialResult
-from pytest_commerce_evals.store import (
+from pytest_commerce_evals.store.history import compare_runs, diff_failing_sets
+from pytest_commerce_evals.store.run_store import (
     RunRecord,
     RunStore,
     StoreError,

@@ -17,8 +17,8 @@ from pytest_commerce_evals import (
     TurnEnd,
     Ui,
 )
-from pytest_commerce_evals.case import Expected
-from pytest_commerce_evals.graders import GRADERS, Observation, grade
+from pytest_commerce_evals.cases.case import Expected
+from pytest_commerce_evals.graders.code import GRADERS, Observation, grade
 
 
 def call(tool: str, i: int = 0, **args) -> ToolCall:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from run_builders import make_suite, run, trial
 
-from pytest_commerce_evals.history import NOISE_NOTE, compare_runs, diff_failing_sets
-from pytest_commerce_evals.store import RunStore
+from pytest_commerce_evals.store.history import NOISE_NOTE, compare_runs, diff_failing_sets
+from pytest_commerce_evals.store.run_store import RunStore
 
 HERE = Path(__file__).parent
 
@@ -234,7 +234,7 @@ def test_compare_on_a_corrupt_store_names_the_file(suite, tmp_path):
 
 
 def test_json_records_can_be_compared_without_a_store(tmp_path, pytester):
-    from pytest_commerce_evals.store import write_record
+    from pytest_commerce_evals.store.run_store import write_record
 
     a = write_record(run([trial("a-001-x", "fail")], model="m-a"), tmp_path / "a.json")
     b = write_record(run([trial("a-001-x")], model="m-b"), tmp_path / "b.json")

@@ -10,18 +10,18 @@ from pathlib import Path
 import openai
 import pytest
 
-from pytest_commerce_evals import _judge_plugin
 from pytest_commerce_evals.agent import InfraError
-from pytest_commerce_evals.calibration import (
+from pytest_commerce_evals.cases.case import Case
+from pytest_commerce_evals.events import Text, ToolCall, ToolResult, TurnEnd, Ui
+from pytest_commerce_evals.judge import _plugin as _judge_plugin
+from pytest_commerce_evals.judge.calibration import (
     CalibrationError,
     agreement_table,
     cohen_kappa,
     load_calibration_set,
     run_calibration,
 )
-from pytest_commerce_evals.case import Case
-from pytest_commerce_evals.events import Text, ToolCall, ToolResult, TurnEnd, Ui
-from pytest_commerce_evals.judge import (
+from pytest_commerce_evals.judge.judge import (
     FENCE_CLOSE,
     FENCE_OPEN,
     PLACEHOLDER,
@@ -31,10 +31,10 @@ from pytest_commerce_evals.judge import (
     Judge,
     JudgeParams,
 )
+from pytest_commerce_evals.judge.rubrics import STANDARD
+from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import TrialResult
-from pytest_commerce_evals.rubrics import STANDARD
-from pytest_commerce_evals.testing import FakeClient, FakeClientExhausted, FakeReply
-from pytest_commerce_evals.verdict_store import VerdictStore
+from pytest_commerce_evals.testing.fake import FakeClient, FakeClientExhausted, FakeReply
 
 try:  # the HTTP library the installed openai SDK is built on
     import httpx2 as httpx
@@ -453,7 +453,7 @@ def test_judge_errors_are_retried_on_the_next_grade(tmp_path):
 
 # -- the plugin hook -----------------------------------------------------------------------------
 
-PLUGIN = ("-p", "pytest_commerce_evals._judge_plugin")
+PLUGIN = ("-p", "pytest_commerce_evals.judge._plugin")
 
 
 def test_no_judge_option_returns_none(pytester):
@@ -649,7 +649,7 @@ def test_calibration_stops_at_the_first_endpoint_failure(pytester, monkeypatch):
 
 
 def test_a_transcript_with_a_lone_surrogate_is_escaped_and_hashed():
-    from pytest_commerce_evals.judge import RenderedTranscript
+    from pytest_commerce_evals.judge.judge import RenderedTranscript
 
     rendered = RenderedTranscript("reply: half an emoji \ud83e")
     assert rendered.text == "reply: half an emoji \\ud83e"

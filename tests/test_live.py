@@ -15,9 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from live_traffic import EMAIL, transcripts, write_traffic
 
-from pytest_commerce_evals import _judge_plugin
-from pytest_commerce_evals.judge import Judge
-from pytest_commerce_evals.live import (
+from pytest_commerce_evals.judge import _plugin as _judge_plugin
+from pytest_commerce_evals.judge.judge import Judge
+from pytest_commerce_evals.judge.rubrics import STANDARD
+from pytest_commerce_evals.judge.verdict_store import VerdictStore
+from pytest_commerce_evals.live.traffic import (
     _EMAIL,
     _EMAIL_SCAN,
     CAPTURE_MAX_DEPTH,
@@ -30,10 +32,8 @@ from pytest_commerce_evals.live import (
     two_proportion_p,
     wilson_interval,
 )
-from pytest_commerce_evals.rubrics import STANDARD
-from pytest_commerce_evals.store import RunStore
-from pytest_commerce_evals.testing import FakeClient
-from pytest_commerce_evals.verdict_store import VerdictStore
+from pytest_commerce_evals.store.run_store import RunStore
+from pytest_commerce_evals.testing.fake import FakeClient
 
 PASS = '{"reasoning": "every price matches the tool results", "verdict": "PASS"}'
 FAIL = '{"reasoning": "the reply states a price no tool returned", "verdict": "FAIL"}'

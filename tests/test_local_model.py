@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_commerce_evals import _local_model
-from pytest_commerce_evals.endpoint import make_client, resolve_endpoint
+from pytest_commerce_evals.models import embedded as _local_model
+from pytest_commerce_evals.models.endpoint import make_client, resolve_endpoint
 
 _MISSING = [
     what
@@ -192,7 +192,7 @@ def test_the_server_dies_with_the_process_that_started_it(tmp_path):
     script = textwrap.dedent(
         """
         import os, sys
-        from pytest_commerce_evals import _local_model
+        from pytest_commerce_evals.models import embedded as _local_model
         server = _local_model.ensure_server(None)
         print(server.proc.pid, flush=True)
         os._exit(0)

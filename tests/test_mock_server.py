@@ -9,14 +9,14 @@ import urllib.request
 
 import pytest
 
-from pytest_commerce_evals.chat_client import (
+from pytest_commerce_evals.models.chat_client import (
     ChatClient,
     ChatStatusError,
     ChatTimeoutError,
     MalformedResponse,
 )
-from pytest_commerce_evals.endpoint import RetryingClient, RetryPolicy, is_retryable
-from pytest_commerce_evals.mock_server import MockServer
+from pytest_commerce_evals.models.endpoint import RetryingClient, RetryPolicy, is_retryable
+from pytest_commerce_evals.testing.mock_server import MockServer
 
 SCRIPT = [
     {"tool": "search_products", "arguments": {"query": "{title}"}},
@@ -114,7 +114,7 @@ def test_bad_settings_are_refused_with_the_allowed_values():
 
 def test_the_command_line_server_reports_its_address_and_counts():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_commerce_evals.mock_server", "--fault-every", "2"],
+        [sys.executable, "-m", "pytest_commerce_evals.testing.mock_server", "--fault-every", "2"],
         stdout=subprocess.PIPE,
         text=True,
     )

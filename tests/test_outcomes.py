@@ -247,7 +247,7 @@ def test_a_set_with_no_graded_trial_is_undecided_not_short(suite_two_ways):
 
 
 def test_four_passes_and_a_judge_error_meet_a_90_percent_threshold():
-    from pytest_commerce_evals._summary import Summary, TrialRecord
+    from pytest_commerce_evals.runner.summary import Summary, TrialRecord
 
     summary = Summary()
     for trial, outcome in enumerate(["pass"] * 4 + ["judge_error"], 1):
@@ -333,7 +333,7 @@ def test_any_tag_text_collects_and_runs(pytester: pytest.Pytester):
 
 
 def test_tag_marker_names():
-    from pytest_commerce_evals.plugin import _marker_name
+    from pytest_commerce_evals.cases.markers import _marker_name
 
     assert _marker_name("#promo") == "promo"
     assert _marker_name("scenario:trail-shoes") == "scenario_trail_shoes"
@@ -422,7 +422,7 @@ def test_auto_concurrency_is_one_once_the_embedded_model_started(pytester):
             "def pytest_commerce_evals_make_agent(config, case, backend):",
             "class Started:\n    def stop(self):\n        pass\n\n"
             "def pytest_commerce_evals_make_agent(config, case, backend):\n"
-            "    from pytest_commerce_evals import _local_model\n"
+            "    from pytest_commerce_evals.models import embedded as _local_model\n"
             "    config.stash.setdefault(_local_model._SERVERS, {})['agent'] = Started()",
         )
     )
@@ -492,10 +492,10 @@ def test_tags_named_like_expression_words_or_ini_markers(pytester: pytest.Pytest
 
 def test_the_plugins_own_errors_share_one_base_class():
     import pytest_commerce_evals as ce
-    from pytest_commerce_evals._local_model import LocalModelUnavailable
-    from pytest_commerce_evals.calibration import CalibrationError
-    from pytest_commerce_evals.endpoint import EndpointError
-    from pytest_commerce_evals.store import StoreError
+    from pytest_commerce_evals.judge.calibration import CalibrationError
+    from pytest_commerce_evals.models.embedded import LocalModelUnavailable
+    from pytest_commerce_evals.models.endpoint import EndpointError
+    from pytest_commerce_evals.store.run_store import StoreError
 
     for error in (ce.ConfigurationError, ce.InfraError, EndpointError, LocalModelUnavailable,
                   StoreError, CalibrationError):  # fmt: skip

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from run_builders import make_suite, run, trial
 
-from pytest_commerce_evals.history import compare_runs, diff_failing_sets
-from pytest_commerce_evals.report import render_comparison_html, render_run_html, write_html
+from pytest_commerce_evals.reports.html import render_comparison_html, render_run_html, write_html
+from pytest_commerce_evals.store.history import compare_runs, diff_failing_sets
 
 HERE = Path(__file__).parent
 CHROMIUM = next(

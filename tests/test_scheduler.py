@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_commerce_evals.mock_server import MockServer
 from pytest_commerce_evals.reference.backend import ReferenceBackend
+from pytest_commerce_evals.testing.mock_server import MockServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = [

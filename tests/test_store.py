@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from run_builders import make_suite, run, trial
 
-from pytest_commerce_evals.store import (
+from pytest_commerce_evals.store.run_store import (
     MAX_DEPTH,
     SCHEMA_VERSION,
     RunStore,
@@ -845,7 +845,7 @@ def a_verdict(n: int = 1, **changes):
 
 
 def test_the_verdict_store_keeps_a_judges_lone_surrogate_escaped(tmp_path):
-    from pytest_commerce_evals.verdict_store import VerdictStore
+    from pytest_commerce_evals.judge.verdict_store import VerdictStore
 
     store = VerdictStore(tmp_path / "v.sqlite")
     assert store.put(a_verdict())
@@ -854,7 +854,7 @@ def test_the_verdict_store_keeps_a_judges_lone_surrogate_escaped(tmp_path):
 
 
 def test_a_damaged_verdict_row_is_a_miss_and_a_damaged_meta_is_named(tmp_path):
-    from pytest_commerce_evals.verdict_store import VerdictStore
+    from pytest_commerce_evals.judge.verdict_store import VerdictStore
 
     path = tmp_path / "v.sqlite"
     store = VerdictStore(path)
@@ -885,7 +885,9 @@ def test_a_damaged_verdict_row_is_a_miss_and_a_damaged_meta_is_named(tmp_path):
 
 BREAKING = """
 import os
-from pytest_commerce_evals import _store_plugin, report, store
+from pytest_commerce_evals.reports import html as report
+from pytest_commerce_evals.store import _plugin as _store_plugin
+from pytest_commerce_evals.store import run_store as store
 
 def broken(*args, **kwargs):
     raise RuntimeError("boom")

@@ -7,9 +7,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from pytest_commerce_evals._collect import load_case_file
-from pytest_commerce_evals.lint import lint_paths
-from pytest_commerce_evals.reference._index import fixture_index
+from pytest_commerce_evals.authoring.lint import lint_paths
+from pytest_commerce_evals.cases.loader import load_case_file
+from pytest_commerce_evals.reference.index import fixture_index
 
 ROOT = Path(__file__).parent.parent
 CASES = ROOT / "cases"

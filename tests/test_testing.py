@@ -3,7 +3,7 @@ import asyncio
 import openai
 import pytest
 
-from pytest_commerce_evals.testing import (
+from pytest_commerce_evals.testing.fake import (
     AsyncFakeClient,
     FakeClient,
     FakeClientExhausted,

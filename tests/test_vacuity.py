@@ -8,8 +8,8 @@ from pathlib import Path
 
 from helpers import toy_conftest
 
-from pytest_commerce_evals.testing import FakeClient
-from pytest_commerce_evals.vacuity import DEGENERATE, degenerate_script
+from pytest_commerce_evals.authoring.vacuity import DEGENERATE, degenerate_script
+from pytest_commerce_evals.testing.fake import FakeClient
 
 HERE = Path(__file__).parent
 TOOLS = [

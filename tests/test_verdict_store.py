@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_commerce_evals.judge.verdict_store import SCHEMA_VERSION, VerdictStore
 from pytest_commerce_evals.results import RubricVerdict
-from pytest_commerce_evals.verdict_store import SCHEMA_VERSION, VerdictStore
 
 
 def verdict(n: int = 0, outcome: str = "pass", **changes) -> RubricVerdict:

@@ -16,7 +16,7 @@ xdist = pytest.importorskip("xdist")
 def test_the_installed_xdist_is_in_the_supported_range():
     from packaging.specifiers import SpecifierSet
 
-    from pytest_commerce_evals._xdist_compat import SUPPORTED
+    from pytest_commerce_evals.runner._xdist_compat import SUPPORTED
 
     version = importlib.metadata.version("pytest-xdist")
     assert version in SpecifierSet(SUPPORTED), (version, SUPPORTED)
@@ -28,7 +28,7 @@ def test_a_worker_reads_the_items_queued_for_it(pytester: pytest.Pytester):
         textwrap.dedent(f"""
         import json
         import pytest
-        from pytest_commerce_evals._xdist_compat import xdist_queued
+        from pytest_commerce_evals.runner._xdist_compat import xdist_queued
 
         SEEN = []
 

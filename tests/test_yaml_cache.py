@@ -5,8 +5,8 @@ import os
 import pytest
 import yaml
 
-from pytest_commerce_evals import _yaml_cache
-from pytest_commerce_evals._yaml_cache import MIN_CHARS, cache_dir, load
+from pytest_commerce_evals.cases import yaml_cache as _yaml_cache
+from pytest_commerce_evals.cases.yaml_cache import MIN_CHARS, cache_dir, load
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -283,7 +283,7 @@ class ReferenceAgent:
 
 
 def _is_transient(exc: BaseException) -> bool:
-    from ..endpoint import is_retryable
+    from ..models.endpoint import is_retryable
 
     return is_retryable(exc)
 

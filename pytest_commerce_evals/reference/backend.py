@@ -16,18 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..backend import Snapshot
-from ..case import State
+from ..cases.case import State
 from ..events import CartLine, Change
-from ..graders import skill_key
-from .catalog import (
-    FIXTURES_DIR,
-    POISONED_DIR,
-    Availability,
-    Catalog,
-    Order,
-    Product,
-    load_catalog,
-)
+from ..graders.code import skill_key
+from .catalog import FIXTURES_DIR, POISONED_DIR, Availability, Catalog, Order, Product, load_catalog
 from .guardrails import memory_policy_violation
 
 __all__ = ["CHANGE_KINDS", "MemoryRecord", "ReferenceBackend", "ToolError", "money", "to_minor"]

@@ -17,8 +17,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .. import _yaml_cache
-from ..case import State
+from ..cases import yaml_cache as _yaml_cache
+from ..cases.case import State
 from ..events import event_from_json
 
 __all__ = [

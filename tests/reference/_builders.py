@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_commerce_evals.agent import AgentSession
-from pytest_commerce_evals.case import Case, State
+from pytest_commerce_evals.cases.case import Case, State
 from pytest_commerce_evals.reference import ReferenceAgent, ReferenceBackend
-from pytest_commerce_evals.testing import FakeClient
+from pytest_commerce_evals.testing.fake import FakeClient
 
 
 def make_backend(poisoned: bool = False, **state: Any) -> ReferenceBackend:

@@ -6,7 +6,7 @@ import pytest
 from pytest_commerce_evals.agent import InfraError
 from pytest_commerce_evals.reference import CUSTOMER_TOOLS, OPERATOR_TOOLS, TOOLS
 from pytest_commerce_evals.reference.agent import ELIDED, STEP_LIMIT_REPLY, extract_tool_calls
-from pytest_commerce_evals.testing import FakeClient, FakeReply, text_reply, tool_reply
+from pytest_commerce_evals.testing.fake import FakeClient, FakeReply, text_reply, tool_reply
 
 from ._builders import make_backend, make_session, of_type, result_for, run_turn, tool_messages
 
@@ -239,7 +239,7 @@ def test_endpoint_failures_become_infra_errors():
 
 def test_repeating_a_failed_call_ends_the_turn():
     from pytest_commerce_evals.reference.agent import STUCK_REPLY
-    from pytest_commerce_evals.testing import FakeClient, tool_reply
+    from pytest_commerce_evals.testing.fake import FakeClient, tool_reply
 
     from ._builders import run_turn
 
@@ -274,7 +274,8 @@ def test_a_long_turn_still_fits_the_embedded_window(n_ctx):
     sends, rendered by the embedded chat format and counted with the model's own tokenizer,
     leaves room for the completion."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
-    from pytest_commerce_evals import _chat_format, _local_model
+    from pytest_commerce_evals.models import _chat_format
+    from pytest_commerce_evals.models import embedded as _local_model
     from pytest_commerce_evals.reference.agent import history_chars
 
     try:

@@ -1,7 +1,7 @@
 import pytest
 
 from pytest_commerce_evals.backend import Backend, Snapshot
-from pytest_commerce_evals.case import State
+from pytest_commerce_evals.cases.case import State
 from pytest_commerce_evals.reference.backend import ReferenceBackend, ToolError, money, to_minor
 
 from ._builders import make_backend

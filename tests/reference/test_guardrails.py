@@ -6,7 +6,7 @@ import pytest
 
 from pytest_commerce_evals.reference import GATES
 from pytest_commerce_evals.reference.catalog import Caps
-from pytest_commerce_evals.testing import FakeReply, text_reply, tool_reply
+from pytest_commerce_evals.testing.fake import FakeReply, text_reply, tool_reply
 
 from ._builders import make_backend, of_type, result_for, run_turn, tool_messages
 

@@ -33,9 +33,9 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pytest_commerce_evals.agent import AgentSession  # noqa: E402
-from pytest_commerce_evals.case import Case, State  # noqa: E402
+from pytest_commerce_evals.cases.case import Case, State  # noqa: E402
 from pytest_commerce_evals.reference import ReferenceAgent, ReferenceBackend  # noqa: E402
-from pytest_commerce_evals.testing import FakeClient, FakeReply, text_reply, tool_reply  # noqa: E402
+from pytest_commerce_evals.testing.fake import FakeClient, FakeReply, text_reply, tool_reply  # noqa: E402
 
 Script = list[FakeReply]
 

@@ -1,0 +1,135 @@
+"""Collection: case files become pytest items (one per trial), a bad entry an error item.
+
+Which files are cases: a `.yaml`, `.yml` or `.json` file whose name does not start with `_` or
+`.`, lying under one of the `commerce_case_dirs` (ini, default `cases`, relative to the rootdir),
+or named explicitly on the command line. `_set.yaml` in a case folder configures that set.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..authoring.vacuity import VacuityItem
+from ..runner.items import CaseItem, InvalidCase
+from ..settings import run_config
+from .case import CaseFileWarning
+from .loader import CASE_SUFFIXES, CaseProblem, load_case_file, load_set_config
+from .markers import TAG_MARKERS
+
+SEEN_IDS = pytest.StashKey[dict[str, str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SEEN_IDS] = {}
+    config.stash[TAG_MARKERS] = set()
+
+
+def is_case_file(config: pytest.Config, path: Path) -> bool:
+    if path.suffix not in CASE_SUFFIXES or path.name.startswith(("_", ".")):
+        return False
+    rc = run_config(config)
+    resolved = path.resolve()
+    if resolved in rc.explicit:
+        return True
+    return any(resolved.is_relative_to(d) for d in rc.case_dirs)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if is_case_file(parent.config, file_path):
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+class CaseFile(pytest.File):
+    """A YAML or JSON file holding one case or a list of cases."""
+
+    def collect(self):
+        config = self.config
+        rc = run_config(config)
+        display = (
+            Path(self.path).relative_to(config.rootpath)
+            if Path(self.path).is_relative_to(config.rootpath)
+            else Path(self.path)
+        )
+        loaded = load_case_file(Path(self.path), display)
+        set_path = Path(self.path).parent
+        set_name = (
+            set_path.relative_to(config.rootpath).as_posix()
+            if set_path.is_relative_to(config.rootpath)
+            else set_path.as_posix()
+        )
+        set_config, set_problem = load_set_config(set_path, config.rootpath)
+        for message in loaded.warnings:  # pytest's warnings summary shows them; xdist forwards
+            try:
+                self.warn(CaseFileWarning(message))
+            except CaseFileWarning:  # warnings are errors here (-W error): this file errs alone
+                text = message.split(":1: ", 1)[-1]
+                problem = CaseProblem(display, 1, None, f"{text} (a warning made an error)")
+                yield InvalidCase.from_parent(
+                    self, name=f"{Path(self.path).name}::warning", problems=[problem]
+                )
+        threshold = set_config.threshold if set_config.threshold is not None else rc.threshold
+        problems = list(loaded.problems)
+        if set_problem is not None:
+            problems.append(set_problem)
+        seen = config.stash[SEEN_IDS]
+        groups: dict[Any, list[CaseProblem]] = {}
+        for n, problem in enumerate(problems):
+            groups.setdefault(
+                problem.entry if problem.entry is not None else f"file-{n}", []
+            ).append(problem)
+        for key, group in groups.items():
+            first = group[0]
+            label = first.case_id or (
+                f"entry-{key + 1}" if isinstance(key, int) else Path(first.path).name
+            )
+            yield InvalidCase.from_parent(self, name=f"{label}::invalid", problems=group)
+        for entry in loaded.cases:
+            case = entry.case
+            where = f"{display}:{entry.line}"
+            if case.id in seen:
+                yield InvalidCase.from_parent(
+                    self,
+                    name=f"{case.id}::duplicate",
+                    problems=[
+                        CaseProblem(
+                            display,
+                            entry.line,
+                            "id",
+                            f"duplicate id {case.id!r}, first defined at {seen[case.id]}; "
+                            "ids must be unique across the suite",
+                            case.id,
+                        )
+                    ],
+                )
+                continue
+            seen[case.id] = where
+            if config.getoption("commerce_vacuity", False):
+                yield VacuityItem.from_parent(
+                    self,
+                    name=case.id,
+                    case=case,
+                    trial=1,
+                    trials=1,
+                    set_name=set_name,
+                    threshold=threshold,
+                    line=entry.line,
+                    display=str(display),
+                )
+                continue
+            for trial in range(1, rc.trials + 1):
+                name = case.id if rc.trials == 1 else f"{case.id}[trial-{trial}]"
+                yield CaseItem.from_parent(
+                    self,
+                    name=name,
+                    case=case,
+                    trial=trial,
+                    trials=rc.trials,
+                    set_name=set_name,
+                    threshold=threshold,
+                    line=entry.line,
+                    display=str(display),
+                )

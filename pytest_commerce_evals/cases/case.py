@@ -1,0 +1,189 @@
+"""The case model: one eval case as written in YAML or JSON, exactly the spec's keys."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..events import CartLine, Change
+from ..judge.rubrics import STANDARD
+
+__all__ = ["CASE_ID_PATTERN", "Case", "CaseFileWarning", "Expected", "State"]
+
+CASE_ID_PATTERN = re.compile(r"\A[a-z][a-z0-9_]*-[0-9]{3}-[a-z0-9]+(?:-[a-z0-9]+)*\Z", re.ASCII)
+"""`<flow>-<nnn>-<behavior>`: a lower-case flow, three digits, a hyphenated behaviour; ASCII only
+and nothing after it (`\\Z`, not `$`, which would let a trailing newline through)."""
+
+
+class CaseFileWarning(UserWarning):
+    """A case file that loads but says something odd (an empty list of cases); shown in pytest's
+    warnings summary with the file and line, under xdist too."""
+
+
+Priority = Literal["critical", "high", "medium", "low"]
+Difficulty = Literal["easy", "medium", "hard"]
+PRIORITIES: tuple[Priority, ...] = ("critical", "high", "medium", "low")
+DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StagedChange(_Strict):
+    """A change already in the staging queue before the first turn."""
+
+    change_id: str | None = None
+    kind: str
+    product_id: str | None = None
+    fields: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["staged", "approved", "applied", "rejected"] = "staged"
+
+    def to_change(self) -> Change:
+        return Change(**self.model_dump())
+
+
+class State(_Strict):
+    """The precondition: loaded into the backend before the first turn."""
+
+    seen_products: list[str] = Field(default_factory=list)
+    cart: list[CartLine] = Field(default_factory=list)
+    memory: list[str] = Field(default_factory=list)
+    staged_changes: list[StagedChange] = Field(default_factory=list)
+
+    @field_validator("cart", mode="before")
+    @classmethod
+    def _cart_shorthand(cls, value: Any) -> Any:
+        # `cart: [prod-1]` is shorthand for one of prod-1
+        if isinstance(value, list):
+            return [{"product_id": v} if isinstance(v, str) else v for v in value]
+        return value
+
+
+class Expected(_Strict):
+    """What the trial must show. Every key but `rubric` is graded by code."""
+
+    calls_tool: list[str] | None = None
+    calls_one_of: list[str] | None = None
+    never_calls: list[str] | None = None
+    first_tool: str | None = None
+    first_tool_not: str | None = None
+    ui_components: list[str] | None = None
+    no_ui: bool | None = None
+    cart_contains: list[str] | None = None
+    cart_item_count: int | None = Field(default=None, ge=0)
+    cart_not_contains: list[str] | None = None
+    staged_change_kinds: list[str] | None = None
+    no_applied_changes: bool | None = None
+    memory_contains: list[str] | None = None
+    memory_not_contains: list[str] | None = None
+    skill_loaded: str | None = None
+    skill_not_loaded: str | None = None
+    no_skill_load: bool | None = None
+    reply_includes: list[str] | None = None
+    reply_omits: list[str] | None = None
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    gate_blocked: list[str] | None = None
+    gate_not_blocked: list[str] | None = None
+    rubric: str | dict[str, str] | None = None
+
+    @field_validator("rubric")
+    @classmethod
+    def _rubric_not_blank(cls, value: str | dict[str, str] | None) -> str | dict[str, str] | None:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the rubric is empty: write what PASS and FAIL mean")
+        if isinstance(value, dict):
+            if not value:
+                raise ValueError("the rubric has no dimensions: give each a name and a text")
+            for name, text in value.items():
+                if not name.strip():
+                    raise ValueError(f"a rubric dimension has an empty name (found {name!r})")
+                # under a standard name an empty text stands for the standard text (`rubrics`)
+                if not text.strip() and name not in STANDARD:
+                    raise ValueError(
+                        f"rubric dimension {name!r} is empty: write what PASS and FAIL mean "
+                        f"(an empty text means the standard one only under a standard name: "
+                        f"{', '.join(sorted(STANDARD))})"
+                    )
+        return value
+
+    def code_keys(self) -> list[str]:
+        """The keys this case sets that code graders decide, in declaration order."""
+        return [
+            name
+            for name in type(self).model_fields
+            if name != "rubric" and getattr(self, name) is not None
+        ]
+
+    def rubric_dimensions(self) -> dict[str, str]:
+        """The rubric as `dimension -> text`; a single string is the dimension `rubric`."""
+        if self.rubric is None:
+            return {}
+        if isinstance(self.rubric, str):
+            return {"rubric": self.rubric}
+        return dict(self.rubric)
+
+
+class Case(_Strict):
+    id: str
+    priority: Priority
+    difficulty: Difficulty
+    tags: list[str] = Field(default_factory=list)
+    skip: str | None = None
+    state: State = Field(default_factory=State)
+    turns: list[str] = Field(min_length=1)
+    expected: Expected = Field(default_factory=Expected)
+    notes: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id_pattern(cls, value: str) -> str:
+        if not CASE_ID_PATTERN.fullmatch(value):
+            raise ValueError(
+                f"id {value!r} does not match <flow>-<nnn>-<behavior> "
+                "(lower-case flow, three digits, hyphenated behaviour, e.g. cart-001-add-single)"
+            )
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_not_blank(cls, value: list[str]) -> list[str]:
+        for i, tag in enumerate(value):
+            if not tag.strip():
+                raise ValueError(f"tag {i + 1} is empty (found {tag!r}); a tag needs some text")
+        return value
+
+    @field_validator("turns")
+    @classmethod
+    def _turns_not_blank(cls, value: list[str]) -> list[str]:
+        for i, turn in enumerate(value):
+            if not turn.strip():
+                raise ValueError(f"turn {i + 1} is empty")
+        return value
+
+    @field_validator("skip")
+    @classmethod
+    def _skip_has_reason(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("skip needs a reason: say why the case cannot run yet")
+        return value
+
+    @property
+    def flow(self) -> str:
+        return self.id.split("-", 1)[0]
+
+    @property
+    def role(self) -> Literal["customer", "operator"]:
+        """`operator` when the flow or a tag says so; every other case speaks as the customer."""
+        if self.flow == "operator" or "operator" in self.tags or "role:operator" in self.tags:
+            return "operator"
+        return "customer"
+
+    @property
+    def scenario(self) -> str | None:
+        for tag in self.tags:
+            if tag.startswith("scenario:"):
+                return tag.split(":", 1)[1]
+        return None

@@ -1,0 +1,274 @@
+"""The verdict store: judge verdicts kept in SQLite, reused only when nothing they depend on moved.
+
+A verdict is keyed by three hashes: the rendered transcript the judge read, the judge fingerprint
+(model id, prompt template, parameters) and the rubric fingerprint (dimension name, rubric text).
+A lookup hits only when all three match, so a new judge model or an edited rubric never reuses an
+old verdict. Only real verdicts (PASS or FAIL) are stored; a judge or infrastructure error is
+always retried on the next run.
+
+A damaged store is named when opened (a meta table that does not say schema 1); a row that no
+longer reads as a verdict is a miss, asked again and written over. Text a judge wrote with a lone
+surrogate is stored with it escaped (`\\udXXX`).
+
+Several pytest-xdist workers may write at once: the database runs in WAL mode with a busy
+timeout, and writes are single statements. Each process and thread keeps one connection of its
+own (a forked child opens a new one, never touching the parent's); `close()` closes them, and so
+does garbage collection of the store.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..results import RubricVerdict
+from ..store.run_store import printable
+
+__all__ = ["DEFAULT_STORE_PATH", "SCHEMA_VERSION", "StoredVerdict", "VerdictStore"]
+
+SCHEMA_VERSION = 1
+DEFAULT_STORE_PATH = Path(".commerce") / "verdicts.sqlite"
+"""Relative to the pytest rootdir unless an absolute path is configured."""
+
+_BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+    transcript_hash TEXT NOT NULL,
+    judge_fingerprint TEXT NOT NULL,
+    rubric_fingerprint TEXT NOT NULL,
+    schema_version INTEGER NOT NULL,
+    dimension TEXT NOT NULL,
+    rubric TEXT NOT NULL,
+    verdict TEXT NOT NULL CHECK (verdict IN ('PASS', 'FAIL')),
+    reasoning TEXT NOT NULL,
+    judge_model TEXT,
+    truncated_chars INTEGER NOT NULL DEFAULT 0,
+    truncated_turns INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (transcript_hash, judge_fingerprint, rubric_fingerprint)
+);
+CREATE INDEX IF NOT EXISTS verdicts_by_dimension ON verdicts (dimension, created_at);
+"""
+
+
+class StoredVerdict(BaseModel):
+    """One stored verdict, as read back from the database."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    transcript_hash: str
+    judge_fingerprint: str
+    rubric_fingerprint: str
+    dimension: str
+    rubric: str
+    verdict: Literal["PASS", "FAIL"]
+    reasoning: str
+    judge_model: str | None = None
+    truncated_chars: int = 0
+    truncated_turns: int = 0
+    created_at: float = 0.0
+
+    def to_verdict(self) -> RubricVerdict:
+        """The verdict as a trial reports it, marked as reused."""
+        return RubricVerdict(
+            dimension=self.dimension,
+            rubric=self.rubric,
+            outcome="pass" if self.verdict == "PASS" else "fail",
+            verdict=self.verdict,
+            reasoning=self.reasoning,
+            judge_model=self.judge_model,
+            judge_fingerprint=self.judge_fingerprint,
+            rubric_fingerprint=self.rubric_fingerprint,
+            transcript_hash=self.transcript_hash,
+            truncated_chars=self.truncated_chars,
+            truncated_turns=self.truncated_turns,
+            reused=True,
+        )
+
+
+def _migrate(row: dict) -> dict:
+    """Bring a row written by an older schema up to `SCHEMA_VERSION` (there is only version 1)."""
+    version = row.get("schema_version", SCHEMA_VERSION)
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"verdict store row has schema_version {version}, newer than this plugin's "
+            f"{SCHEMA_VERSION}; upgrade pytest-commerce-evals or point --commerce-judge-store "
+            "at another file"
+        )
+    row["schema_version"] = SCHEMA_VERSION
+    return row
+
+
+def _read(row: sqlite3.Row) -> StoredVerdict | None:
+    """A row as a verdict; None for one that no longer reads as one (damaged, or written by
+    something else): a miss, so the verdict is asked again and the row written over."""
+    try:
+        return StoredVerdict.model_validate(_migrate(dict(row)))
+    except (ValidationError, TypeError):
+        return None
+
+
+class VerdictStore:
+    """SQLite-backed verdicts, safe under several writing processes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: list[tuple[int, sqlite3.Connection]] = []  # (pid, connection)
+        try:
+            with self._connect() as conn:
+                # WAL is a property of the file: set once, every later connection uses it.
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+                found = conn.execute(
+                    "SELECT value FROM meta WHERE key = 'schema_version'"
+                ).fetchone()
+        except (sqlite3.Error, UnicodeDecodeError) as exc:  # a message quoting damaged bytes
+            self.close()
+            raise ValueError(
+                f"{self.path}: verdict store damaged or unreadable ({exc}); it only caches "
+                "verdicts: move it aside and the next run starts a new one"
+            ) from None
+        try:
+            version = int(str(found[0]).strip())
+        except ValueError:
+            version = 0
+        if version < 1:
+            raise ValueError(
+                f"{self.path}: verdict store damaged: meta.schema_version is {found[0]!r:.40}, "
+                f"not a schema version (1 to {SCHEMA_VERSION}); it only caches verdicts: move "
+                "it aside and the next run starts a new one"
+            )
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"{self.path}: verdict store schema_version {found[0]} is newer than this "
+                f"plugin's {SCHEMA_VERSION}"
+            )
+
+    def __repr__(self) -> str:
+        return f"VerdictStore({str(self.path)!r})"
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        # new thread, or a forked child: a connection of its own (SQLite connections must not
+        # cross a fork; the parent's is left alone, never closed or used here)
+        conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+        # WAL with synchronous=NORMAL: a commit survives a crash of the process; only a power
+        # loss can take the last commits back, and a verdict lost that way is asked again.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        self._local.conn, self._local.pid = conn, os.getpid()
+        with self._lock:
+            self._open.append((os.getpid(), conn))
+        return conn
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        with conn:  # one transaction: committed on success, rolled back on error
+            yield conn
+
+    def close(self) -> None:
+        """Close this process's connections; the store reopens one if used again."""
+        pid = os.getpid()
+        with self._lock:
+            mine = [c for p, c in self._open if p == pid]
+            self._open = [(p, c) for p, c in self._open if p != pid]
+        for conn in mine:
+            conn.close()
+        self._local = threading.local()
+
+    def __enter__(self) -> VerdictStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
+
+    def get(
+        self, transcript_hash: str, judge_fingerprint: str, rubric_fingerprint: str
+    ) -> StoredVerdict | None:
+        """The stored verdict for exactly these three hashes, or None."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT * FROM verdicts WHERE transcript_hash = ? AND judge_fingerprint = ? "
+                "AND rubric_fingerprint = ?",
+                (transcript_hash, judge_fingerprint, rubric_fingerprint),
+            ).fetchone()
+        if row is None:
+            return None
+        return _read(row)
+
+    def put(self, verdict: RubricVerdict) -> bool:
+        """Store a PASS or FAIL verdict; returns False (and stores nothing) for anything else."""
+        if verdict.outcome not in ("pass", "fail") or verdict.verdict is None:
+            return False
+        if not (
+            verdict.transcript_hash and verdict.judge_fingerprint and verdict.rubric_fingerprint
+        ):
+            raise ValueError("a verdict needs all three fingerprints to be stored")
+        record = StoredVerdict(
+            transcript_hash=verdict.transcript_hash,
+            judge_fingerprint=verdict.judge_fingerprint,
+            rubric_fingerprint=verdict.rubric_fingerprint,
+            dimension=printable(verdict.dimension),
+            rubric=printable(verdict.rubric),
+            verdict=verdict.verdict,
+            reasoning=printable(verdict.reasoning),
+            judge_model=printable(verdict.judge_model) if verdict.judge_model else None,
+            truncated_chars=verdict.truncated_chars,
+            truncated_turns=verdict.truncated_turns,
+            created_at=time.time(),
+        )
+        data = record.model_dump()
+        columns = ", ".join(data)
+        marks = ", ".join("?" for _ in data)
+        with self._connect() as conn:
+            conn.execute(
+                f"INSERT OR REPLACE INTO verdicts ({columns}) VALUES ({marks})",
+                tuple(data.values()),
+            )
+        return True
+
+    def count(self) -> int:
+        with self._connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
+
+    def all(self, dimension: str | None = None) -> list[StoredVerdict]:
+        """Every stored verdict (of one dimension), oldest first: what trends are built from."""
+        query = "SELECT * FROM verdicts"
+        args: tuple = ()
+        if dimension is not None:
+            query += " WHERE dimension = ?"
+            args = (dimension,)
+        with self._connect() as conn:
+            rows = conn.execute(query + " ORDER BY created_at, rowid", args).fetchall()
+        return [v for v in map(_read, rows) if v is not None]

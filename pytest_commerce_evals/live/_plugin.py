@@ -1,0 +1,486 @@
+"""pytest hooks of production mode: live-traffic options, sampled conversations as items, the
+trend per dimension (terminal and SVG).
+
+A sampled conversation becomes a `LiveItem`, a `CaseItem` whose case is built from the capture
+(standard dimensions as its rubric) and whose trial replays the captured events instead of
+running an agent. So the judge hook, the verdict store, the summary, the run store and the
+reports treat it exactly like a regression trial; the run is recorded with kind `live`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..cases.case import Case, Expected, State
+from ..judge.rubrics import STANDARD
+from ..reports.terminal import line_writer
+from ..results import TrialResult
+from ..runner.items import CaseItem, TrialFailed
+from .traffic import (
+    DEFAULT_REDACT,
+    Capture,
+    Conversation,
+    Redactor,
+    compute_trend,
+    read_capture,
+    read_live_runs,
+    render_trend_svg,
+    trend_html_section,
+)
+
+LIVE_SET = "live"
+_PLACEHOLDER_ID = "live-000-conversation"
+
+
+@dataclass
+class LiveConfig:
+    """The live-sampling settings, resolved once from options and ini keys."""
+
+    paths: list[Path]
+    rate: float
+    seed: str
+    dimensions: list[str]
+    redactor: Redactor
+    threshold: float
+
+
+LIVE_CONFIG = pytest.StashKey["LiveConfig | None"]()
+CAPTURE = pytest.StashKey[Capture]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("commerce-evals", "commerce agent evals")
+    group.addoption(
+        "--commerce-live",
+        metavar="PATH",
+        action="append",
+        default=None,
+        help="judge captured production traffic (a JSONL capture file, or a folder of them; "
+        "repeatable) instead of running cases; see docs/live.md",
+    )
+    group.addoption(
+        "--commerce-sample-rate",
+        metavar="R",
+        type=float,
+        default=None,
+        help="share of conversations to judge, 0..1, decided per conversation id "
+        "(ini commerce_sample_rate; default 1)",
+    )
+    group.addoption(
+        "--commerce-sample-seed",
+        metavar="S",
+        default=None,
+        help="seed of the sample: the same seed keeps the same conversations "
+        "(ini commerce_sample_seed; default 0)",
+    )
+    group.addoption(
+        "--commerce-live-dimensions",
+        metavar="A,B",
+        default=None,
+        help="standard rubric dimensions to judge live traffic on, comma-separated "
+        "(ini commerce_live_dimensions; default all)",
+    )
+    group.addoption(
+        "--commerce-trend",
+        action="store_true",
+        default=False,
+        help="print the pass rate per rubric dimension over the live runs in the run store "
+        "(after a --commerce-live run, or alone, without running anything)",
+    )
+    group.addoption(
+        "--commerce-trend-svg",
+        metavar="PATH",
+        default=None,
+        help="draw the live trend as an SVG chart at PATH (implies --commerce-trend)",
+    )
+    group.addoption(
+        "--commerce-trend-runs",
+        metavar="N",
+        type=int,
+        default=None,
+        help="how many of the newest live runs the trend covers (default 12)",
+    )
+    parser.addini("commerce_sample_rate", "share of live conversations to judge", default="1")
+    parser.addini("commerce_sample_seed", "seed of the live sample", default="0")
+    parser.addini(
+        "commerce_live_dimensions",
+        "standard dimensions judged on live traffic",
+        type="args",
+        default=[],
+    )
+    parser.addini(
+        "commerce_live_threshold",
+        "pass threshold of the live set (default 0: a live run reports a trend, it does not gate)",
+        default="0",
+    )
+    parser.addini(
+        "commerce_redact",
+        "identifiers redacted from live traffic before the judge "
+        "and the run store see it: email phone card, or none",
+        type="args",
+        default=list(DEFAULT_REDACT),
+    )
+    parser.addini(
+        "commerce_redact_patterns",
+        "extra redaction patterns, one per line: name: regex",
+        type="linelist",
+        default=[],
+    )
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+
+def redactor_from_config(config: pytest.Config) -> Redactor:
+    kinds = [k for k in config.getini("commerce_redact") if k.lower() != "none"]
+    patterns: dict[str, str] = {}
+    for n, line in enumerate(config.getini("commerce_redact_patterns"), 1):
+        name, sep, regex = line.partition(":")
+        if not sep or not name.strip() or not regex.strip():
+            raise pytest.UsageError(
+                f"ini commerce_redact_patterns line {n}: expected 'name: regex', found {line!r}"
+            )
+        patterns[name.strip()] = regex.strip()
+    try:
+        return Redactor(kinds=kinds, patterns=patterns)
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini commerce_redact: {exc}") from None
+
+
+def _rate(config: pytest.Config) -> float:
+    value = config.getoption("commerce_sample_rate")
+    source = "--commerce-sample-rate"
+    if value is None:
+        source, raw = "ini commerce_sample_rate", config.getini("commerce_sample_rate")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise pytest.UsageError(f"{source}: expected a number 0..1; found {raw!r}") from None
+    if not 0 <= value <= 1:
+        raise pytest.UsageError(f"{source}: expected 0..1; found {value}")
+    return value
+
+
+def _dimensions(config: pytest.Config) -> list[str]:
+    value = config.getoption("commerce_live_dimensions")
+    names = (
+        [d.strip() for d in value.split(",") if d.strip()]
+        if value
+        else list(config.getini("commerce_live_dimensions"))
+    )
+    unknown = [d for d in names if d not in STANDARD]
+    if unknown:
+        raise pytest.UsageError(
+            f"--commerce-live-dimensions: {', '.join(unknown)} not standard dimension(s); live "
+            f"traffic is judged on the standard ones: {', '.join(STANDARD)}"
+        )
+    return names or list(STANDARD)
+
+
+def live_config(config: pytest.Config) -> LiveConfig | None:
+    return config.stash.get(LIVE_CONFIG, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    paths = config.getoption("commerce_live", None)
+    if not paths:
+        config.stash[LIVE_CONFIG] = None
+        return
+    here = Path(config.invocation_params.dir)
+    resolved = [(here / p).resolve() for p in paths]
+    missing = [str(p) for p in resolved if not p.exists()]
+    if missing:
+        raise pytest.UsageError(f"--commerce-live: no such file or folder: {', '.join(missing)}")
+    try:
+        threshold = float(config.getini("commerce_live_threshold"))
+    except ValueError:
+        raise pytest.UsageError("ini commerce_live_threshold: expected a number 0..1") from None
+    config.stash[LIVE_CONFIG] = LiveConfig(
+        paths=resolved,
+        rate=_rate(config),
+        seed=str(config.getoption("commerce_sample_seed") or config.getini("commerce_sample_seed")),
+        dimensions=_dimensions(config),
+        redactor=redactor_from_config(config),
+        threshold=threshold,
+    )
+    # live mode judges captured traffic only: the capture files are what pytest collects
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        others = [a for a in config.args if (here / a.split("::")[0]).resolve() not in resolved]
+        if others:
+            raise pytest.UsageError(
+                "--commerce-live judges captured traffic only; drop the other paths "
+                f"({' '.join(others)}) or run them separately"
+            )
+    config.args[:] = [str(p) for p in resolved]
+
+
+# -- collection -------------------------------------------------------------------------------
+
+
+def capture_for(config: pytest.Config) -> Capture:
+    """The sample, read once per process (every capture file, in one pass)."""
+    capture = config.stash.get(CAPTURE, None)
+    if capture is None:
+        lc = live_config(config)
+        assert lc is not None
+        root = Path(config.rootpath)
+
+        def display(path: Path) -> str:
+            return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+        capture = config.stash[CAPTURE] = read_capture(
+            lc.paths, rate=lc.rate, seed=lc.seed, redactor=lc.redactor, display=display
+        )
+    return capture
+
+
+def _under(path: Path, roots: list[Path]) -> bool:
+    return any(path == r or (r.is_dir() and path.is_relative_to(r)) for r in roots)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    lc = live_config(parent.config)
+    if lc is None or not _under(file_path.resolve(), lc.paths):
+        return None
+    if file_path.suffix != ".jsonl" and file_path.resolve() not in lc.paths:
+        return None
+    return LiveCaptureFile.from_parent(parent, path=file_path)
+
+
+class LiveCaptureFile(pytest.File):
+    """A capture file; yields one item per sampled conversation that starts in it."""
+
+    def collect(self):
+        config = self.config
+        lc = live_config(config)
+        assert lc is not None
+        here = Path(self.path).resolve()
+        rubric = {name: "standard" for name in lc.dimensions}
+        for conversation in capture_for(config).conversations:
+            if (Path(config.rootpath) / conversation.path).resolve() != here:
+                continue
+            yield LiveItem.from_parent(
+                self,
+                name=conversation.conversation_id,
+                case=conversation_case(conversation, rubric),
+                trial=1,
+                trials=1,
+                set_name=LIVE_SET,
+                threshold=lc.threshold,
+                line=conversation.line,
+                display=conversation.path,
+                conversation=conversation,
+            )
+
+
+def conversation_case(conversation: Conversation, rubric: dict[str, str]) -> Case:
+    """A conversation as the case the judge and the reports expect (no code expectations)."""
+    base = Case(
+        id=_PLACEHOLDER_ID,
+        priority="medium",
+        difficulty="medium",
+        tags=["live", *(["operator"] if conversation.role == "operator" else [])],
+        state=State(),
+        turns=["-"],
+        expected=Expected(rubric=rubric),
+    )
+    # conversation ids need not follow the case id pattern: they are the agent's, not ours
+    return base.model_copy(
+        update={
+            "id": conversation.conversation_id,
+            "turns": conversation.user_messages,
+        }
+    )
+
+
+class LiveItem(CaseItem):
+    """One sampled live conversation, judged on the live dimensions."""
+
+    def __init__(self, *, conversation: Conversation, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.conversation = conversation
+        self.user_properties.append(("started_at", conversation.started_at.isoformat()))
+
+    def runtest(self) -> None:
+        config = self.config
+        result = TrialResult(
+            case_id=self.case.id,
+            trial=1,
+            trials=1,
+            set_name=self.set_name,
+            priority=self.case.priority,
+            difficulty=self.case.difficulty,
+            tags=list(self.case.tags),
+            outcome="pass",
+            file=self.display,
+            line=self.line,
+            turns=self.conversation.events,
+        )
+        verdicts = config.hook.pytest_commerce_evals_grade_rubric(
+            config=config, case=self.case, result=result
+        )
+        result.rubric_not_judged = verdicts is None
+        result.verdicts = list(verdicts or [])
+        from ..runner.trial import _fold
+
+        result.outcome = _fold("pass", result.verdicts)
+        self.result = result
+        config.hook.pytest_commerce_evals_trial_done(config=config, result=result)
+        if result.outcome != "pass":
+            raise TrialFailed(result)
+
+    def reportinfo(self):
+        return self.path, self.line - 1, f"live conversation {self.case.id}"
+
+
+# -- recording the run as a live run ----------------------------------------------------------
+
+
+def pytest_commerce_evals_run_metadata(config: pytest.Config) -> dict | None:
+    """Marks a live run: its kind, and what was sampled from which traffic."""
+    lc = live_config(config)
+    if lc is None:
+        return None
+    live: dict[str, Any] = {
+        "paths": [str(p) for p in lc.paths],
+        "sample_rate": lc.rate,
+        "sample_seed": lc.seed,
+        "dimensions": lc.dimensions,
+        "redact": list(lc.redactor.kinds) + sorted(lc.redactor.patterns),
+    }
+    capture = capture_for(config)
+    live.update(
+        conversations_seen=capture.conversations_seen,
+        conversations_sampled=len(capture.conversations),
+        lines_read=capture.lines,
+        lines_skipped=len(capture.problems),
+    )
+    return {"kind": "live", "options": {"live": live}}
+
+
+# -- reporting --------------------------------------------------------------------------------
+
+
+def _trend_wanted(config: pytest.Config) -> bool:
+    return bool(config.getoption("commerce_trend") or config.getoption("commerce_trend_svg"))
+
+
+def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
+    """The trend's lines and where the SVG was written (None when not asked for)."""
+    from ..store._plugin import _output_path, store_folder
+
+    folder = store_folder(config)
+    if folder is None:
+        return ["no run store (--commerce-store=none): no live runs to trend"], None
+    lc = live_config(config)
+    limit = config.getoption("commerce_trend_runs") or 12
+    runs, damaged, error = _stored_live_runs(folder, limit)
+    if error is not None:
+        return [f"cannot read the run store: {error}"], None
+    dims = lc.dimensions if lc is not None else None
+    trend = compute_trend(runs, dims)
+    lines = trend.lines()
+    if damaged:
+        lines.append(f"{len(damaged)} damaged run(s) or trial(s) left out of the trend:")
+        lines += [f"  {line}" for line in damaged[:5]]
+    svg = config.getoption("commerce_trend_svg")
+    written = None
+    if svg:
+        path = _output_path(config, svg)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_trend_svg(trend), encoding="utf-8")
+        written = str(path)
+    return lines, written
+
+
+def _stored_live_runs(
+    folder: Path, limit: int
+) -> tuple[list[tuple[str, str, list[dict[str, Any]]]], list[str], str | None]:
+    """(live runs, what was damaged and left out, why the store could not be read at all). The
+    trend only reads: the store is opened read-only, and no store yet means no runs."""
+    from ..store.run_store import DB_NAME, RunStore, StoreError
+
+    if not (folder / DB_NAME).exists():
+        return [], [], None
+    try:
+        store = RunStore(folder, read_only=True)
+        return read_live_runs(store, limit=limit), store.damaged, None
+    except (StoreError, OSError) as exc:
+        return [], [], str(exc)
+
+
+def _write_trend(write: Any, config: pytest.Config) -> None:
+    lines, svg = _trend_lines(config)
+    for line in lines:
+        markup = (
+            {"red": True, "bold": True}
+            if "DOWN" in line
+            else ({"green": True} if "▲" in line else {})
+        )
+        write(line, **markup)
+    if svg:
+        write(f"trend chart written to {svg}")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    lc = live_config(config)
+    if lc is not None:
+        capture = capture_for(config)
+        terminalreporter.section("commerce-evals live traffic")
+        terminalreporter.write_line(
+            f"{len(capture.conversations)} of {capture.conversations_seen} conversations sampled "
+            f"(rate {lc.rate:g}, seed {lc.seed!r}) from {capture.lines} lines; judged on "
+            f"{len(lc.dimensions)} dimension(s): {', '.join(lc.dimensions)}"
+        )
+        if capture.problems:
+            terminalreporter.write_line(
+                f"{len(capture.problems)} unusable line(s) skipped:", yellow=True, bold=True
+            )
+            for problem in capture.problems[:50]:
+                terminalreporter.write_line(f"  {problem}", yellow=True)
+            if len(capture.problems) > 50:
+                terminalreporter.write_line(f"  … and {len(capture.problems) - 50} more")
+    if _trend_wanted(config) and (lc is not None):
+        terminalreporter.section("commerce-evals live trend")
+        _write_trend(terminalreporter.write_line, config)
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
+    if _trend_wanted(config) and not config.getoption("commerce_live", None):
+        from _pytest.main import wrap_session
+
+        return wrap_session(config, _trend_main)
+    return None
+
+
+def _trend_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    write = line_writer(config)
+    if reporter is not None:
+        reporter.section("commerce-evals live trend")
+    _write_trend(write, config)
+    return pytest.ExitCode.OK
+
+
+def pytest_commerce_evals_report_sections(config: pytest.Config, run: Any) -> list[str] | None:
+    """The trend chart in the HTML report of a live run: earlier live runs plus this one."""
+    if getattr(run, "kind", None) != "live":
+        return None
+    from ..store._plugin import store_folder
+
+    runs: list[tuple[str, str, list[dict[str, Any]]]] = []
+    folder = store_folder(config)
+    if folder is not None:
+        limit = config.getoption("commerce_trend_runs") or 12
+        runs = _stored_live_runs(folder, limit)[0]
+    runs = [r for r in runs if r[0] != run.run_id]
+    runs.append((run.run_id, run.started_at, [v for t in run.trials for v in t.verdicts]))
+    lc = live_config(config)
+    return [trend_html_section(compute_trend(runs, lc.dimensions if lc else None))]

@@ -1,0 +1,660 @@
+"""Where the agent's and the judge's models live, and chat clients for them that retry.
+
+Each purpose (`agent`, `judge`) resolves to one `Endpoint`, field by field, first hit wins:
+
+    agent:  --commerce-model / --commerce-base-url          (command line)
+            commerce_model / commerce_base_url              (ini)
+            OPENAI_MODEL / OPENAI_BASE_URL                  (environment)
+            the embedded local model                        (nothing configured)
+    judge:  --commerce-judge-model / --commerce-judge-base-url
+            commerce_judge_model / commerce_judge_base_url
+            COMMERCE_JUDGE_MODEL / COMMERCE_JUDGE_BASE_URL
+            then whatever the agent resolved to
+
+API keys are read from the environment only (`OPENAI_API_KEY`; `COMMERCE_JUDGE_API_KEY` first for
+the judge), handed to the client and never stored, logged or printed: an `Endpoint` only says
+whether one is present.
+
+    client = make_client(config, "agent")            # retries; exhausted retries -> InfraError
+    reply = client.chat.completions.create(model=client.endpoint.model, messages=[...])
+    client.close()
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+import pytest
+import tenacity
+
+from ..agent import InfraError
+from .chat_client import (
+    ChatAPIError,
+    ChatClient,
+    ChatConnectionError,
+    ChatStatusError,
+    MalformedResponse,
+)
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = [
+    "AsyncRetryingClient",
+    "Endpoint",
+    "EndpointError",
+    "LOCAL_MODEL",
+    "Purpose",
+    "RetryPolicy",
+    "RetryingClient",
+    "async_retrying_create",
+    "make_client",
+    "resolve_endpoint",
+    "retrying_create",
+    "session_client",
+]
+
+log = logging.getLogger(__name__)
+
+Purpose = Literal["agent", "judge"]
+
+LOCAL_MODEL = "local"
+"""The model name that asks for the embedded model explicitly (`--commerce-model=local`)."""
+
+HOSTED_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT_S = 120.0
+LOCAL_TIMEOUT_S = 900.0
+"""The embedded server's default: it works on CPU, one request at a time, and cannot cancel a
+request whose client gave up, so a retry after a timeout only queues behind the abandoned call."""
+CONNECT_TIMEOUT_S = 10.0
+
+# Sent to servers that need no key (the embedded model, most vLLM/Ollama/llama.cpp set-ups): the
+# SDK refuses to build a client without one, and the user's real key must not go to them.
+_NO_KEY = "no-key-required"
+
+# The option's dest, the ini key and the environment variable for each field, per purpose.
+_SOURCES: dict[str, dict[str, tuple[str, str, str]]] = {
+    "agent": {
+        "model": ("commerce_model", "commerce_model", "OPENAI_MODEL"),
+        "base_url": ("commerce_base_url", "commerce_base_url", "OPENAI_BASE_URL"),
+    },
+    "judge": {
+        "model": ("commerce_judge_model", "commerce_judge_model", "COMMERCE_JUDGE_MODEL"),
+        "base_url": (
+            "commerce_judge_base_url",
+            "commerce_judge_base_url",
+            "COMMERCE_JUDGE_BASE_URL",
+        ),
+    },
+}
+_FLAGS = {
+    "commerce_model": "--commerce-model",
+    "commerce_base_url": "--commerce-base-url",
+    "commerce_judge_model": "--commerce-judge-model",
+    "commerce_judge_base_url": "--commerce-judge-base-url",
+}
+_KEY_ENV: dict[str, tuple[str, ...]] = {
+    "agent": ("OPENAI_API_KEY",),
+    "judge": ("COMMERCE_JUDGE_API_KEY", "OPENAI_API_KEY"),
+}
+
+
+class EndpointError(InfraError):
+    """The endpoint is misconfigured or unreachable; the message says what to set or install.
+
+    An `InfraError`, so a trial that meets it is an `infra_error`, never an agent failure.
+    """
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One resolved model endpoint. Holds no key: only whether one is present.
+
+    `base_url` is None for hosted OpenAI (the SDK's default) and for the embedded model until it
+    has been started; `make_client` fills it in then. `source` says where it was configured:
+    `cli`, `ini`, `env`, `agent` (a judge that fell back to the agent's) or `embedded`.
+    """
+
+    purpose: Purpose
+    base_url: str | None
+    model: str
+    api_key_present: bool
+    is_local: bool
+    source: str
+
+    @property
+    def embedded(self) -> bool:
+        """Alias of `is_local`: served by the embedded llama.cpp server."""
+        return self.is_local
+
+    def describe(self) -> str:
+        """One line for headers and reports, e.g. `gpt-4o-mini at https://api.openai.com/v1`."""
+        if self.is_local:
+            where = self.base_url or "an embedded llama.cpp server, started on first use"
+            return f"{self.model} (embedded) at {where}"
+        return f"{self.model} at {self.base_url or HOSTED_BASE_URL}"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How model calls are retried: `attempts` in all, exponential wait with jitter between
+    `wait_initial` and `wait_max` seconds (a server's Retry-After is honoured up to `wait_max`)."""
+
+    attempts: int = 4
+    wait_initial: float = 1.0
+    wait_max: float = 20.0
+
+    @classmethod
+    def from_config(cls, config: pytest.Config | None) -> RetryPolicy:
+        if config is None:
+            return cls()
+        attempts = _ini(config, "commerce_retry_attempts")
+        wait_max = _ini(config, "commerce_retry_wait_max")
+        return cls(
+            attempts=max(1, int(attempts)) if attempts else cls.attempts,
+            wait_max=float(wait_max) if wait_max else cls.wait_max,
+        )
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exp = min(self.wait_max, self.wait_initial * 2 ** (state.attempt_number - 1))
+        wait = random.uniform(0, exp)
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = _retry_after(exc)
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        return min(wait, self.wait_max)
+
+
+# --- resolution -------------------------------------------------------------------------------
+
+
+def _ini(config: Any, name: str) -> Any:
+    try:
+        value = config.getini(name)
+    except (ValueError, AttributeError):  # the option's plugin is not registered
+        return None
+    return value or None
+
+
+def _pick(config: Any, purpose: str, field: str) -> tuple[str, str] | None:
+    """The first non-empty value of `field` for `purpose`, and where it came from."""
+    dest, ini, env = _SOURCES[purpose][field]
+    candidates = (
+        ("cli", config.getoption(dest, None) if config is not None else None),
+        ("ini", _ini(config, ini) if config is not None else None),
+        ("env", os.environ.get(env)),
+    )
+    for source, value in candidates:
+        if value is not None and str(value).strip():
+            return source, str(value).strip()
+    return None
+
+
+def _check_url(url: str, purpose: str, source: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise EndpointError(
+            f"{purpose} base URL {url!r} (from {source}) is not an http(s) URL; "
+            "give the server's OpenAI-compatible root, e.g. http://localhost:11434/v1"
+        )
+    return url.rstrip("/")
+
+
+def _key_present(purpose: str) -> bool:
+    return any(os.environ.get(name) for name in _KEY_ENV[purpose])
+
+
+def _embedded(purpose: Purpose, config: Any, source: str) -> Endpoint:
+    from . import embedded as _local_model
+
+    return Endpoint(
+        purpose=purpose,
+        base_url=None,
+        model=_local_model.model_id(config),
+        api_key_present=False,
+        is_local=True,
+        source=source,
+    )
+
+
+def resolve_endpoint(config: pytest.Config | None, purpose: Purpose) -> Endpoint:
+    """Resolve `purpose`'s endpoint from options, ini and environment; starts and reaches nothing.
+
+    Raises `EndpointError` when the settings contradict each other (a base URL with no model, a
+    hosted model with no key), naming the setting to add.
+    """
+    if purpose not in _SOURCES:
+        raise ValueError(f"purpose must be 'agent' or 'judge', not {purpose!r}")
+    if purpose == "judge":
+        return _resolve_judge(config)
+    return _resolve(
+        config, "agent", _pick(config, "agent", "model"), _pick(config, "agent", "base_url")
+    )
+
+
+def _resolve(
+    config: Any,
+    purpose: Purpose,
+    model: tuple[str, str] | None,
+    base: tuple[str, str] | None,
+) -> Endpoint:
+    if model is None and base is None:
+        return _embedded(purpose, config, "embedded")
+    if model is not None and model[1] == LOCAL_MODEL:
+        return _embedded(purpose, config, model[0])
+    if model is None:
+        assert base is not None
+        flag, env = _model_setting(purpose)
+        raise EndpointError(
+            f"{purpose} base URL {base[1]} (from {base[0]}) has no model: "
+            f"pass {flag}=<model> or set {env}"
+        )
+    base_url = _check_url(base[1], purpose, base[0]) if base else None
+    key = _key_present(purpose)
+    if base_url is None and not key:
+        raise EndpointError(
+            f"{purpose} model {model[1]!r} (from {model[0]}) would go to hosted OpenAI, but "
+            f"{' / '.join(_KEY_ENV[purpose])} is not set: set the key, or point at another "
+            f"server with {_url_flag(purpose)}"
+        )
+    sources = {model[0]} | ({base[0]} if base else set())
+    return Endpoint(
+        purpose=purpose,
+        base_url=base_url,
+        model=model[1],
+        api_key_present=key,
+        is_local=False,
+        source="+".join(sorted(sources, key=["cli", "ini", "env", "agent"].index)),
+    )
+
+
+def _resolve_judge(config: Any) -> Endpoint:
+    model = _pick(config, "judge", "model")
+    base = _pick(config, "judge", "base_url")
+    if model is None and base is None:
+        agent = resolve_endpoint(config, "agent")
+        return replace(
+            agent,
+            purpose="judge",
+            source="agent",
+            api_key_present=(_key_present("judge") and not agent.is_local),
+        )
+    if base is None and model is not None and model[1] != LOCAL_MODEL:
+        # A judge model alone runs on the agent's server (or hosted OpenAI).
+        agent_base = _pick(config, "agent", "base_url")
+        if agent_base is not None:
+            base = ("agent", agent_base[1])
+    return _resolve(config, "judge", model, base)
+
+
+def _model_setting(purpose: str) -> tuple[str, str]:
+    dest, _, env = _SOURCES[purpose]["model"]
+    return _FLAGS[dest], env
+
+
+def _url_flag(purpose: str) -> str:
+    return _FLAGS[_SOURCES[purpose]["base_url"][0]]
+
+
+# --- clients ----------------------------------------------------------------------------------
+
+
+def _timeout_s(config: Any, local: bool = False) -> float:
+    value = _ini(config, "commerce_request_timeout") if config is not None else None
+    return float(value) if value else (LOCAL_TIMEOUT_S if local else DEFAULT_TIMEOUT_S)
+
+
+def _timeout(config: Any, local: bool = False) -> openai.Timeout:
+    import openai
+
+    total = _timeout_s(config, local)
+    return openai.Timeout(total, connect=min(CONNECT_TIMEOUT_S, total))
+
+
+def _connect(config: Any, purpose: Purpose) -> tuple[Endpoint, dict[str, Any]]:
+    """The endpoint (started, if embedded), its API key and whether it is loopback."""
+    endpoint = resolve_endpoint(config, purpose)
+    if endpoint.is_local:
+        from . import embedded as _local_model
+
+        server = _local_model.ensure_server(config, purpose)
+        endpoint = replace(endpoint, base_url=server.base_url)
+        return endpoint, {"api_key": _NO_KEY, "local": True}
+    key = next((os.environ[n] for n in _KEY_ENV[purpose] if os.environ.get(n)), None)
+    return endpoint, {"api_key": key or _NO_KEY, "local": False}
+
+
+def make_client(
+    config: pytest.Config | None,
+    purpose: Purpose,
+    *,
+    async_: bool = False,
+    retrying: bool = True,
+    sdk: bool = False,
+) -> Any:
+    """A chat client for `purpose`'s endpoint; starts the embedded model if that is the one.
+
+    By default a `ChatClient` (the plugin's lean client: a fraction of the openai SDK's CPU per
+    call, see `chat_client`); with `sdk=True` or `async_=True` an `openai.OpenAI` /
+    `openai.AsyncOpenAI` with the SDK's own retries off. With `retrying` (the default) it comes
+    wrapped in a `RetryingClient` (or `AsyncRetryingClient`) whose `chat.completions.create`
+    retries per the config's `RetryPolicy` and raises `InfraError` when retries run out;
+    `.endpoint` says where it points and `.raw` is the wrapped client. The caller closes it
+    (`close()`, or `with`; `await aclose()` for the async one).
+    """
+    endpoint, conn = _connect(config, purpose)
+    if config is not None:
+        config.stash.setdefault(_USED, {}).setdefault(purpose, endpoint)
+    local = conn["local"]
+    base_url = endpoint.base_url or HOSTED_BASE_URL
+    total = _timeout_s(config, local)
+    if async_ or sdk:
+        import openai
+
+        kwargs: dict[str, Any] = {
+            "api_key": conn["api_key"],
+            "timeout": _timeout(config, local),
+            "max_retries": 0,
+        }
+        if endpoint.base_url:
+            kwargs["base_url"] = endpoint.base_url
+        if local:
+            # Loopback must never go through a proxy from the environment.
+            http_cls = openai.DefaultAsyncHttpxClient if async_ else openai.DefaultHttpxClient
+            kwargs["http_client"] = http_cls(trust_env=False, timeout=kwargs["timeout"])
+        client: Any = (openai.AsyncOpenAI if async_ else openai.OpenAI)(**kwargs)
+    else:
+        client = ChatClient(
+            base_url,
+            conn["api_key"],
+            timeout=total,
+            connect_timeout=min(CONNECT_TIMEOUT_S, total),
+            trust_env=not local,  # loopback never goes through a proxy from the environment
+        )
+    if not retrying:
+        return client
+    policy = RetryPolicy.from_config(config)
+    wrapper = AsyncRetryingClient if async_ else RetryingClient
+    return wrapper(client, policy, endpoint=endpoint)
+
+
+_SESSION_CLIENTS = pytest.StashKey[dict[str, "RetryingClient"]]()
+_USED = pytest.StashKey[dict[str, Endpoint]]()
+
+
+def used_endpoint(config: pytest.Config, purpose: Purpose) -> Endpoint | None:
+    """The endpoint of the first client made for `purpose` in this process, or None when nobody
+    asked the plugin for one (a team's agent that brings its own model client)."""
+    return config.stash.get(_USED, {}).get(purpose)
+
+
+_session_lock = threading.Lock()
+
+
+def session_client(config: pytest.Config, purpose: Purpose) -> RetryingClient:
+    """A sync retrying client for `purpose`, shared for the session (and its concurrent trials)
+    and closed at its end."""
+    clients = config.stash.setdefault(_SESSION_CLIENTS, {})
+    client = clients.get(purpose)
+    if client is None:
+        with _session_lock:
+            client = clients.get(purpose)
+            if client is None:
+                client = clients[purpose] = make_client(config, purpose)
+    return client
+
+
+def close_session_clients(config: pytest.Config) -> None:
+    for client in config.stash.get(_SESSION_CLIENTS, {}).values():
+        client.close()
+    config.stash[_SESSION_CLIENTS] = {}
+
+
+# --- retries ----------------------------------------------------------------------------------
+
+_RETRY_STATUS = {408, 409, 429}
+# Misconfiguration: retrying cannot help, and it is never the agent's fault.
+_CONFIG_STATUS = {401, 403, 404}
+
+
+def api_errors() -> tuple[type[BaseException], ...]:
+    """What a model call raises when the endpoint, not the caller, failed: the lean client's
+    errors, a malformed body from the SDK, and the SDK's API errors (if it is loaded at all)."""
+    errors: tuple[type[BaseException], ...] = (ChatAPIError, json.JSONDecodeError)
+    openai = sys.modules.get("openai")
+    if openai is not None:
+        errors += (openai.APIError,)
+    return errors
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Rate limits, 5xx, timeouts, connection errors and malformed bodies."""
+    if isinstance(exc, (ChatConnectionError, MalformedResponse, json.JSONDecodeError)):
+        return True
+    status_error = isinstance(exc, ChatStatusError)
+    openai = sys.modules.get("openai")
+    if openai is not None:
+        if isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
+            return True  # APIConnectionError includes APITimeoutError
+        status_error = status_error or isinstance(exc, openai.APIStatusError)
+    if not status_error:
+        return False
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in _RETRY_STATUS or status >= 500)
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    headers = getattr(exc, "headers", None)
+    if not isinstance(exc, ChatStatusError):
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        return float(headers.get("retry-after"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _what(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> str:
+    if endpoint is not None:
+        return f"{endpoint.purpose} model {endpoint.describe()}"
+    return f"model {kwargs.get('model', '?')!r}"
+
+
+def _infra(exc: BaseException, what: str, attempts: int) -> InfraError:
+    if getattr(exc, "status_code", None) in _CONFIG_STATUS:
+        return EndpointError(
+            f"{what}: HTTP {exc.status_code} ({type(exc).__name__}): {exc.message}; "
+            "check the model name, base URL and API key"
+        )
+    tries = "attempt" if attempts == 1 else "attempts"
+    return InfraError(f"{what}: gave up after {attempts} {tries}: {type(exc).__name__}: {exc}")
+
+
+def _retrying(policy: RetryPolicy, cls: type, sleep: Callable | None) -> Any:
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "model call failed (attempt %d of %d): %s: %s; retrying in %.1fs",
+            state.attempt_number,
+            policy.attempts,
+            type(exc).__name__,
+            exc,
+            state.next_action.sleep if state.next_action else 0.0,
+        )
+
+    extra = {"sleep": sleep} if sleep is not None else {}
+    return cls(
+        stop=tenacity.stop_after_attempt(policy.attempts),
+        wait=policy._wait,
+        retry=tenacity.retry_if_exception(is_retryable),
+        reraise=True,
+        before_sleep=before_sleep,
+        **extra,
+    )
+
+
+def _compat(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Adapt a request to the embedded llama.cpp server, which answers HTTP 500 to an assistant
+    message whose `content` is null (what the SDK gives back alongside tool calls)."""
+    if endpoint is None or not endpoint.is_local or "messages" not in kwargs:
+        return kwargs
+    messages = [
+        {**m, "content": ""}
+        if isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
+        else m
+        for m in kwargs["messages"]
+    ]
+    return {**kwargs, "messages": messages}
+
+
+def retrying_create(
+    client: Any,
+    *,
+    policy: RetryPolicy | None = None,
+    endpoint: Endpoint | None = None,
+    sleep: Callable[[float], None] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """`client.chat.completions.create(**kwargs)`, retried per `policy`.
+
+    Retries rate limits, 5xx, timeouts and connection errors. Raises `InfraError` when they run
+    out, and `EndpointError` at once on 401/403/404; any other error (a 400 for a malformed
+    request) propagates unchanged.
+    """
+    policy = policy or RetryPolicy()
+    kwargs = _compat(endpoint, kwargs)
+    try:
+        for attempt in _retrying(policy, tenacity.Retrying, sleep):
+            with attempt:
+                return client.chat.completions.create(**kwargs)
+    except api_errors() as exc:
+        if is_retryable(exc) or getattr(exc, "status_code", None) in _CONFIG_STATUS:
+            raise _infra(exc, _what(endpoint, kwargs), policy.attempts) from exc
+        raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def async_retrying_create(
+    client: Any,
+    *,
+    policy: RetryPolicy | None = None,
+    endpoint: Endpoint | None = None,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """`await client.chat.completions.create(**kwargs)`, retried like `retrying_create`."""
+    policy = policy or RetryPolicy()
+    kwargs = _compat(endpoint, kwargs)
+    try:
+        async for attempt in _retrying(policy, tenacity.AsyncRetrying, sleep):
+            with attempt:
+                return await client.chat.completions.create(**kwargs)
+    except api_errors() as exc:
+        if is_retryable(exc) or getattr(exc, "status_code", None) in _CONFIG_STATUS:
+            raise _infra(exc, _what(endpoint, kwargs), policy.attempts) from exc
+        raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class _Completions:
+    def __init__(self, owner: RetryingClient) -> None:
+        self._owner = owner
+
+    def create(self, **kwargs: Any) -> Any:
+        o = self._owner
+        return retrying_create(
+            o.raw, policy=o.policy, endpoint=o.endpoint, sleep=o._sleep, **kwargs
+        )
+
+
+class _AsyncCompletions:
+    def __init__(self, owner: AsyncRetryingClient) -> None:
+        self._owner = owner
+
+    async def create(self, **kwargs: Any) -> Any:
+        o = self._owner
+        return await async_retrying_create(
+            o.raw, policy=o.policy, endpoint=o.endpoint, sleep=o._sleep, **kwargs
+        )
+
+
+class _Chat:
+    def __init__(self, completions: Any) -> None:
+        self.completions = completions
+
+
+class RetryingClient:
+    """Wraps an openai client (or a `FakeClient`): `chat.completions.create` retries per
+    `policy` and raises `InfraError` when retries run out. Anything else passes through to
+    `raw`."""
+
+    def __init__(
+        self,
+        client: Any,
+        policy: RetryPolicy | None = None,
+        *,
+        endpoint: Endpoint | None = None,
+        sleep: Callable[[float], Any] | None = None,
+    ) -> None:
+        self.raw = client
+        self.policy = policy or RetryPolicy()
+        self.endpoint = endpoint
+        self._sleep = sleep
+        self.chat = _Chat(self._completions())
+
+    def _completions(self) -> Any:
+        return _Completions(self)
+
+    @property
+    def model(self) -> str | None:
+        """The endpoint's model, the one to pass as `model=`."""
+        return self.endpoint.model if self.endpoint else getattr(self.raw, "model", None)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "raw":  # not yet set (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.raw, name)
+
+    def close(self) -> None:
+        close = getattr(self.raw, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> RetryingClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncRetryingClient(RetryingClient):
+    """The async form: `await client.chat.completions.create(...)`; close with `await aclose()`
+    or `async with`."""
+
+    def _completions(self) -> Any:
+        return _AsyncCompletions(self)
+
+    async def aclose(self) -> None:
+        close = getattr(self.raw, "close", None)
+        if close is not None:
+            result = close()
+            if hasattr(result, "__await__"):
+                await result
+
+    def close(self) -> None:  # type: ignore[override]
+        raise TypeError("AsyncRetryingClient is closed with `await client.aclose()`")
+
+    async def __aenter__(self) -> AsyncRetryingClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

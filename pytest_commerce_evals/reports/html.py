@@ -1,0 +1,624 @@
+"""The HTML report: one self-contained file (inline CSS and JS, no network) per run or comparison.
+
+Everything taken from a run is escaped: transcripts carry whatever a model or a poisoned fixture
+wrote. The script embeds no data; it only filters and expands what the HTML already shows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ..store.history import (
+    NOISE_NOTE,
+    PRIORITY_ORDER,
+    DiffEntry,
+    FailingSetDiff,
+    ModelComparison,
+    case_rates,
+    describe_run,
+    overall_rate,
+)
+from ..store.run_store import RunRecord, StoredTrial, json_text
+
+__all__ = ["render_comparison_html", "render_run_html", "write_html"]
+
+OUTCOMES = ("pass", "fail", "judge_error", "infra_error", "skipped")
+PRIORITIES = ("critical", "high", "medium", "low")
+DIFFICULTIES = ("easy", "medium", "hard")
+MAX_PAYLOAD_CHARS = 20_000
+
+_CSS = """
+:root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--mute:#57606a;--line:#d0d7de;--bg:#f6f8fa}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1f2328}
+header{background:#24292f;color:#fff;padding:14px 24px}
+header h1{margin:0;font-size:20px}
+header .sub{color:#d0d7de;font-size:13px}
+main{padding:8px 24px 40px;max-width:1400px}
+h2{border-bottom:1px solid var(--line);padding-bottom:4px;margin-top:28px}
+table{border-collapse:collapse;margin:6px 0}
+th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
+th{background:var(--bg)}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.meta th{width:170px}
+.badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;
+  color:#fff;background:var(--mute)}
+.b-pass,.b-ok{background:var(--ok)}.b-fail,.b-short,.b-blocked{background:var(--bad)}
+.b-judge_error,.b-infra_error,.b-error,.b-incomplete{background:var(--warn)}
+.b-skipped{background:#8c959f}
+.bar{position:relative;width:220px;height:14px;background:#eaeef2;border-radius:3px}
+.bar .fill{position:absolute;left:0;top:0;bottom:0;background:var(--ok);border-radius:3px}
+.bar.short .fill{background:var(--bad)}
+.bar .mark{position:absolute;top:-3px;bottom:-3px;width:2px;background:#1f2328}
+.note{color:var(--mute);font-size:13px}
+.noise{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px;border-radius:4px}
+.controls{position:sticky;top:0;background:#fff;padding:8px 0;border-bottom:1px solid var(--line);
+  z-index:2}
+.controls input[type=search]{width:260px;padding:3px 6px}
+details.case{border:1px solid var(--line);border-radius:6px;margin:8px 0;background:#fff}
+details.case>summary{padding:6px 10px;cursor:pointer;background:var(--bg);border-radius:6px}
+details.case[open]>summary{border-bottom:1px solid var(--line);border-radius:6px 6px 0 0}
+details.trial{margin:8px 12px;border-left:3px solid var(--line);padding-left:10px}
+details.trial.fail{border-left-color:var(--bad)}details.trial.pass{border-left-color:var(--ok)}
+details.trial>summary{cursor:pointer;font-weight:600}
+.hide-passing details.case.passing{display:none}
+.hidden{display:none!important}
+pre{background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:6px 8px;
+  margin:4px 0;
+  white-space:pre-wrap;word-break:break-word;max-height:360px;overflow:auto;font-size:12px}
+.ev{margin:4px 0;padding:4px 8px;border-radius:4px;border:1px solid var(--line)}
+.ev .kind{font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.03em;
+  margin-right:6px}
+.ev.tool_call{background:#ddf4ff}.ev.tool_result{background:#f6f8fa}
+.ev.blocked{background:#ffebe9;border-color:var(--bad)}
+.ev.tool_result.error{background:#fff8c5}
+.ev.ui{background:#fbefff}.ev.cart_update,.ev.change_update{background:#dafbe1}
+.ev.text{background:#fff;border-color:#1f2328}
+.ev.turn_end{border:none;border-top:1px dashed var(--line);color:var(--mute);font-size:12px}
+.msg{background:#eaeef2;border-radius:4px;padding:4px 8px;margin:8px 0 4px}
+.gate{color:var(--bad);font-weight:700}
+.ok{color:var(--ok)}.bad{color:var(--bad)}
+td.nw{white-space:nowrap}
+td.json{min-width:200px;max-width:420px}
+.cols{display:flex;gap:24px;flex-wrap:wrap}.cols>div{flex:1;min-width:420px}
+"""
+
+_JS = """
+(function () {
+  var body = document.body;
+  var search = document.getElementById('case-filter');
+  var failing = document.getElementById('failing-only');
+  var cases = Array.prototype.slice.call(document.querySelectorAll('details.case'));
+  function apply() {
+    var q = search ? search.value.trim().toLowerCase() : '';
+    var shown = 0;
+    cases.forEach(function (el) {
+      var hit = !q || (el.getAttribute('data-search') || '').indexOf(q) !== -1;
+      el.classList.toggle('hidden', !hit);
+      if (hit && !(failing && failing.checked && el.classList.contains('passing'))) shown++;
+    });
+    if (failing) body.classList.toggle('hide-passing', failing.checked);
+    var count = document.getElementById('shown-count');
+    if (count) count.textContent = String(shown);
+  }
+  function expand(open) {
+    document.querySelectorAll('details.case, details.trial').forEach(function (el) {
+      if (!el.classList.contains('hidden')) el.open = open;
+    });
+  }
+  if (search) search.addEventListener('input', apply);
+  if (failing) failing.addEventListener('change', apply);
+  var more = document.getElementById('expand-all');
+  var less = document.getElementById('collapse-all');
+  if (more) more.addEventListener('click', function () { expand(true); });
+  if (less) less.addEventListener('click', function () { expand(false); });
+  if (location.hash) {
+    var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (target && target.tagName === 'DETAILS') target.open = true;
+  }
+  apply();
+  document.documentElement.setAttribute('data-report-ready', '1');
+})();
+"""
+
+
+def e(value: Any) -> str:
+    """Escape any value for HTML text or a quoted attribute."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _anchor(case_id: str) -> str:
+    return "case-" + re.sub(r"[^A-Za-z0-9_-]", "_", case_id)
+
+
+def _json(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        if len(text) > 100:  # short payloads read best on one line; long ones indented
+            text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    except (RecursionError, TypeError, ValueError):
+        # nested past what json.dumps recurses into, or keys of mixed types that do not sort
+        text = json_text(value)
+    if len(text) > MAX_PAYLOAD_CHARS:
+        cut = len(text) - MAX_PAYLOAD_CHARS
+        text = (
+            text[:MAX_PAYLOAD_CHARS]
+            + f"\n… ({cut} more characters not shown; the JSON record has them)"
+        )
+    return f"<pre>{e(text)}</pre>"
+
+
+def _badge(label: str, kind: str | None = None) -> str:
+    return f'<span class="badge b-{e(kind or label)}">{e(label)}</span>'
+
+
+def _pct(x: float | None) -> str:
+    return f"{x:.1%}" if x is not None else "n/a"
+
+
+def _page(title: str, subtitle: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)}</title><style>{_CSS}</style></head><body>"
+        f'<header><h1>{e(title)}</h1><div class="sub">{e(subtitle)}</div></header>'
+        f"<main>{body}</main><script>{_JS}</script></body></html>\n"
+    )
+
+
+# -- run summary ------------------------------------------------------------------------------
+
+
+def _meta_table(run: RunRecord) -> str:
+    commit = run.git_commit or "not a git checkout"
+    if run.git_dirty:
+        commit += " (uncommitted changes)"
+    rows = [
+        ("run", run.run_id),
+        ("kind", run.kind),
+        ("started / ended (UTC)", f"{run.started_at} / {run.ended_at or '—'}"),
+        ("state", None),
+        ("exit status", run.exit_status),
+        ("git commit", commit),
+        (
+            "agent model",
+            f"{run.agent_model or 'not named (--commerce-agent)'}"
+            + (f" at {run.agent_base_url}" if run.agent_base_url else ""),
+        ),
+        ("judge model", run.judge_model or "no rubric judged"),
+        ("judge fingerprints", ", ".join(run.judge_fingerprints) or "—"),
+        ("selection", run.selection.describe()),
+        ("trials recorded", len(run.trials)),
+    ]
+    out = ['<table class="meta">']
+    for name, value in rows:
+        if name == "state":
+            cell = (
+                _badge("complete", "ok")
+                if run.complete
+                else (
+                    _badge("incomplete", "incomplete")
+                    + ' <span class="note">interrupted or still running: only finished trials '
+                    "are here</span>"
+                )
+            )
+        else:
+            cell = e(value)
+        out.append(f"<tr><th>{e(name)}</th><td>{cell}</td></tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _sets_table(run: RunRecord) -> str:
+    if not run.sets:
+        return '<p class="note">no sets recorded</p>'
+    out = [
+        "<table><tr><th>set</th><th>passed / graded</th><th>rate</th><th>threshold</th>"
+        "<th></th><th>verdict</th><th>other outcomes</th></tr>"
+    ]
+    for s in run.sets:
+        rate = s.rate or 0.0
+        short = "" if s.met else " short"
+        bar = (
+            f'<div class="bar{short}"><div class="fill" style="width:{rate * 100:.1f}%"></div>'
+            f'<div class="mark" style="left:{s.threshold * 100:.1f}%" '
+            f'title="threshold {s.threshold:.0%}"></div></div>'
+        )
+        if s.verdict == "ok":
+            verdict = _badge("ok")
+        elif s.verdict == "skipped":
+            verdict = _badge("skip", "skipped") + " every case skipped"
+        elif s.verdict == "undecided":
+            verdict = _badge("UNDECIDED", "short") + " nothing graded"
+        else:
+            verdict = (
+                _badge("SHORT", "short") + f" by {(s.threshold - (s.rate or 0.0)) * 100:.1f} points"
+            )
+        other = ", ".join(f"{n} {o}" for o, n in sorted(s.other.items())) or "—"
+        out.append(
+            f'<tr><td>{e(s.name)}</td><td class="num">{s.passed}/{s.graded}</td>'
+            f'<td class="num">{_pct(s.rate)}</td><td class="num">{s.threshold:.0%}</td>'
+            f"<td>{bar}</td><td>{verdict}</td><td>{e(other)}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _by_table(run: RunRecord, attr: str, order: tuple[str, ...]) -> str:
+    groups: dict[str, Counter] = {}
+    for t in run.trials:
+        groups.setdefault(getattr(t, attr), Counter())[t.outcome] += 1
+    keys = [k for k in order if k in groups] + sorted(k for k in groups if k not in order)
+    head = "".join(f"<th>{e(o)}</th>" for o in OUTCOMES)
+    out = [f"<table><tr><th>{e(attr)}</th><th>pass rate</th>{head}</tr>"]
+    for key in keys:
+        c = groups[key]
+        graded = c["pass"] + c["fail"]
+        rate = c["pass"] / graded if graded else None
+        cells = "".join(f'<td class="num">{c[o] or ""}</td>' for o in OUTCOMES)
+        out.append(f'<tr><td>{e(key)}</td><td class="num">{_pct(rate)}</td>{cells}</tr>')
+    out.append("</table>")
+    return "".join(out)
+
+
+# -- diff and comparison ----------------------------------------------------------------------
+
+
+def _entry_rows(entries: list[DiffEntry], left: str, right: str, link: bool) -> str:
+    if not entries:
+        return '<p class="note">none</p>'
+    out = [
+        f"<table><tr><th>case</th><th>priority</th><th>difficulty</th><th>{e(left)}</th>"
+        f"<th>{e(right)}</th><th>failures</th></tr>"
+    ]
+    for entry in entries:
+        name = e(entry.case_id)
+        if link:
+            name = f'<a href="#{e(_anchor(entry.case_id))}">{name}</a>'
+        if entry.note:
+            name += f' <span class="note">({e(entry.note)})</span>'
+        reasons = (entry.after or entry.before).failures if (entry.after or entry.before) else []
+        failing = entry.after if entry.after and entry.after.failing else entry.before
+        reasons = failing.failures if failing else reasons
+        shown = "".join(f"<li>{e(r)}</li>" for r in reasons[:3])
+        more = f'<li class="note">… {len(reasons) - 3} more</li>' if len(reasons) > 3 else ""
+        out.append(
+            f'<tr><td class="nw">{name}</td><td>{e(entry.priority)}</td><td>'
+            f"{e(entry.difficulty)}</td>"
+            f'<td class="nw">{e(entry.before.describe() if entry.before else "not run")}</td>'
+            f'<td class="nw">{e(entry.after.describe() if entry.after else "not run")}</td>'
+            f"<td><ul>{shown}{more}</ul></td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
+    out = ['<h2 id="diff">Failing-set diff</h2>']
+    if diff is None:
+        out.append(f'<p class="note">{e(how_chosen or "no baseline run to compare with")}</p>')
+        return "".join(out)
+    out.append(
+        f"<p>against {e(describe_run(diff.before))}"
+        + (f" — {e(how_chosen)}" if how_chosen else "")
+        + "</p>"
+    )
+    for title, entries in (
+        ("Newly failing", diff.newly_failing),
+        ("Fixed", diff.fixed),
+        ("Still failing", diff.still_failing),
+        ("Not compared", diff.not_compared),
+    ):
+        if title == "Not compared" and not entries:
+            continue
+        out.append(f"<h3>{e(title)} ({len(entries)})</h3>")
+        out.append(_entry_rows(entries, "before", "after", link=True))
+    before, after = diff.overall
+    out.append(
+        f'<p class="noise">overall graded pass rate {_pct(before)} → {_pct(after)}'
+        + (
+            f" ({(after - before) * 100:+.1f} points)"
+            if before is not None and after is not None
+            else ""
+        )
+        + f". {e(NOISE_NOTE)}.</p>"
+    )
+    return "".join(out)
+
+
+# -- cases and trials -------------------------------------------------------------------------
+
+
+def _event(ev: dict[str, Any], turn: int | None = None) -> str:
+    """One event of the timeline; `turn` is the 1-based number the timeline's header gave the
+    turn (a `turn_end` event's own `turn` field is the agent's, often 0-based)."""
+    kind = ev.get("type", "?")
+    if kind == "tool_call":
+        return (
+            f'<div class="ev tool_call"><span class="kind">tool call</span><b>'
+            f"{e(ev.get('name'))}</b>"
+            f' <span class="note">{e(ev.get("call_id"))}</span>'
+            f"{_json(ev.get('arguments', {}))}</div>"
+        )
+    if kind == "tool_result":
+        status = ev.get("status", "ok")
+        cls = {"blocked": "blocked", "error": "error"}.get(status, "")
+        head = (
+            f'<span class="kind">tool result</span>{e(ev.get("name") or "")} '
+            f"{_badge(status, status if status != 'ok' else 'pass')}"
+        )
+        if status == "blocked":
+            head += f' <span class="gate">BLOCKED by gate: {e(ev.get("reason"))}</span>'
+        elif ev.get("reason"):
+            head += f" reason: {e(ev.get('reason'))}"
+        body = _json(ev.get("result")) if ev.get("result") is not None else ""
+        return (
+            f'<div class="ev tool_result {cls}">{head} <span class="note">'
+            f"{e(ev.get('call_id'))}</span>{body}</div>"
+        )
+    if kind == "ui":
+        return (
+            f'<div class="ev ui"><span class="kind">ui component</span><b>'
+            f"{e(ev.get('component'))}</b>"
+            f"{_json(ev.get('payload', {}))}</div>"
+        )
+    if kind == "cart_update":
+        items = ev.get("items") or []
+        lines = (
+            ", ".join(
+                f"{i.get('product_id')}{'/' + str(i['variant']) if i.get('variant') else ''} "
+                f"×{i.get('quantity', 1)}"
+                for i in items
+            )
+            or "empty"
+        )
+        return f'<div class="ev cart_update"><span class="kind">cart</span>{e(lines)}</div>'
+    if kind == "change_update":
+        rows = "".join(
+            f"<li>{e(c.get('kind'))} {e(c.get('product_id') or '')} — {e(c.get('status'))}"
+            + (" " + e(json.dumps(c.get("fields"), ensure_ascii=False)) if c.get("fields") else "")
+            + "</li>"
+            for c in ev.get("changes") or []
+        )
+        return (
+            f'<div class="ev change_update"><span class="kind">staged changes</span><ul>'
+            f"{rows}</ul></div>"
+        )
+    if kind == "text":
+        return (
+            f'<div class="ev text"><span class="kind">reply</span><pre>'
+            f"{e(ev.get('text'))}</pre></div>"
+        )
+    if kind == "turn_end":
+        number = turn if turn is not None else ev.get("turn", "")
+        return f'<div class="ev turn_end">end of turn {e(number)}</div>'
+    return f'<div class="ev"><span class="kind">{e(kind)}</span>{_json(ev)}</div>'
+
+
+def _graders(trial: StoredTrial) -> str:
+    if not trial.grader_results:
+        return ""
+    out = [
+        "<h4>Code graders</h4><table><tr><th></th><th>key</th><th>expected</th>"
+        "<th>observed</th><th>message</th></tr>"
+    ]
+    for g in trial.grader_results:
+        mark = '<span class="ok">✓</span>' if g.get("passed") else '<span class="bad">✗</span>'
+        out.append(
+            f"<tr><td>{mark}</td><td>{e(g.get('key'))}</td>"
+            f'<td class="json">{_json(g.get("expected"))}</td>'
+            f'<td class="json">{_json(g.get("observed"))}</td>'
+            f"<td>{e(g.get('message'))}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _verdicts(trial: StoredTrial) -> str:
+    if not trial.verdicts:
+        return ""
+    out = [
+        "<h4>Judge verdicts</h4><table><tr><th>dimension</th><th>verdict</th><th>reasoning</th>"
+        "<th>judge</th><th>transcript</th></tr>"
+    ]
+    for v in trial.verdicts:
+        outcome = v.get("outcome", "?")
+        label = v.get("verdict") or outcome
+        reasoning = v.get("reasoning") or v.get("error") or ""
+        cut = ""
+        if v.get("truncated_chars") or v.get("truncated_turns"):
+            cut = (
+                f'<span class="bad">cut from the start: {e(v.get("truncated_turns", 0))} turns, '
+                f"{e(v.get('truncated_chars', 0))} characters dropped</span>"
+            )
+        else:
+            cut = "complete"
+        reused = " (stored verdict reused)" if v.get("reused") else ""
+        judge = (
+            f'{e(v.get("judge_model") or "")}<br><span class="note">judge '
+            f"{e((v.get('judge_fingerprint') or '')[:12])} · rubric "
+            f"{e((v.get('rubric_fingerprint') or '')[:12])}{e(reused)}</span>"
+        )
+        out.append(
+            f'<tr><td>{e(v.get("dimension"))}<br><span class="note">{e(v.get("rubric"))}</span>'
+            f"</td>"
+            f"<td>{_badge(label, outcome)}</td><td>{e(reasoning)}</td><td>{judge}</td><td>"
+            f"{cut}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _timeline(trial: StoredTrial) -> str:
+    if not trial.turns:
+        return ""
+    out = ["<h4>Event timeline</h4>"]
+    last = len(trial.turns) - 1
+    for n, events in enumerate(trial.turns):
+        message = trial.messages[n] if n < len(trial.messages) else None
+        graded = " (graded)" if n == last and last > 0 else ""
+        if message is not None:
+            out.append(f'<div class="msg"><b>turn {n + 1}{graded}:</b> {e(message)}</div>')
+        elif len(trial.turns) > 1:
+            out.append(f'<div class="msg"><b>turn {n + 1}{graded}</b></div>')
+        out.extend(_event(ev, n + 1) for ev in events)
+    return "".join(out)
+
+
+def _snapshot(trial: StoredTrial) -> str:
+    snap = trial.snapshot
+    if not snap:
+        return ""
+    return f"<h4>Final state</h4>{_json(snap)}"
+
+
+def _trial(trial: StoredTrial) -> str:
+    failing = trial.outcome != "pass"
+    where = f"{trial.file}:{trial.line}" if trial.file else ""
+    head = (
+        f"<summary>trial {trial.trial}/{trial.trials} {_badge(trial.outcome)} "
+        f'<span class="note">{trial.duration_s:.2f}s {e(where)}</span></summary>'
+    )
+    parts = [head]
+    if trial.error:
+        parts.append(f"<h4>Error</h4><pre>{e(trial.error)}</pre>")
+    parts += [_graders(trial), _verdicts(trial), _timeline(trial), _snapshot(trial)]
+    open_ = " open" if failing and trial.outcome != "skipped" else ""
+    return f'<details class="trial {e(trial.outcome)}"{open_}>{"".join(parts)}</details>'
+
+
+def _cases_section(run: RunRecord) -> str:
+    rates = case_rates(run)
+    by_case: dict[str, list[StoredTrial]] = {}
+    for t in run.trials:
+        by_case.setdefault(t.case_id, []).append(t)
+    order = sorted(
+        by_case, key=lambda c: (not rates[c].failing, PRIORITY_ORDER.get(rates[c].priority, 9), c)
+    )
+    out = [
+        '<h2 id="cases">Cases and trials</h2><div class="controls">'
+        '<input type="search" id="case-filter" placeholder="filter by id, tag, set, priority">'
+        ' <label><input type="checkbox" id="failing-only"> failing only</label>'
+        ' <button type="button" id="expand-all">expand all</button>'
+        ' <button type="button" id="collapse-all">collapse all</button>'
+        f' <span class="note"><span id="shown-count">{len(order)}</span> of {len(order)} cases '
+        f"shown</span></div>"
+    ]
+    for case_id in order:
+        trials = sorted(by_case[case_id], key=lambda t: t.trial)
+        rate = rates[case_id]
+        first = trials[0]
+        state = "failing" if rate.failing else ("passing" if rate.failing is False else "ungraded")
+        badge = (
+            _badge("fail")
+            if rate.failing
+            else (_badge("pass") if rate.failing is False else _badge("not graded", "skipped"))
+        )
+        search = " ".join(
+            [case_id, first.set_name, first.priority, first.difficulty, *first.tags]
+        ).lower()
+        tags = " ".join(f"#{t}" for t in first.tags)
+        out.append(
+            f'<details class="case {state}" id="{e(_anchor(case_id))}" data-search="{e(search)}"'
+            f"{' open' if rate.failing else ''}><summary>{badge} <b>{e(case_id)}</b> "
+            f"{e(first.priority)} · {e(first.difficulty)} · set {e(first.set_name)} · "
+            f'{e(rate.describe())} <span class="note">{e(tags)}</span></summary>'
+            + "".join(_trial(t) for t in trials)
+            + "</details>"
+        )
+    return "".join(out)
+
+
+# -- pages ------------------------------------------------------------------------------------
+
+
+def render_run_html(
+    run: RunRecord,
+    diff: FailingSetDiff | None = None,
+    how_chosen: str = "",
+    extra_sections: Sequence[str] = (),
+) -> str:
+    """The report of one run: summary, failing-set diff (when there is a baseline), every trial.
+
+    `extra_sections` are HTML fragments (already escaped) placed before the trials.
+    """
+    body = [
+        "<h2>Run</h2>",
+        _meta_table(run),
+        "<h2>Sets against their thresholds</h2>",
+        _sets_table(run),
+        f'<p class="note">overall graded pass rate {_pct(overall_rate(run))} — '
+        f"{e(NOISE_NOTE)}.</p>",
+        '<div class="cols"><div><h3>Outcomes by priority</h3>',
+        _by_table(run, "priority", PRIORITIES),
+        "</div><div><h3>Outcomes by difficulty</h3>",
+        _by_table(run, "difficulty", DIFFICULTIES),
+        "</div></div>",
+        _diff_section(diff, how_chosen),
+        *extra_sections,
+        _cases_section(run),
+    ]
+    verdicts = {s.verdict for s in run.sets}
+    state = (
+        "a set fell short"
+        if "short" in verdicts
+        else "a set is undecided (nothing graded)"
+        if "undecided" in verdicts
+        else "every set met its threshold"
+    )
+    subtitle = (
+        f"{run.agent_model or 'agent not named'} · {len(run.trials)} trials · {state}"
+        f"{'' if run.complete else ' · INCOMPLETE'}"
+    )
+    return _page(f"commerce-evals run {run.run_id}", subtitle, "".join(body))
+
+
+def render_comparison_html(comparison: ModelComparison) -> str:
+    """Two runs' failing sets side by side."""
+    a, b = comparison.a, comparison.b
+    body = ['<div class="cols">']
+    for side, run in (("A", a), ("B", b)):
+        body.append(
+            f"<div><h2>{side}: {e(run.agent_model or run.run_id)}</h2>{_meta_table(run)}"
+            f"<h3>Sets</h3>{_sets_table(run)}</div>"
+        )
+    body.append("</div>")
+    if a.signature != b.signature:
+        body.append(
+            '<p class="noise">The two runs selected different cases or trials; only cases '
+            "run in both are compared.</p>"
+        )
+    la, lb = f"A ({comparison.label('A')})", f"B ({comparison.label('B')})"
+    for title, entries in (
+        (f"Failing only under {la}", comparison.only_a),
+        (f"Failing only under {lb}", comparison.only_b),
+        ("Failing under both", comparison.both),
+        ("Not compared", comparison.not_compared),
+    ):
+        if title == "Not compared" and not entries:
+            continue
+        body.append(f"<h2>{e(title)} ({len(entries)})</h2>")
+        body.append(_entry_rows(entries, la, lb, link=False))
+    ra, rb = overall_rate(a), overall_rate(b)
+    body.append(
+        f'<p class="noise">overall graded pass rate: A {_pct(ra)}, B {_pct(rb)}. '
+        f"{e(NOISE_NOTE)}.</p>"
+    )
+    return _page(
+        f"commerce-evals: {comparison.label('A')} against {comparison.label('B')}",
+        f"A = run {a.run_id} · B = run {b.run_id}",
+        "".join(body),
+    )
+
+
+def write_html(text: str, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", errors="backslashreplace")  # never a lone surrogate
+    return path

@@ -1,0 +1,345 @@
+"""The runner's hooks: trials overlap on the scheduler, reports carry each trial's record, the
+terminal summary, JUnit outcomes and the exit status from the sets."""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import asdict
+
+import pytest
+
+from ..authoring.vacuity import VacuityItem
+from ..results import NOT_GRADED as UNGRADED_OUTCOMES
+from ..settings import run_config
+from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
+from ._xdist_compat import xdist_queued
+from .items import CaseItem, InvalidCase
+from .state import AGENT_USED, NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN, VACUITY
+from .summary import Summary, TrialRecord
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SUMMARY] = Summary()
+    config.stash[NON_CASE_FAILURES] = []
+    config.stash[NOT_GRADED] = []
+    config.stash[VACUITY] = []
+
+
+def _agent_endpoint_data(config: pytest.Config) -> dict | None:
+    from ..models.endpoint import used_endpoint
+    from ..store.run_store import public_base_url
+
+    used = used_endpoint(config, "agent")
+    if used is None:
+        return None
+    base = used.base_url if not used.is_local else "embedded"
+    return {"model": used.model, "base_url": public_base_url(base), "embedded": used.is_local}
+
+
+def _runs_ahead(item: pytest.Item) -> bool:
+    """A trial worth starting before its turn: a case trial pytest will not skip."""
+    if type(item) is not CaseItem:
+        return False
+    return not any(item.iter_markers("skip")) and not any(item.iter_markers("skipif"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Keep the scheduler fed: every case trial of the session at the first item, or under an
+    xdist worker the trials the controller has queued for it so far."""
+    config = item.config
+    if SCHEDULER not in config.stash:
+        if type(item) is not CaseItem:
+            return  # decided at the first case trial
+        size = run_config(config).concurrency
+        if size is None:  # auto: run trials one by one until one has shown what it needs
+            if not config.stash.get(TRIAL_RAN, False):
+                return
+            size = resolve_auto(config)
+        if config.getoption("usepdb", False) or config.getoption("trace", False):
+            size = 1  # a debugger stops in the trial it is reporting, on the main thread
+        config.stash[SCHEDULER] = TrialScheduler(size) if size > 1 else None
+    scheduler = config.stash[SCHEDULER]
+    if scheduler is None:
+        return
+    session = item.session
+    if hasattr(config, "workerinput"):
+        queued = xdist_queued(config, session)
+        items = [item, *(queued or [])]
+    elif not scheduler.fed:
+        scheduler.fed = True
+        start = session.items.index(item) if item in session.items else 0
+        items = session.items[start:]
+    else:
+        return
+    scheduler.submit([i for i in items if _runs_ahead(i)])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Before an eval run's trials: move what collection built (modules, cases, items) out of
+    the garbage collector's reach, so each full collection during the run walks only what the
+    trials made. (Again at the session's end, for pytest's own collections at exit.)"""
+    if _eval_run(session):
+        gc.freeze()
+
+
+def _eval_run(session: pytest.Session) -> bool:
+    return not session.config.option.collectonly and any(
+        type(item) is CaseItem for item in session.items
+    )
+
+
+def _close_scheduler(config: pytest.Config) -> None:
+    scheduler = config.stash.get(SCHEDULER, None)
+    if scheduler is not None:
+        scheduler.close()
+
+
+# -- reports, summary, exit status ------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if isinstance(item, VacuityItem):
+        found = getattr(item, "vacuity", None)
+        if found is not None and report.when == "call":
+            report.commerce_vacuity = asdict(found)
+        return report
+    if isinstance(item, CaseItem):
+        outcome = None
+        if report.when == "call":
+            # no result: the plugin's own code failed around the trial, not the agent
+            outcome = item.result.outcome if item.result else ("pass" if report.passed else "error")
+        elif report.when == "setup" and report.skipped:
+            outcome = "skipped"
+        elif report.when == "setup" and report.failed:
+            outcome = "error"  # a fixture or hook failed before the trial: not the agent's doing
+        if outcome is not None:
+            # on the item: junitxml writes the properties of the teardown report, made from it
+            item.user_properties.append(("outcome", outcome))
+            if item.result is not None and item.result.rubric_not_judged:
+                report.user_properties.append(("rubric", "not judged"))
+            record = TrialRecord(
+                item.case.id,
+                item.trial,
+                item.trials,
+                item.set_name,
+                item.case.priority,
+                item.case.difficulty,
+                outcome,
+            )
+            report.commerce = asdict(record) | {
+                "threshold": item.threshold,
+                "rubric_not_judged": bool(item.result and item.result.rubric_not_judged),
+                "agent_endpoint": _agent_endpoint_data(item.config),
+            }
+            if item.result is not None and report.when == "call":
+                report.commerce_trial = item.result.to_dict() | {"threshold": item.threshold}
+        if report.when == "teardown":
+            item.result = None  # recorded; a long run keeps no second copy of every transcript
+    elif isinstance(item, InvalidCase) and report.failed:
+        report.commerce_invalid = item.message
+    return report
+
+
+_STATUS_LETTERS = {"judge_error": "J", "infra_error": "I", "error": "E"}
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    data = getattr(report, "commerce", None)
+    if data and report.when == "call" and data["outcome"] in UNGRADED_OUTCOMES:
+        outcome = data["outcome"]
+        return outcome, _STATUS_LETTERS[outcome], outcome.upper()
+    return None
+
+
+class _JUnitOutcomes:
+    """In `--junitxml`, a trial that could not be graded (judge, infrastructure or glue error)
+    is an `<error>`, not a `<failure>`. pytest writes every failed call as a failure, so the
+    element it just wrote is retagged; registered on the controller only."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)  # after junitxml's own hook has written the element
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "commerce", None)
+        if not data or report.when != "call" or not report.failed:
+            return
+        outcome = data["outcome"]
+        if outcome not in UNGRADED_OUTCOMES:
+            return
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        reporter = xml.node_reporter(report)
+        for node in reversed(reporter.nodes):
+            if node.tag == "failure":
+                node.tag = "error"
+                node.set("message", f"{outcome}: {node.get('message', '')}")
+                xml.stats["failure"] -= 1
+                xml.stats["error"] += 1
+                return
+
+
+class _Gatherer:
+    """Collects trial records where reports gather: the only process without xdist, the
+    controller with it (workers never register it)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        config = self.config
+        vacuity = getattr(report, "commerce_vacuity", None)
+        if vacuity is not None:
+            config.stash[VACUITY].append(vacuity)
+            return
+        data = getattr(report, "commerce", None)
+        if data is not None:
+            if data.get("agent_endpoint") and AGENT_USED not in config.stash:
+                config.stash[AGENT_USED] = data["agent_endpoint"]
+            config.stash[SUMMARY].add(
+                TrialRecord(**{k: data[k] for k in TrialRecord.__dataclass_fields__}),
+                data["threshold"],
+            )
+            if data.get("rubric_not_judged"):
+                config.stash[SUMMARY].not_judged += 1
+            if data["outcome"] in UNGRADED_OUTCOMES and report.failed:
+                config.stash[NOT_GRADED].append((report.nodeid, str(report.longrepr)))
+            # taken off the report once recorded: pytest keeps every report to the end
+            trial = report.__dict__.pop("commerce_trial", None)
+            if trial is None:  # skipped, or the trial never ran
+                trial = data | {"turns": [], "grader_results": [], "verdicts": []}
+            config.hook.pytest_commerce_evals_trial_recorded(config=config, record=trial)
+            return
+        invalid = getattr(report, "commerce_invalid", None)
+        if invalid is not None:
+            config.stash[SUMMARY].invalid.append(invalid)
+        elif report.failed:
+            config.stash[NON_CASE_FAILURES].append(report.nodeid)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Gatherer(config), "commerce_evals.gatherer")
+        config.pluginmanager.register(_JUnitOutcomes(config), "commerce_evals.junit")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    try:
+        _terminal_summary(terminalreporter, config)
+    except Exception as exc:  # the summary must never take the run's exit status with it
+        terminalreporter.write_line(
+            f"commerce-evals: the summary could not be written ({type(exc).__name__}: {exc}); "
+            "the exit status still comes from the sets",
+            red=True,
+        )
+
+
+def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    vacuity = config.stash[VACUITY]
+    if vacuity:
+        _vacuity_summary(terminalreporter, vacuity)
+    summary = config.stash[SUMMARY]
+    if not summary.cases and not summary.invalid:
+        return
+    not_graded = config.stash[NOT_GRADED]
+    if not_graded:
+        # not agent failures, so pytest's FAILURES section leaves them out: show them here
+        terminalreporter.section(
+            "judge, infrastructure and glue errors (not counted against the agent)"
+        )
+        for nodeid, text in not_graded:
+            terminalreporter.write_sep("_", nodeid)
+            terminalreporter.write_line(text)
+    terminalreporter.section("commerce-evals")
+    for line in summary.lines(verbose=config.getoption("verbose") > 0):
+        terminalreporter.write_line(line)
+    shortfalls = summary.shortfalls
+    undecided = summary.undecided
+    if shortfalls:
+        terminalreporter.write_line("")
+        terminalreporter.write_line("sets below their threshold:", red=True, bold=True)
+        for line in shortfalls:
+            terminalreporter.write_line(f"  {line}", red=True)
+    if undecided:
+        terminalreporter.write_line("")
+        terminalreporter.write_line(
+            "sets undecided (nothing graded to measure):", yellow=True, bold=True
+        )
+        for line in undecided:
+            terminalreporter.write_line(f"  {line}", yellow=True)
+    if summary.sets and not shortfalls and not undecided:
+        terminalreporter.write_line("every set met its threshold", green=True)
+    if summary.sets:
+        others = len(config.stash[NON_CASE_FAILURES])
+        terminalreporter.write_line(_verdict_line(summary, others))
+
+
+def _verdict_line(summary: Summary, others: int = 0) -> str:
+    """One line saying why the run passes or fails, as the exit status will."""
+    reasons = []
+    if summary.shortfalls:
+        reasons.append(f"{len(summary.shortfalls)} set(s) short")
+    if summary.undecided:
+        reasons.append(f"{len(summary.undecided)} set(s) undecided")
+    if summary.glue_errors:
+        reasons.append(f"{summary.glue_errors} glue error(s)")
+    if summary.invalid:
+        reasons.append(f"{len(summary.invalid)} invalid case entr(ies)")
+    if others:
+        reasons.append(f"{others} other test(s) failed")
+    if not reasons:
+        return f"verdict: pass — all {len(summary.sets)} set(s) met their thresholds"
+    return "verdict: fail — " + ", ".join(reasons)
+
+
+def _vacuity_summary(terminalreporter, reports: list[dict]) -> None:
+    terminalreporter.section("commerce-evals vacuity")
+    agents = list(reports[0]["failed_under"])
+    flagged = [r for r in reports if r["findings"]]
+    terminalreporter.write_line(
+        f"{len(reports)} cases checked against {len(agents)} degenerate agents; "
+        f"{len(flagged)} with findings"
+    )
+    for name in agents:
+        caught = sum(1 for r in reports if r["failed_under"].get(name))
+        terminalreporter.write_line(f"  {name:<11} fails {caught:>4} of {len(reports)} cases")
+    for r in flagged:
+        for finding in r["findings"]:
+            terminalreporter.write_line(f"  {r['case_id']}: {finding}", red=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The exit status says whether every set met its threshold, not whether one trial failed."""
+    config = session.config
+    _close_scheduler(config)
+    if any(type(item) is CaseItem for item in session.items):
+        # the run (or the collection) is over: pytest's collections at exit need not walk
+        # every case and trial again (5 full collections: 0.3 s for 200 collected cases)
+        gc.freeze()
+    if hasattr(config, "workerinput"):
+        return
+    summary = config.stash.get(SUMMARY, None)
+    if summary is None or not summary.cases:
+        return
+    if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return
+    bad = (
+        summary.shortfalls
+        or summary.undecided
+        or summary.glue_errors
+        or summary.invalid
+        or config.stash[NON_CASE_FAILURES]
+    )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED if bad else pytest.ExitCode.OK

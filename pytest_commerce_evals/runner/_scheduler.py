@@ -1,0 +1,150 @@
+"""Concurrent trials: up to C trials in flight in one pytest process, reported in item order.
+
+An eval run's time is almost all model latency, so trials are run ahead of pytest's loop on C
+worker threads (`--commerce-concurrency`); each item's `runtest` then only waits for its own
+trial and reports it. pytest's protocol, reports, `-x`, xdist and the summary are unchanged. The
+threads are daemons: Ctrl-C or `-x` abandons the trials still queued, and a call still in flight
+never holds up the exit.
+
+Async agents run on one event loop shared by the whole session (`shared_loop()`), so an async
+client made once can serve every trial; a worker thread only waits for its trial's coroutine.
+
+Under xdist each worker runs its own scheduler over the items the controller has queued for it.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+__all__ = ["TrialScheduler", "concurrency", "resolve_auto", "run_coroutine", "shared_loop"]
+
+AUTO_REMOTE = 8
+"""Trials in flight by default against a remote endpoint; the embedded model answers one request
+at a time, so it gets 1."""
+
+SCHEDULER = pytest.StashKey["TrialScheduler | None"]()
+
+
+def concurrency(config: pytest.Config) -> int | None:
+    """`--commerce-concurrency` (ini `commerce_concurrency`, env `COMMERCE_CONCURRENCY`) as a
+    number, or None for `auto` (see `resolve_auto`). Raises UsageError for anything else."""
+    value = config.getoption("commerce_concurrency", None)
+    source = "--commerce-concurrency"
+    if value is None:
+        value, source = config.getini("commerce_concurrency") or None, "ini commerce_concurrency"
+    if value is None:
+        value, source = os.environ.get("COMMERCE_CONCURRENCY") or None, "COMMERCE_CONCURRENCY"
+    if value is None or str(value).strip().lower() == "auto":
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(
+            f"{source}: expected a whole number of trials in flight (1..1024) or 'auto'; "
+            f"found {value!r}"
+        ) from None
+    if not 1 <= number <= 1024:
+        raise pytest.UsageError(f"{source}: expected 1..1024 or 'auto'; found {number}")
+    return number
+
+
+def resolve_auto(config: pytest.Config) -> int:
+    """`auto`, decided once a trial has run: 1 when the embedded model was started (it answers
+    one request at a time), else 8 trials in flight (a remote endpoint, or an agent that brings
+    its own model client)."""
+    from ..models import embedded as _local_model
+
+    return 1 if _local_model.started(config) else AUTO_REMOTE
+
+
+class TrialScheduler:
+    """Runs `item.compute()` for submitted items on `size` daemon threads, first submitted first
+    run; `wait(item)` blocks until that item's result (or exception) is there."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._queue: queue.SimpleQueue[tuple[Any, Future] | None] = queue.SimpleQueue()
+        self._futures: dict[Any, Future] = {}
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+        self.fed = False  # the whole session's trials were submitted
+
+    def submit(self, items: list[Any]) -> None:
+        if self._closed:
+            return
+        for item in items:
+            if item in self._futures:
+                continue
+            future: Future = Future()
+            self._futures[item] = future
+            self._queue.put((item, future))
+        while len(self._threads) < min(self.size, len(self._futures)):
+            thread = threading.Thread(
+                target=self._work, name=f"commerce-trial-{len(self._threads) + 1}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+
+    def submitted(self, item: Any) -> bool:
+        return item in self._futures
+
+    def wait(self, item: Any) -> Any:
+        """The item's result; raises what its trial raised. Ctrl-C while waiting propagates."""
+        future = self._futures.pop(item)
+        return future.result()
+
+    def close(self) -> None:
+        """Abandon the queued trials; the ones running finish on their daemon threads."""
+        self._closed = True
+        for future in self._futures.values():
+            future.cancel()
+        self._futures.clear()
+        for _ in self._threads:
+            self._queue.put(None)
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            item, future = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(item.compute())
+            except BaseException as exc:  # handed to the main thread, which re-raises it
+                future.set_exception(exc)
+
+
+# --- the session's event loop for async agents --------------------------------------------------
+
+_loop_lock = threading.Lock()
+_loop: Any = None
+
+
+def shared_loop() -> Any:
+    """One event loop on a daemon thread for the whole process, started on first use."""
+    import asyncio  # only for async agents: a sync run does not pay for the import
+
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(
+                target=loop.run_forever, name="commerce-async-agents", daemon=True
+            ).start()
+            _loop = loop
+        return _loop
+
+
+def run_coroutine(coro: Any) -> Any:
+    """Run `coro` on the shared loop and wait for it from this (non-loop) thread."""
+    import asyncio
+
+    return asyncio.run_coroutine_threadsafe(coro, shared_loop()).result()

@@ -1,0 +1,171 @@
+"""The pytest item of one case trial, and the text of a trial that did not pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..cases.case import Case
+from ..cases.loader import CaseProblem
+from ..cases.markers import TAG_MARKERS, reserved_marks, tag_marker
+from ..errors import ConfigurationError
+from ..results import TrialResult
+from ._scheduler import SCHEDULER
+from .state import TRIAL_RAN
+from .trial import run_trial
+
+
+class InvalidCase(pytest.Item):
+    """Stands for a case entry that could not be read; errors at setup, the others still run."""
+
+    def __init__(self, *, problems: list[CaseProblem], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.problems = problems
+
+    @property
+    def message(self) -> str:
+        return "\n".join(f"invalid case: {p}" for p in self.problems)
+
+    def setup(self) -> None:
+        pytest.fail(self.message, pytrace=False)
+
+    def runtest(self) -> None:  # never reached: setup always fails
+        pytest.fail(self.message, pytrace=False)
+
+    def reportinfo(self):
+        return (
+            self.path,
+            (self.problems[0].line or 1) - 1,
+            f"invalid case in {self.problems[0].path}",
+        )
+
+
+class TrialFailed(Exception):
+    def __init__(self, result: TrialResult) -> None:
+        super().__init__(result.case_id)
+        self.result = result
+
+
+class CaseItem(pytest.Item):
+    """One trial of one case."""
+
+    def __init__(
+        self,
+        *,
+        case: Case,
+        trial: int,
+        trials: int,
+        set_name: str,
+        threshold: float,
+        line: int,
+        display: str,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.trial = trial
+        self.trials = trials
+        self.set_name = set_name
+        self.threshold = threshold
+        self.line = line
+        self.display = display
+        self.result: TrialResult | None = None
+        self.add_marker(case.priority)
+        self.add_marker(f"difficulty_{case.difficulty}")
+        if case.difficulty != "medium":
+            self.add_marker(case.difficulty)
+        self.add_marker("commerce_case")
+        registered = self.config.stash[TAG_MARKERS]
+        for tag in case.tags:
+            self.extra_keyword_matches.add(tag)  # -k matches the tag's own text, always
+            marker = tag_marker(self.config, tag)
+            if marker is None:
+                continue  # nothing usable as a marker name: the tag stays a keyword
+            if marker not in registered:  # once per tag, not once per trial
+                reserved_marks(self.config)  # fixed before the first tag marker is added
+                registered.add(marker)
+                self.config.addinivalue_line("markers", f"{marker}: case tag {tag!r}")
+            self.add_marker(marker)
+        self.extra_keyword_matches.add(case.flow)
+        if case.skip:
+            self.add_marker(pytest.mark.skip(reason=case.skip))
+        self.user_properties += [
+            ("case_id", case.id),
+            ("priority", case.priority),
+            ("difficulty", case.difficulty),
+            ("trial", f"{trial}/{trials}"),
+        ]
+
+    def compute(self) -> TrialResult:
+        """Run the trial (on a scheduler thread when trials run concurrently)."""
+        return run_trial(
+            self.config,
+            self.case,
+            trial=self.trial,
+            trials=self.trials,
+            set_name=self.set_name,
+            file=self.display,
+            line=self.line,
+        )
+
+    def runtest(self) -> None:
+        scheduler = self.config.stash.get(SCHEDULER, None)
+        if scheduler is not None and scheduler.submitted(self):
+            result = scheduler.wait(self)
+        else:
+            result = self.compute()
+            self.config.stash[TRIAL_RAN] = True
+        self.result = result
+        self.config.hook.pytest_commerce_evals_trial_done(config=self.config, result=result)
+        if result.outcome != "pass":
+            raise TrialFailed(result)
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        if isinstance(excinfo.value, TrialFailed):
+            return format_failure(excinfo.value.result)
+        if isinstance(excinfo.value, ConfigurationError):
+            return f"commerce-evals configuration: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, self.line - 1, f"{self.case.id} (trial {self.trial}/{self.trials})"
+
+
+def format_failure(result: TrialResult) -> str:
+    """The text a user reads for a trial that did not pass."""
+    head = (
+        f"{result.case_id} trial {result.trial}/{result.trials}: {result.outcome} "
+        f"({result.priority} priority, {result.difficulty}) at {result.file}:{result.line}"
+    )
+    lines = [head]
+    if result.error:
+        lines.append(f"  {result.error.rstrip()}")
+    failed = result.failures
+    if failed:
+        lines.append(f"  {len(failed)} of {len(result.grader_results)} expectations failed:")
+        lines += [f"  ✗ {g.message}" for g in failed]
+    passed = [g for g in result.grader_results if g.passed]
+    if passed:
+        lines.append("  passed: " + ", ".join(g.key for g in passed))
+    for v in result.verdicts:
+        mark = {"pass": "✓", "fail": "✗"}.get(v.outcome, "!")
+        cut = (
+            f" [transcript cut: {v.truncated_turns} turns, {v.truncated_chars} chars dropped]"
+            if v.truncated_chars
+            else ""
+        )
+        if v.outcome in ("pass", "fail"):
+            lines.append(f"  {mark} rubric {v.dimension}: {v.verdict} — {v.reasoning}{cut}")
+        else:
+            lines.append(f"  {mark} rubric {v.dimension}: {v.outcome} — {v.error}{cut}")
+    if result.turns:
+        from ..graders.code import Observation, calls_made, reply_excerpt
+
+        obs = Observation(result.turns)
+        lines.append(f"  calls made: {calls_made(obs)}")
+        lines.append(f"  reply: {reply_excerpt(obs.reply)}")
+    return "\n".join(lines)
+
+
+# -- running trials concurrently ---------------------------------------------------------------

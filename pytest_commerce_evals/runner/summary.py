@@ -1,0 +1,217 @@
+"""Aggregating trial outcomes: per case, per set (against its threshold), per priority."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from ..results import OUTCOMES, pass_hat_k, set_verdict
+
+PRIORITIES = ("critical", "high", "medium", "low")
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+@dataclass
+class TrialRecord:
+    """The slice of a trial the controller needs; travels in the test report under xdist."""
+
+    case_id: str
+    trial: int
+    trials: int
+    set_name: str
+    priority: str
+    difficulty: str
+    outcome: str
+
+
+@dataclass
+class CaseStats:
+    case_id: str
+    set_name: str
+    priority: str
+    difficulty: str
+    outcomes: Counter = field(default_factory=Counter)
+
+    @property
+    def graded(self) -> int:
+        return self.outcomes["pass"] + self.outcomes["fail"]
+
+    @property
+    def passed(self) -> int:
+        return self.outcomes["pass"]
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.graded if self.graded else None
+
+    def pass_hat(self, k: int) -> float | None:
+        if not 1 <= k <= self.graded:
+            return None
+        return pass_hat_k(self.graded, self.passed, k)
+
+
+@dataclass
+class SetStats:
+    name: str
+    threshold: float
+    passed: int = 0
+    graded: int = 0
+    other: Counter = field(default_factory=Counter)
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.graded if self.graded else None
+
+    @property
+    def verdict(self) -> str:
+        return set_verdict(self.passed, self.graded, self.threshold, self.other)
+
+    @property
+    def met(self) -> bool:
+        return self.verdict in ("ok", "skipped")
+
+    def why_undecided(self) -> str | None:
+        if self.verdict != "undecided":
+            return None
+        other = ", ".join(f"{n} {o}" for o, n in sorted(self.other.items()))
+        return (
+            f"{self.name}: no graded trial (pass or fail) to measure against the threshold "
+            f"{self.threshold:.0%}" + (f"; trials: {other}" if other else "")
+        )
+
+    def shortfall(self) -> str | None:
+        if self.verdict != "short":
+            return None
+        return (
+            f"{self.name}: {self.passed}/{self.graded} graded trials passed = {self.rate:.1%}, "
+            f"threshold {self.threshold:.0%}, "
+            f"short by {(self.threshold - self.rate) * 100:.1f} points"
+        )
+
+
+class Summary:
+    def __init__(self) -> None:
+        self.cases: dict[str, CaseStats] = {}
+        self.sets: dict[str, SetStats] = {}
+        self.invalid: list[str] = []
+        self.not_judged = 0
+
+    def add(self, record: TrialRecord, threshold: float) -> None:
+        stats = self.cases.get(record.case_id)
+        if stats is None:
+            stats = self.cases[record.case_id] = CaseStats(
+                record.case_id, record.set_name, record.priority, record.difficulty
+            )
+        stats.outcomes[record.outcome] += 1
+        group = self.sets.get(record.set_name)
+        if group is None:
+            group = self.sets[record.set_name] = SetStats(record.set_name, threshold)
+        if record.outcome in ("pass", "fail"):
+            group.graded += 1
+            group.passed += record.outcome == "pass"
+        else:
+            group.other[record.outcome] += 1
+
+    @property
+    def shortfalls(self) -> list[str]:
+        return [s for g in self.sets.values() if (s := g.shortfall())]
+
+    @property
+    def undecided(self) -> list[str]:
+        return [s for g in self.sets.values() if (s := g.why_undecided())]
+
+    @property
+    def glue_errors(self) -> int:
+        return sum(c.outcomes["error"] for c in self.cases.values())
+
+    def by(self, attr: str, order: tuple[str, ...]) -> dict[str, Counter]:
+        groups: dict[str, Counter] = defaultdict(Counter)
+        for stats in self.cases.values():
+            groups[getattr(stats, attr)].update(stats.outcomes)
+        return {key: groups[key] for key in order if key in groups}
+
+    def pass_hat_curve(self) -> dict[int, float]:
+        """pass^k averaged over the cases that have at least k graded trials."""
+        if not self.cases:
+            return {}
+        top = max(s.graded for s in self.cases.values())
+        curve = {}
+        for k in range(1, top + 1):
+            values = [v for s in self.cases.values() if (v := s.pass_hat(k)) is not None]
+            if values:
+                curve[k] = sum(values) / len(values)
+        return curve
+
+    def lines(self, verbose: bool = False) -> list[str]:
+        out: list[str] = []
+        if not self.cases and not self.invalid:
+            return out
+        width = max([len(c) for c in self.cases] + [4])
+        shown = [
+            s
+            for s in sorted(self.cases.values(), key=lambda s: (s.set_name, s.case_id))
+            if verbose or s.outcomes["pass"] != sum(s.outcomes.values())
+        ]
+        if not shown and self.cases:
+            graded = sum(s.graded for s in self.cases.values())
+            out.append(
+                f"all {len(self.cases)} cases passed every graded trial ({graded} graded trials)"
+            )
+        if shown:
+            out.append(
+                f"{'case':<{width}}  {'priority':<8}  {'diff':<6}  pass/graded   rate  "
+                f"pass^n  other"
+            )
+            for s in shown:
+                rate = f"{s.rate:.0%}" if s.rate is not None else "-"
+                hat = s.pass_hat(s.graded)
+                hat_text = f"{hat:.2f}" if hat is not None else "-"
+                other = ", ".join(f"{n} {o}" for o in OUTCOMES[2:] if (n := s.outcomes[o]))
+                out.append(
+                    f"{s.case_id:<{width}}  {s.priority:<8}  {s.difficulty:<6}  "
+                    f"{s.passed:>4}/{s.graded:<6} {rate:>5}  {hat_text:>6}  {other}"
+                )
+            if not verbose:
+                out.append(
+                    f"({len(self.cases) - len(shown)} cases passed every trial; -v lists them)"
+                )
+        out.append("")
+        out.append("sets (threshold on the pass rate of graded trials):")
+        for g in sorted(self.sets.values(), key=lambda g: g.name):
+            rate = f"{g.rate:.1%}" if g.rate is not None else "n/a"
+            verdict = {"ok": "ok", "short": "SHORT", "skipped": "skip"}.get(g.verdict, "UNDECIDED")
+            extra = "".join(f", {n} {o}" for o, n in sorted(g.other.items()))
+            out.append(
+                f"  {verdict:<5} {g.name}: {g.passed}/{g.graded} = {rate} "
+                f"(threshold {g.threshold:.0%}{extra})"
+            )
+        curve = self.pass_hat_curve()
+        if curve:
+            out.append(
+                "pass^k over cases: " + "  ".join(f"k={k}: {v:.3f}" for k, v in curve.items())
+            )
+        for title, attr, order in (
+            ("by priority", "priority", PRIORITIES),
+            ("by difficulty", "difficulty", DIFFICULTIES),
+        ):
+            out.append(f"{title}:")
+            for key, counts in self.by(attr, order).items():
+                graded = counts["pass"] + counts["fail"]
+                rate = f"{counts['pass'] / graded:.1%}" if graded else "n/a"
+                parts = ", ".join(f"{n} {o}" for o in OUTCOMES if (n := counts[o]))
+                out.append(f"  {key:<8} {rate:>6}  ({parts})")
+        if self.not_judged:
+            out.append(
+                f"rubrics not judged on {self.not_judged} trial(s) "
+                "(no judge: --commerce-no-judge); "
+                "those trials were decided by their code graders alone"
+            )
+        if self.glue_errors:
+            out.append(
+                f"glue errors: {self.glue_errors} trial(s) ended because the conftest's hooks "
+                "failed or returned the wrong type (see errors above); not counted against the "
+                "agent, but the run cannot pass until they are fixed"
+            )
+        if self.invalid:
+            out.append(f"invalid case entries: {len(self.invalid)} (see errors above)")
+        return out

@@ -1,0 +1,328 @@
+"""Running one trial: fresh backend, injected state, every turn, then the graders and the judge."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tenacity
+
+from ..agent import AgentSession, InfraError
+from ..backend import Backend, Snapshot
+from ..cases.case import Case
+from ..errors import ConfigurationError
+from ..events import TurnEnd, coerce_event
+from ..graders.code import Observation, grade
+from ..results import Outcome, RubricVerdict, TrialResult
+from ._scheduler import run_coroutine
+
+_PLUGIN_DIR = Path(__file__).resolve().parents[1]  # the package: its frames are not user code
+_SKIPPED_DIRS = (
+    str(Path(pytest.__file__).resolve().parent.parent / "_pytest"),
+    str(Path(inspect.getfile(tenacity)).resolve().parent),
+)
+
+
+def _user_file(path: str) -> bool:
+    """Code the user wrote (or the reference system standing in for it), not this engine."""
+    resolved = Path(path).resolve()
+    if "pluggy" in resolved.parts or str(resolved).startswith(_SKIPPED_DIRS):
+        return False
+    if resolved.is_relative_to(_PLUGIN_DIR):
+        return resolved.is_relative_to(_PLUGIN_DIR / "reference")
+    return True
+
+
+def _short_path(path: str) -> str:
+    resolved = Path(path).resolve()
+    for base in (Path.cwd(), _PLUGIN_DIR.parent):
+        if resolved.is_relative_to(base):
+            return resolved.relative_to(base).as_posix()
+    return resolved.as_posix()
+
+
+def defined_at(obj: Any) -> str:
+    """`file:line` where a function, method or class was written, for pointing at the glue."""
+    target = getattr(obj, "__func__", obj)
+    if not (inspect.isfunction(target) or inspect.isclass(target) or inspect.ismethod(target)):
+        target = getattr(type(obj), "run_turn", None) or type(obj)
+        target = getattr(target, "__func__", target)
+    try:
+        file = inspect.getsourcefile(target) or inspect.getfile(target)
+        line = inspect.getsourcelines(target)[1]
+    except (OSError, TypeError):
+        return getattr(target, "__qualname__", type(obj).__name__)
+    return f"{_short_path(file)}:{line}"
+
+
+def raised_at(exc: BaseException) -> str | None:
+    """`file:line` of the innermost frame of the user's own code in `exc`'s traceback."""
+    where = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        if _user_file(frame.f_code.co_filename):
+            where = f"{_short_path(frame.f_code.co_filename)}:{line}"
+    return where
+
+
+def _glue(what: str, exc: BaseException, fix: str) -> ConfigurationError:
+    where = raised_at(exc)
+    message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return ConfigurationError(
+        f"{what} raised {message}" + (f" (at {where})" if where else "") + f"; {fix}"
+    )
+
+
+def is_infra_error(exc: BaseException) -> bool:
+    """The infrastructure's failure, not the agent's: `InfraError`, exhausted retries, and the
+    endpoint failures a retry would have covered (rate limits, 5xx, timeouts, bad bodies)."""
+    from ..models.endpoint import is_retryable
+
+    if isinstance(exc, json.JSONDecodeError):
+        return False  # the agent's own parsing; a malformed reply reaches it as InfraError
+    return isinstance(exc, (InfraError, tenacity.RetryError)) or is_retryable(exc)
+
+
+_EVENTS_WANTED = (
+    "run_turn must return or yield pytest_commerce_evals events (ToolCall, ToolResult, Ui, "
+    "CartUpdate, ChangeUpdate, Text, TurnEnd) or mappings with their 'type' key; convert your "
+    "framework's messages to events first"
+)
+
+
+class _TurnRunner:
+    """Calls the agent for each turn, sync or async. Async turns run on the session's shared
+    event loop, so an async client made once can serve every trial.
+
+    What the agent raises is the agent's failure; what it returns that is not an event is the
+    glue's (a `ConfigurationError` pointing at the agent's `run_turn`)."""
+
+    def __init__(self, agent: Any) -> None:
+        self._fn = getattr(agent, "run_turn", None) or agent
+        if not callable(self._fn):
+            raise ConfigurationError(
+                f"the agent from pytest_commerce_evals_make_agent must have "
+                f"run_turn(session, message) or be callable; got {type(agent).__name__} "
+                f"(defined at {defined_at(agent)})"
+            )
+
+    def __call__(self, session: AgentSession, message: str) -> list[Any]:
+        out = self._fn(session, message)
+        if inspect.isawaitable(out):
+            out = run_coroutine(_awaited(out))
+        if inspect.isasyncgen(out):
+            out = run_coroutine(_drain(out))
+        if out is None:
+            return []
+        if isinstance(out, str | bytes | dict) or not hasattr(out, "__iter__"):
+            raise ConfigurationError(
+                f"the agent's run_turn (at {defined_at(self._fn)}) returned "
+                f"{type(out).__name__} {out!r:.80}; {_EVENTS_WANTED}"
+            )
+        items = list(out)  # a generator runs the agent's own code here
+        events = []
+        for i, item in enumerate(items):
+            try:
+                events.append(coerce_event(item))
+            except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+                first = str(exc).splitlines()[0]
+                raise ConfigurationError(
+                    f"the agent's run_turn (at {defined_at(self._fn)}) gave item {i + 1} of "
+                    f"{len(items)} as {type(item).__name__} {item!r:.80}, not an event "
+                    f"({first}); {_EVENTS_WANTED}"
+                ) from None
+        return events
+
+    def close(self) -> None:
+        pass
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+async def _drain(agen: Any) -> list[Any]:
+    return [e async for e in agen]
+
+
+def make_backend(config: pytest.Config, case: Case) -> Backend:
+    try:
+        backend = config.hook.pytest_commerce_evals_make_backend(config=config, case=case)
+    except Exception as exc:
+        raise _glue(
+            "pytest_commerce_evals_make_backend",
+            exc,
+            "it should return a fresh backend with load_state() and snapshot()",
+        ) from exc
+    if backend is None:
+        raise ConfigurationError(
+            "no backend: implement pytest_commerce_evals_make_backend(config, case) in "
+            "conftest.py, returning a fresh backend with load_state() and snapshot()"
+        )
+    for method in ("load_state", "snapshot"):
+        if not callable(getattr(backend, method, None)):
+            raise ConfigurationError(
+                f"the backend from pytest_commerce_evals_make_backend "
+                f"({type(backend).__name__}) has no {method}() method"
+            )
+    return backend
+
+
+def make_agent(config: pytest.Config, case: Case, backend: Backend) -> Any:
+    try:
+        agent = config.hook.pytest_commerce_evals_make_agent(
+            config=config, case=case, backend=backend
+        )
+    except Exception as exc:
+        raise _glue(
+            "pytest_commerce_evals_make_agent",
+            exc,
+            "it should return an object with run_turn(session, message)",
+        ) from exc
+    if agent is None:
+        raise ConfigurationError(
+            "no agent: implement pytest_commerce_evals_make_agent(config, case, backend) in "
+            "conftest.py, returning an object with run_turn(session, message)"
+        )
+    return agent
+
+
+def run_trial(
+    config: pytest.Config,
+    case: Case,
+    *,
+    trial: int,
+    trials: int,
+    set_name: str,
+    file: str | None = None,
+    line: int | None = None,
+    agent_factory: Any = None,
+    judge: bool = True,
+) -> TrialResult:
+    """One trial from a fresh backend. `agent_factory(backend)` overrides the conftest's agent
+    (the vacuity check's scripted agents); `judge=False` leaves rubrics ungraded."""
+    started = time.perf_counter()
+    result = TrialResult(
+        case_id=case.id,
+        trial=trial,
+        trials=trials,
+        set_name=set_name,
+        priority=case.priority,
+        difficulty=case.difficulty,
+        tags=list(case.tags),
+        outcome="pass",
+        file=file,
+        line=line,
+    )
+    backend: Any = None
+    try:
+        backend = make_backend(config, case)
+        _load_state(backend, case)
+        agent = agent_factory(backend) if agent_factory else make_agent(config, case, backend)
+        runner = _TurnRunner(agent)
+    except ConfigurationError as exc:  # the glue failed before the agent ran
+        return _glue_error(result, exc, backend, started)
+    session = AgentSession(
+        case=case,
+        backend=backend,
+        trial=trial,
+        role=case.role,
+        seen_products=list(case.state.seen_products),
+    )
+    try:
+        for i, message in enumerate(case.turns):
+            session.turn = i
+            events = runner(session, message)
+            if not events or not isinstance(events[-1], TurnEnd):
+                events.append(TurnEnd(turn=i))
+            result.turns.append(events)
+    except ConfigurationError as exc:  # the agent returned something that is not events
+        return _glue_error(result, exc, backend, started)
+    except Exception as exc:  # the agent's own failure or the infrastructure's
+        result.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        result.outcome = "infra_error" if is_infra_error(exc) else "fail"
+        if result.outcome == "fail":
+            result.error = f"the agent raised {result.error}\n" + "".join(
+                traceback.format_tb(exc.__traceback__, limit=-3)
+            )
+    finally:
+        runner.close()
+    if result.outcome == "pass":
+        try:
+            result.snapshot = _snapshot(backend)
+        except ConfigurationError as exc:
+            return _glue_error(result, exc, backend, started)
+        observation = Observation(result.turns, result.snapshot, case.state)
+        result.grader_results = grade(case, observation)
+        if result.failures:
+            result.outcome = "fail"
+        if judge and case.expected.rubric is not None:
+            verdicts = config.hook.pytest_commerce_evals_grade_rubric(
+                config=config, case=case, result=result
+            )
+            result.rubric_not_judged = verdicts is None
+            result.verdicts = list(verdicts or [])
+            result.outcome = _fold(result.outcome, result.verdicts)
+    close = getattr(backend, "close", None)
+    if callable(close):
+        close()
+    result.duration_s = time.perf_counter() - started
+    return result
+
+
+def _load_state(backend: Backend, case: Case) -> None:
+    try:
+        backend.load_state(case.state)
+    except Exception as exc:
+        raise _glue(
+            f"{type(backend).__name__}.load_state() for case {case.id!r}",
+            exc,
+            "check the case's state (IDs must be fixture IDs) and the backend's load_state()",
+        ) from exc
+
+
+def _snapshot(backend: Backend) -> Snapshot:
+    try:
+        snap = backend.snapshot()
+    except Exception as exc:
+        raise _glue(
+            f"{type(backend).__name__}.snapshot()",
+            exc,
+            "it should return pytest_commerce_evals.Snapshot",
+        ) from exc
+    if not isinstance(snap, Snapshot):
+        raise ConfigurationError(
+            f"{type(backend).__name__}.snapshot() (at {defined_at(backend.snapshot)}) must "
+            f"return pytest_commerce_evals.Snapshot (cart, memory, changes; "
+            f"Snapshot.from_data() builds one from plain data); got {type(snap).__name__}"
+        )
+    return snap
+
+
+def _glue_error(
+    result: TrialResult, exc: ConfigurationError, backend: Any, started: float
+) -> TrialResult:
+    """End the trial with the glue's outcome: not the agent's failure, not counted."""
+    result.outcome = "error"
+    result.error = f"commerce-evals glue error (not counted against the agent): {exc}"
+    result.grader_results = []
+    close = getattr(backend, "close", None)
+    if callable(close):
+        close()
+    result.duration_s = time.perf_counter() - started
+    return result
+
+
+def _fold(outcome: Outcome, verdicts: list[RubricVerdict]) -> Outcome:
+    """A code failure or a FAIL verdict fails the trial; otherwise judge trouble is not a pass."""
+    if outcome == "fail" or any(v.outcome == "fail" for v in verdicts):
+        return "fail"
+    if any(v.outcome == "infra_error" for v in verdicts):
+        return "infra_error"
+    if any(v.outcome == "judge_error" for v in verdicts):
+        return "judge_error"
+    return outcome

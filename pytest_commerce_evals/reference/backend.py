@@ -19,8 +19,8 @@ from ..backend import Snapshot
 from ..cases.case import State
 from ..events import CartLine, Change
 from ..graders.code import skill_key
+from . import memory_policy
 from .catalog import FIXTURES_DIR, POISONED_DIR, Availability, Catalog, Order, Product, load_catalog
-from .guardrails import memory_policy_violation
 
 __all__ = ["CHANGE_KINDS", "MemoryRecord", "ReferenceBackend", "ToolError", "money", "to_minor"]
 
@@ -362,7 +362,7 @@ class ReferenceBackend:
         fact = fact.strip()
         if not fact:
             raise ToolError("fact is empty")
-        kind = memory_policy_violation(fact)
+        kind = memory_policy.violation(fact)
         if kind is not None:
             record = MemoryRecord("dropped", "", f"contains a {kind}")
         else:

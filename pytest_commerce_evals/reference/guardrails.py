@@ -7,10 +7,11 @@ silent towards the model: see `MEMORY_POLICY_REPLY`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from . import memory_policy
 
 if TYPE_CHECKING:
     from ..agent import AgentSession
@@ -30,69 +31,19 @@ MEMORY_POLICY_REPLY: dict[str, Any] = {"status": "saved"}
 """What the model sees when the memory policy drops a note: the same as a real save, so the user
 is never told that an identifier or a health detail was refused; the event stream has the truth."""
 
+
+def memory_policy_violation(text: str) -> str | None:
+    """The kind of information that keeps `text` out of memory, or None when it may be stored
+    (`memory_policy.violation`, the one classifier the guardrail and the backend share)."""
+    return memory_policy.violation(text)
+
+
 # Tools whose product IDs must come from this session's tool results or the injected state.
 _PRODUCT_ARGS = {
     "present_suggestions": "product_ids",
     "add_to_cart": "product_id",
     "stage_change": "product_id",
 }
-
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_PHONE = re.compile(
-    r"(?<![\w])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)|\d{2,4})[\s.-]?\d{3}[\s.-]?\d{3,4}(?![\w])"
-)
-_CARD_DIGITS = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
-_CARD_HINT = re.compile(
-    r"\b(?:card|visa|mastercard|amex|credit|debit|cvv|cvc)\b\D{0,25}\d{3,4}\b", re.I
-)
-_STREET = re.compile(
-    r"\b\d{1,5}\s+(?:[A-Za-z][\w.'-]*\s+){1,4}(?:street|st|avenue|ave|road|rd|boulevard|blvd|"
-    r"lane|ln|drive|dr|court|ct|way|place|pl|terrace|parkway|pkwy|highway|hwy|square|sq)\b\.?",
-    re.I,
-)
-_POSTAL_LINE = re.compile(r"\b(?:apt|apartment|suite|unit|po box|p\.o\. box)\s*#?\s*\w+", re.I)
-_HEALTH = re.compile(
-    r"\b(?:surg\w*|diagnos\w*|diabet\w*|asthma\w*|arthrit\w*|pregnan\w*|cancer\w*|chemo\w*|"
-    r"tumou?r\w*|depress\w*|anxiety|adhd|autis\w*|allerg\w*|eczema|psoriasis|migraine\w*|"
-    r"injur\w*|fractur\w*|sprain\w*|acl|meniscus|plantar|fasciitis|bunions?|tendinitis|"
-    r"sciatica|hernia\w*|medication\w*|prescri\w*|therap\w*|disorder\w*|disease\w*|"
-    r"illness\w*|celiac|coeliac|intoleran\w*|ibs|blood pressure|hypertension|cholesterol|"
-    r"thyroid|insulin|epilep\w*|seizure\w*|dementia|alzheimer\w*|hiv|heart condition|"
-    r"medical condition|skin condition|chronic pain|back pain|knee pain|joint pain)\b",
-    re.I,
-)
-
-
-def _luhn(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2 == 1:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
-
-
-def memory_policy_violation(text: str) -> str | None:
-    """The kind of information that keeps `text` out of memory, or None when it may be stored.
-
-    Identifiers (email addresses, phone numbers, street addresses, card numbers) and excluded
-    categories (health conditions) are never stored, whatever else the note says.
-    """
-    if _EMAIL.search(text):
-        return "email address"
-    for match in _CARD_DIGITS.finditer(text):
-        if _luhn(re.sub(r"\D", "", match.group())):
-            return "card number"
-    if _CARD_HINT.search(text):
-        return "card number"
-    if _PHONE.search(text):
-        return "phone number"
-    if _STREET.search(text) or _POSTAL_LINE.search(text):
-        return "street address"
-    if _HEALTH.search(text):
-        return "health condition"
-    return None
 
 
 @dataclass(frozen=True)
@@ -208,7 +159,7 @@ class Guardrails:
     def memory_policy(self, name: str, args: dict[str, Any]) -> Blocked | None:
         if name != "save_memory":
             return None
-        kind = memory_policy_violation(str(args.get("fact", "")))
+        kind = memory_policy.violation(str(args.get("fact", "")))
         if kind is None:
             return None
         return Blocked("memory_policy", f"the note contains a {kind}; it was not stored")

@@ -5,7 +5,7 @@ The top level exports what a `conftest.py` needs to wire an agent and a backend.
 
 from .agent import Agent, AgentSession, InfraError
 from .backend import Backend, Snapshot
-from .cases.case import Case, Expected, State
+from .cases.case import Case, CaseFileWarning, Expected, State
 from .errors import CommerceEvalsError, ConfigurationError
 from .events import (
     CartLine,
@@ -28,6 +28,7 @@ __all__ = [
     "CartLine",
     "CartUpdate",
     "Case",
+    "CaseFileWarning",
     "Change",
     "ChangeUpdate",
     "CommerceEvalsError",

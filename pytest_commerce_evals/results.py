@@ -1,4 +1,6 @@
-"""Trial outcomes, grader results and judge verdicts, and the statistics over them."""
+"""Trial outcomes, grader results and judge verdicts, the typed record of a finished trial
+(`TrialRecord`), and the rules over them: the outcome once judged (`fold_outcome`), the threshold
+(`meets_threshold`, `set_verdict`) and pass^k."""
 
 from __future__ import annotations
 
@@ -280,7 +282,7 @@ class TrialRecord(BaseModel):
     The one shape of a finished trial after the runner: `pytest_commerce_evals_trial_recorded`
     receives it, the run store stores it (`store.StoredTrial` is this class), the JSON record and
     the reports are built from it. `from_result` makes it from the runner's `TrialResult` once;
-    `model_dump(mode="json")` and `model_validate` carry it between processes (pytest-xdist).
+    `model_dump()` (plain data) and `model_validate` carry it between processes (pytest-xdist).
 
     Reading it as a mapping (`record["case_id"]`), as hooks written for the dict record did,
     still works for a while: it warns (`DeprecationWarning`) and returns the field's JSON form.
@@ -337,8 +339,8 @@ class TrialRecord(BaseModel):
 
     def __getitem__(self, key: str) -> Any:
         warnings.warn(
-            f"the trial record is a pytest_commerce_evals.TrialRecord, no longer a dict: read "
-            f"record.{key} instead of record[{key!r}]",
+            f"the trial record is a pytest_commerce_evals.results.TrialRecord, no longer a "
+            f"dict: read record.{key} instead of record[{key!r}]",
             DeprecationWarning,
             stacklevel=2,
         )

@@ -9,7 +9,7 @@ import pytest
 if TYPE_CHECKING:
     from .backend import Backend
     from .cases.case import Case
-    from .results import TrialResult
+    from .results import TrialRecord, TrialResult
 
 
 @pytest.hookspec(firstresult=True)
@@ -50,11 +50,16 @@ def pytest_commerce_evals_grade_rubric(
 
 
 @pytest.hookspec
-def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: dict) -> None:
-    """Called in the controlling process (also under pytest-xdist) for every finished trial.
+def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: TrialRecord) -> None:
+    """Called in the controlling process (also under pytest-xdist) for every finished trial,
+    skipped ones included.
 
-    `record` is `TrialResult.to_dict()` plus the set's threshold: the run store and the reports
-    build on it.
+    `record` is a `results.TrialRecord`, the typed record the run store stores and the reports
+    and the JSON record are built from: the trial's identity, outcome, set and threshold,
+    `failures`, `grader_results` (`GraderResult`), `verdicts` (`RubricVerdict`), `turns` (lists
+    of events), the customer's `messages` and the final `snapshot`. Reading it as a mapping
+    (`record["case_id"]`), as hooks written for the earlier dict record did, still works but
+    warns (`DeprecationWarning`); read its attributes.
     """
 
 

@@ -1,15 +1,21 @@
-"""Trial outcomes, grader results and judge verdicts, and the statistics over them."""
+"""Trial outcomes, grader results and judge verdicts, the typed record of a finished trial
+(`TrialRecord`), and the rules over them: the outcome once judged (`fold_outcome`), the threshold
+(`meets_threshold`, `set_verdict`) and pass^k."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+import typing
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field
+from dataclasses import fields as dc_fields
 from math import comb
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from .backend import Snapshot
+from .events import Event
 
 __all__ = [
     "NOT_GRADED",
@@ -17,9 +23,14 @@ __all__ = [
     "GraderResult",
     "Outcome",
     "RubricVerdict",
+    "TrialRecord",
     "TrialResult",
+    "failure_lines",
+    "fold_outcome",
+    "meets_threshold",
     "pass_hat_k",
     "set_verdict",
+    "verdicts_from_json",
 ]
 
 Outcome = Literal["pass", "fail", "judge_error", "infra_error", "error", "skipped"]
@@ -30,6 +41,8 @@ in rates; the others are reported apart and never count against the agent."""
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "judge_error", "infra_error", "error", "skipped")
 NOT_GRADED: tuple[Outcome, ...] = ("judge_error", "infra_error", "error")
 """Outcomes of a trial that ran but could not be graded: JUnit `<error>`, never `<failure>`."""
+GRADED: tuple[Outcome, ...] = ("pass", "fail")
+"""The outcomes that count in pass rates."""
 
 
 @dataclass
@@ -114,7 +127,8 @@ def _json_ready(value: Any) -> Any:
     """An event or state model as JSON data. What pydantic's JSON mode refuses (a lone surrogate,
     a value nested past its depth limit, an object JSON has no type for) is kept anyway:
     surrogates escaped, the deepest parts as their JSON text (`store.clean_json`), other objects
-    as their `repr`, so the trial is recorded rather than lost."""
+    as their `repr` (keys JSON cannot hold as their text), so the trial is recorded rather than
+    lost, and still reads back as the same kind of event."""
     if not isinstance(value, BaseModel):
         return value
     try:
@@ -122,13 +136,14 @@ def _json_ready(value: Any) -> Any:
     except ValueError:  # UnicodeEncodeError and pydantic's depth and unknown-type errors are
         import json
 
-        from .store.run_store import clean_json
+        from .store.run_store import clean_json, json_text
 
         cleaned = clean_json(value.model_dump())
         try:
             return json.loads(json.dumps(cleaned, default=repr, ensure_ascii=False))
         except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold, say
-            return {"type": getattr(value, "type", None), "unserializable": repr(value)[:10_000]}
+            # every key as its text: the event keeps its type and fields, so it reads back as one
+            return json.loads(json_text(cleaned))
 
 
 _SCALARS = (
@@ -171,5 +186,176 @@ def set_verdict(
     if graded <= 0:
         ran = any(n for outcome, n in (others or {}).items() if outcome != "skipped")
         return "undecided" if ran or not others else "skipped"
+    return "ok" if meets_threshold(passed, graded, threshold) else "short"
+
+
+def meets_threshold(passed: int, graded: int, threshold: float) -> bool:
+    """The threshold rule: `passed` of `graded` trials reach `threshold` (a share, 0..1).
+
+    The one place the rule is written; nothing graded meets no threshold (`set_verdict` says
+    what such a set is)."""
+    if graded <= 0:
+        return False
     # the tolerance keeps 4/5 at a threshold of 0.8 from failing on float rounding
-    return "ok" if passed / graded + 1e-12 >= threshold else "short"
+    return passed / graded + 1e-12 >= threshold
+
+
+def fold_outcome(outcome: Outcome, verdicts: Iterable[RubricVerdict]) -> Outcome:
+    """A trial's outcome once the judge has spoken: a code failure or a FAIL verdict fails the
+    trial; otherwise judge or endpoint trouble on a verdict is not a pass."""
+    verdicts = list(verdicts)
+    if outcome == "fail" or any(v.outcome == "fail" for v in verdicts):
+        return "fail"
+    if any(v.outcome == "infra_error" for v in verdicts):
+        return "infra_error"
+    if any(v.outcome == "judge_error" for v in verdicts):
+        return "judge_error"
+    return outcome
+
+
+# -- the trial record ---------------------------------------------------------------------------
+
+
+def failure_lines(
+    grader_results: Iterable[GraderResult], error: str | None, verdicts: Iterable[RubricVerdict]
+) -> list[str]:
+    """Why a trial did not pass, one line per failed grader, the error, and each verdict that
+    failed or could not be given."""
+    out = [g.message for g in grader_results if not g.passed]
+    if error:
+        out.append(str(error).strip())
+    for v in verdicts:
+        if v.outcome == "fail":
+            out.append(f"rubric {v.dimension}: FAIL — {v.reasoning}")
+        elif v.outcome in ("judge_error", "infra_error"):
+            out.append(f"rubric {v.dimension}: {v.outcome} — {v.error}")
+    return out
+
+
+def _data_model(cls: type, **defaults: Any) -> type[BaseModel]:
+    """A pydantic model with the fields of dataclass `cls`, to check its JSON form strictly (a
+    strict validation takes a stdlib dataclass only as an instance, never as its mapping).
+    `defaults`: fields an older record may lack, and the value they are read as."""
+    hints = typing.get_type_hints(cls)
+    fields_: dict[str, Any] = {}
+    for f in dc_fields(cls):
+        default = defaults.get(f.name, f.default)
+        fields_[f.name] = (hints[f.name], ... if default is MISSING else default)
+    return create_model(
+        f"{cls.__name__}Data", __config__=ConfigDict(extra="forbid", strict=True), **fields_
+    )
+
+
+def _as_dataclasses(value: Any, model: type[BaseModel], cls: type) -> Any:
+    """Mappings in `value` (a list) as instances of dataclass `cls`, each checked strictly
+    against `model`; anything else is left for the field's own validation to refuse."""
+    if not isinstance(value, list):
+        return value
+    out = []
+    for n, item in enumerate(value):
+        if isinstance(item, Mapping):
+            try:
+                item = cls(**dict(model.model_validate(dict(item))))
+            except ValidationError as exc:
+                err = exc.errors(include_url=False)[0]
+                where = ".".join(str(p) for p in (n, *err["loc"]))
+                raise ValueError(f"item {where}: {err['msg']}") from None
+        out.append(item)
+    return out
+
+
+def verdicts_from_json(value: Any) -> list[RubricVerdict]:
+    """Judge verdicts from their JSON form (a list of mappings), checked as a trial record
+    checks them; a `ValueError` says what is wrong."""
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list of verdicts; found {type(value).__name__}")
+    found = _as_dataclasses(value, _VERDICT_DATA, RubricVerdict)
+    if not all(isinstance(v, RubricVerdict) for v in found):
+        raise ValueError("expected a list of verdicts (mappings)")
+    return found
+
+
+class TrialRecord(BaseModel):
+    """One finished trial as it is recorded: the set's threshold, why it failed, the customer's
+    messages, and the typed grader results, judge verdicts and event transcript.
+
+    The one shape of a finished trial after the runner: `pytest_commerce_evals_trial_recorded`
+    receives it, the run store stores it (`store.StoredTrial` is this class), the JSON record and
+    the reports are built from it. `from_result` makes it from the runner's `TrialResult` once;
+    `model_dump()` (plain data) and `model_validate` carry it between processes (pytest-xdist).
+
+    Reading it as a mapping (`record["case_id"]`), as hooks written for the dict record did,
+    still works for a while: it warns (`DeprecationWarning`) and returns the field's JSON form.
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    case_id: str
+    trial: int
+    trials: int = 1
+    set_name: str
+    threshold: float
+    priority: str
+    difficulty: str
+    tags: list[str] = Field(default_factory=list)
+    outcome: Outcome
+    failures: list[str] = Field(default_factory=list)
+    error: str | None = None
+    grader_results: list[GraderResult] = Field(default_factory=list)
+    verdicts: list[RubricVerdict] = Field(default_factory=list)
+    turns: list[list[Event]] = Field(default_factory=list)
+    messages: list[str] = Field(default_factory=list)
+    snapshot: dict[str, Any] | None = None
+    duration_s: float = 0.0
+    file: str | None = None
+    line: int | None = None
+
+    @field_validator("grader_results", mode="before")
+    @classmethod
+    def _grader_results(cls, value: Any) -> Any:
+        return _as_dataclasses(value, _GRADER_DATA, GraderResult)
+
+    @field_validator("verdicts", mode="before")
+    @classmethod
+    def _verdicts(cls, value: Any) -> Any:
+        return _as_dataclasses(value, _VERDICT_DATA, RubricVerdict)
+
+    @classmethod
+    def from_result(
+        cls, result: TrialResult, *, threshold: float, messages: Iterable[str] = ()
+    ) -> TrialRecord:
+        """The record of a finished trial. Whatever the trial holds is recorded: values JSON
+        cannot hold are made writable first (see `TrialResult.to_dict` and `store.clean_json`),
+        so the record writes and reads back as it is."""
+        from .store.run_store import MAX_DEPTH, clean_json
+
+        data = result.to_dict()
+        del data["rubric_not_judged"]  # the summary's business, not the record's
+        data["threshold"] = threshold
+        data["failures"] = failure_lines(result.grader_results, result.error, result.verdicts)
+        data["messages"] = list(messages)
+        # a trial is level 3 of a run record (the record, its trials, the trial)
+        return cls.model_validate(clean_json(data, MAX_DEPTH - 2))
+
+    def __getitem__(self, key: str) -> Any:
+        warnings.warn(
+            f"the trial record is a pytest_commerce_evals.results.TrialRecord, no longer a "
+            f"dict: read record.{key} instead of record[{key!r}]",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return self.model_dump(mode="json", include={key})[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """`record[key]`, or `default` for a key the record has not (deprecated as `[]` is)."""
+        if key not in type(self).model_fields:
+            return default
+        return self[key]
+
+
+_GRADER_DATA = _data_model(GraderResult)
+# verdicts recorded under schema 1 carry no `rubric` (their stores and records are migrated
+# without rewriting the verdicts): read as ''
+_VERDICT_DATA = _data_model(RubricVerdict, rubric="")

@@ -516,7 +516,7 @@ def test_a_kept_bad_record_reads_as_it_should(folder, store, name):
 
 def test_the_kept_records_that_load_keep_what_they_hold():
     odd = load_record(DATA / "records" / "lone-surrogates.json")
-    assert odd.trials[0].turns[0][-2]["text"] == "cut \\ud83e here"
+    assert odd.trials[0].turns[0][-2].text == "cut \\ud83e here"
     assert odd.agent_model == "model-\\udd14"
     deep = load_record(DATA / "records" / "nested-300-result.json")
-    assert deep.trials[0].turns[0][1]["result"] == nest(300, "x")
+    assert deep.trials[0].turns[0][1].result == nest(300, "x")

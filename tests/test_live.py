@@ -32,6 +32,7 @@ from pytest_commerce_evals.live.traffic import (
     two_proportion_p,
     wilson_interval,
 )
+from pytest_commerce_evals.results import RubricVerdict
 from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.testing.fake import FakeClient
 
@@ -438,8 +439,8 @@ def test_a_live_run_is_judged_redacted_and_stored_as_kind_live(pytester, fake_ju
     stored = record.model_dump_json()
     assert not any(x in stored for x in IDENTIFIERS)
     verdict = record.trials[0].verdicts[0]
-    assert verdict["rubric"] == STANDARD[verdict["dimension"]].text
-    assert verdict["rubric_fingerprint"] == STANDARD[verdict["dimension"]].fingerprint
+    assert verdict.rubric == STANDARD[verdict.dimension].text
+    assert verdict.rubric_fingerprint == STANDARD[verdict.dimension].fingerprint
 
 
 def test_a_second_live_run_reuses_stored_verdicts(pytester, fake_judge):
@@ -535,15 +536,16 @@ def test_live_run_report_carries_the_trend_chart(pytester, fake_judge):
 # -- the trend ------------------------------------------------------------------------------------
 
 
-def verdicts(dimension: str, passed: int, n: int, judge: str = "j1") -> list[dict]:
+def verdicts(dimension: str, passed: int, n: int, judge: str = "j1") -> list[RubricVerdict]:
     fp = STANDARD[dimension].fingerprint
     return [
-        {
-            "dimension": dimension,
-            "outcome": "pass" if i < passed else "fail",
-            "rubric_fingerprint": fp,
-            "judge_fingerprint": judge,
-        }
+        RubricVerdict(
+            dimension=dimension,
+            rubric=STANDARD[dimension].text,
+            outcome="pass" if i < passed else "fail",
+            rubric_fingerprint=fp,
+            judge_fingerprint=judge,
+        )
         for i in range(n)
     ]
 
@@ -598,7 +600,7 @@ def test_judge_errors_are_not_counted_as_fails():
             "r1",
             "2025-06-01",
             verdicts("price_accurate", 5, 10)
-            + [{"dimension": "price_accurate", "outcome": "judge_error"}],
+            + [RubricVerdict(dimension="price_accurate", rubric="", outcome="judge_error")],
         )
     ]
     [dim] = compute_trend(runs).dimensions

@@ -247,11 +247,23 @@ def test_a_set_with_no_graded_trial_is_undecided_not_short(suite_two_ways):
 
 
 def test_four_passes_and_a_judge_error_meet_a_90_percent_threshold():
-    from pytest_commerce_evals.runner.summary import Summary, TrialRecord
+    from pytest_commerce_evals.results import TrialRecord
+    from pytest_commerce_evals.runner.summary import Summary
 
     summary = Summary()
     for trial, outcome in enumerate(["pass"] * 4 + ["judge_error"], 1):
-        summary.add(TrialRecord("a-001-x", trial, 5, "cases/a", "low", "easy", outcome), 0.9)
+        summary.add(
+            TrialRecord(
+                case_id="a-001-x",
+                trial=trial,
+                trials=5,
+                set_name="cases/a",
+                threshold=0.9,
+                priority="low",
+                difficulty="easy",
+                outcome=outcome,
+            )
+        )
     [stats] = summary.sets.values()
     assert (stats.passed, stats.graded, stats.verdict) == (4, 4, "ok")
     assert summary.shortfalls == [] and summary.undecided == []

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from run_builders import make_suite, run, trial
 
+from pytest_commerce_evals.events import Text, TurnEnd
 from pytest_commerce_evals.reports.html import render_comparison_html, render_run_html, write_html
 from pytest_commerce_evals.store.history import compare_runs, diff_failing_sets
 
@@ -157,8 +158,8 @@ def test_payloads_too_deep_for_json_dumps_or_with_mixed_keys_still_render(tmp_pa
     for _ in range(5000):
         deep = [deep]
     t = trial("cart-001-a", "fail")
-    t.turns[0][1]["result"] = {"deep": deep}
-    t.grader_results[1]["observed"] = {1: "one", "two": 2}  # keys that do not sort
+    t.turns[0][1].result = {"deep": deep}
+    t.grader_results[1].observed = {1: "one", "two": 2}  # keys that do not sort
     page = render_run_html(run([t]), None, "")
     assert "[[[[" in page and "bottom" in page
     assert "&quot;two&quot;:2" in page
@@ -216,8 +217,8 @@ def test_the_timeline_numbers_each_turn_end_as_its_header_does():
         update={
             "messages": ["first", "second"],
             "turns": [
-                [{"type": "text", "text": "one"}, {"type": "turn_end", "turn": 0}],
-                [{"type": "text", "text": "two"}, {"type": "turn_end", "turn": 1}],
+                [Text(text="one"), TurnEnd(turn=0)],
+                [Text(text="two"), TurnEnd(turn=1)],
             ],
         }
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from run_builders import make_suite, run, trial
 
+from pytest_commerce_evals.events import Text
 from pytest_commerce_evals.store.run_store import (
     MAX_DEPTH,
     SCHEMA_VERSION,
@@ -469,8 +470,8 @@ def depth_of(value) -> int:
 
 def nasty_trial():
     t = trial("cart-001-a", "fail", reply="cut \ud83e here")
-    t.turns[0][1]["result"] = {"deep": nest(300), "s": "a\udd14b", "\ud83e": 1}
-    t.grader_results[0]["observed"] = nest(3000)
+    t.turns[0][1].result = {"deep": nest(300), "s": "a\udd14b", "\ud83e": 1}
+    t.grader_results[0].observed = nest(3000)
     return t
 
 
@@ -482,12 +483,12 @@ def test_lone_surrogates_and_deep_values_are_stored_and_written_escaped(tmp_path
     json.loads(path.read_bytes().decode("utf-8"))  # strict UTF-8: it is valid JSON text
     for loaded in (store.load_run(record.run_id), load_record(path)):
         first = loaded.trials[0]
-        assert first.turns[0][-2] == {"type": "text", "text": "cut \\ud83e here"}
-        result = first.turns[0][1]["result"]
+        assert first.turns[0][-2] == Text(text="cut \\ud83e here")
+        result = first.turns[0][1].result
         assert result["s"] == "a\\udd14b" and result["\\ud83e"] == 1  # the rest is kept
         assert result["deep"] == nest(300)  # 300 levels are kept as they are
         # past MAX_DEPTH (the record, trials, a trial, observed…) the rest is its JSON text
-        observed = first.grader_results[0]["observed"]
+        observed = first.grader_results[0].observed
         assert depth_of(observed) == MAX_DEPTH - 5
         rest = 3000 - (MAX_DEPTH - 5)
         assert depth_of_leaf(observed) == "[" * rest + '"x"' + "]" * rest
@@ -817,10 +818,8 @@ def test_a_run_with_nasty_content_is_stored_and_written_through_pytest(suite, tm
     (stored,) = RunStore(store).runs()
     for record in (RunStore(store).load_run(stored.run_id), load_record(out)):
         events = record.trials[0].turns[0]
-        assert (
-            events[0]["arguments"] == {"q": "a\\ud83e"} and events[2]["text"] == "cut \\ud83e here"
-        )
-        assert events[1]["result"]["k"] == "b\\udd14" and depth_of(events[1]["result"]["d"]) == 200
+        assert events[0].arguments == {"q": "a\\ud83e"} and events[2].text == "cut \\ud83e here"
+        assert events[1].result["k"] == "b\\udd14" and depth_of(events[1].result["d"]) == 200
     assert "cut \\ud83e here" in html.read_text(encoding="utf-8")
 
 

@@ -18,8 +18,10 @@ import pytest
 from ..cases.case import Case, Expected, State
 from ..judge.rubrics import STANDARD
 from ..reports.terminal import line_writer
-from ..results import TrialResult
-from ..runner.items import CaseItem, TrialFailed
+from ..results import RubricVerdict, TrialResult
+from ..runner.items import CaseItem
+from ..runner.trial import grade_trial
+from ..store.paths import output_path, store_folder
 from .traffic import (
     DEFAULT_REDACT,
     Capture,
@@ -306,8 +308,9 @@ class LiveItem(CaseItem):
         self.conversation = conversation
         self.user_properties.append(("started_at", conversation.started_at.isoformat()))
 
-    def runtest(self) -> None:
-        config = self.config
+    def compute(self) -> TrialResult:
+        """The trial of a captured conversation: its events stand for the agent's turns, and
+        they are graded as a regression trial's are (`runner.trial.grade_trial`)."""
         result = TrialResult(
             case_id=self.case.id,
             trial=1,
@@ -321,18 +324,7 @@ class LiveItem(CaseItem):
             line=self.line,
             turns=self.conversation.events,
         )
-        verdicts = config.hook.pytest_commerce_evals_grade_rubric(
-            config=config, case=self.case, result=result
-        )
-        result.rubric_not_judged = verdicts is None
-        result.verdicts = list(verdicts or [])
-        from ..runner.trial import _fold
-
-        result.outcome = _fold("pass", result.verdicts)
-        self.result = result
-        config.hook.pytest_commerce_evals_trial_done(config=config, result=result)
-        if result.outcome != "pass":
-            raise TrialFailed(result)
+        return grade_trial(self.config, self.case, result)
 
     def reportinfo(self):
         return self.path, self.line - 1, f"live conversation {self.case.id}"
@@ -372,8 +364,6 @@ def _trend_wanted(config: pytest.Config) -> bool:
 
 def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
     """The trend's lines and where the SVG was written (None when not asked for)."""
-    from ..store._plugin import _output_path, store_folder
-
     folder = store_folder(config)
     if folder is None:
         return ["no run store (--commerce-store=none): no live runs to trend"], None
@@ -391,7 +381,7 @@ def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
     svg = config.getoption("commerce_trend_svg")
     written = None
     if svg:
-        path = _output_path(config, svg)
+        path = output_path(config, svg)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_trend_svg(trend), encoding="utf-8")
         written = str(path)
@@ -400,7 +390,7 @@ def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
 
 def _stored_live_runs(
     folder: Path, limit: int
-) -> tuple[list[tuple[str, str, list[dict[str, Any]]]], list[str], str | None]:
+) -> tuple[list[tuple[str, str, list[RubricVerdict]]], list[str], str | None]:
     """(live runs, what was damaged and left out, why the store could not be read at all). The
     trend only reads: the store is opened read-only, and no store yet means no runs."""
     from ..store.run_store import DB_NAME, RunStore, StoreError
@@ -473,9 +463,7 @@ def pytest_commerce_evals_report_sections(config: pytest.Config, run: Any) -> li
     """The trend chart in the HTML report of a live run: earlier live runs plus this one."""
     if getattr(run, "kind", None) != "live":
         return None
-    from ..store._plugin import store_folder
-
-    runs: list[tuple[str, str, list[dict[str, Any]]]] = []
+    runs: list[tuple[str, str, list[RubricVerdict]]] = []
     folder = store_folder(config)
     if folder is not None:
         limit = config.getoption("commerce_trend_runs") or 12

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..events import EVENT_TYPES, Event, coerce_event
 from ..judge.rubrics import STANDARD
+from ..results import RubricVerdict
 from ..store.run_store import clean_json, deep_json_path, first_json_problem, printable, short_repr
 
 __all__ = [
@@ -840,12 +841,12 @@ def _flag(points: list[TrendPoint], alpha: float) -> None:
 
 
 def compute_trend(
-    runs: Sequence[tuple[str, str, Iterable[dict[str, Any]]]],
+    runs: Sequence[tuple[str, str, Iterable[RubricVerdict]]],
     dimensions: Sequence[str] | None = None,
     *,
     alpha: float = 0.05,
 ) -> Trend:
-    """The trend over `runs`: (run_id, started_at, verdict dicts of every trial), any order.
+    """The trend over `runs`: (run_id, started_at, the verdicts of every trial), any order.
 
     A verdict counts toward its dimension when its outcome is pass or fail; judge and
     infrastructure errors are counted apart and never as a fail.
@@ -856,19 +857,19 @@ def compute_trend(
     for run_id, started_at, verdicts in ordered:
         counts: dict[str, dict[str, Any]] = {}
         for v in verdicts:
-            dim = v.get("dimension")
+            dim = v.dimension
             if not dim or (dimensions is not None and dim not in dimensions):
                 continue
             c = counts.setdefault(dim, {"p": 0, "n": 0, "e": 0, "r": set(), "j": set()})
-            if v.get("outcome") in ("pass", "fail"):
+            if v.outcome in ("pass", "fail"):
                 c["n"] += 1
-                c["p"] += v["outcome"] == "pass"
+                c["p"] += v.outcome == "pass"
             else:
                 c["e"] += 1
-            if v.get("rubric_fingerprint"):
-                c["r"].add(v["rubric_fingerprint"])
-            if v.get("judge_fingerprint"):
-                c["j"].add(v["judge_fingerprint"])
+            if v.rubric_fingerprint:
+                c["r"].add(v.rubric_fingerprint)
+            if v.judge_fingerprint:
+                c["j"].add(v.judge_fingerprint)
         for dim, c in counts.items():
             per.setdefault(dim, []).append(
                 TrendPoint(
@@ -900,7 +901,7 @@ def compute_trend(
     return Trend([(r[0], r[1]) for r in ordered], dims, overall, alpha)
 
 
-def read_live_runs(store: Any, limit: int = 12) -> list[tuple[str, str, list[dict[str, Any]]]]:
+def read_live_runs(store: Any, limit: int = 12) -> list[tuple[str, str, list[RubricVerdict]]]:
     """The verdicts of the newest `limit` complete live runs of a `store.RunStore`."""
     runs = store.runs(kind="live", complete=True, limit=limit)
     return [(run.run_id, run.started_at, store.verdicts(run.run_id)) for run in runs]

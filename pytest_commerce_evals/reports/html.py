@@ -14,6 +14,18 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..cases.case import DIFFICULTIES, PRIORITIES
+from ..events import (
+    CartUpdate,
+    ChangeUpdate,
+    Event,
+    Text,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    Ui,
+)
+from ..results import OUTCOMES, GraderResult, RubricVerdict
 from ..store.history import (
     NOISE_NOTE,
     PRIORITY_ORDER,
@@ -28,9 +40,9 @@ from ..store.run_store import RunRecord, StoredTrial, json_text
 
 __all__ = ["render_comparison_html", "render_run_html", "write_html"]
 
-OUTCOMES = ("pass", "fail", "judge_error", "infra_error", "skipped")
-PRIORITIES = ("critical", "high", "medium", "low")
-DIFFICULTIES = ("easy", "medium", "hard")
+TABLE_OUTCOMES = tuple(o for o in OUTCOMES if o != "error")
+"""The outcome columns of the by-priority and by-difficulty tables (glue errors are listed with
+the trials, not counted in a column)."""
 MAX_PAYLOAD_CHARS = 20_000
 
 _CSS = """
@@ -255,13 +267,13 @@ def _by_table(run: RunRecord, attr: str, order: tuple[str, ...]) -> str:
     for t in run.trials:
         groups.setdefault(getattr(t, attr), Counter())[t.outcome] += 1
     keys = [k for k in order if k in groups] + sorted(k for k in groups if k not in order)
-    head = "".join(f"<th>{e(o)}</th>" for o in OUTCOMES)
+    head = "".join(f"<th>{e(o)}</th>" for o in TABLE_OUTCOMES)
     out = [f"<table><tr><th>{e(attr)}</th><th>pass rate</th>{head}</tr>"]
     for key in keys:
         c = groups[key]
         graded = c["pass"] + c["fail"]
         rate = c["pass"] / graded if graded else None
-        cells = "".join(f'<td class="num">{c[o] or ""}</td>' for o in OUTCOMES)
+        cells = "".join(f'<td class="num">{c[o] or ""}</td>' for o in TABLE_OUTCOMES)
         out.append(f'<tr><td>{e(key)}</td><td class="num">{_pct(rate)}</td>{cells}</tr>')
     out.append("</table>")
     return "".join(out)
@@ -335,69 +347,64 @@ def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
 # -- cases and trials -------------------------------------------------------------------------
 
 
-def _event(ev: dict[str, Any], turn: int | None = None) -> str:
+def _event(ev: Event, turn: int | None = None) -> str:
     """One event of the timeline; `turn` is the 1-based number the timeline's header gave the
     turn (a `turn_end` event's own `turn` field is the agent's, often 0-based)."""
-    kind = ev.get("type", "?")
-    if kind == "tool_call":
+    if isinstance(ev, ToolCall):
         return (
             f'<div class="ev tool_call"><span class="kind">tool call</span><b>'
-            f"{e(ev.get('name'))}</b>"
-            f' <span class="note">{e(ev.get("call_id"))}</span>'
-            f"{_json(ev.get('arguments', {}))}</div>"
+            f"{e(ev.name)}</b>"
+            f' <span class="note">{e(ev.call_id)}</span>'
+            f"{_json(ev.arguments)}</div>"
         )
-    if kind == "tool_result":
-        status = ev.get("status", "ok")
+    if isinstance(ev, ToolResult):
+        status = ev.status
         cls = {"blocked": "blocked", "error": "error"}.get(status, "")
         head = (
-            f'<span class="kind">tool result</span>{e(ev.get("name") or "")} '
+            f'<span class="kind">tool result</span>{e(ev.name or "")} '
             f"{_badge(status, status if status != 'ok' else 'pass')}"
         )
         if status == "blocked":
-            head += f' <span class="gate">BLOCKED by gate: {e(ev.get("reason"))}</span>'
-        elif ev.get("reason"):
-            head += f" reason: {e(ev.get('reason'))}"
-        body = _json(ev.get("result")) if ev.get("result") is not None else ""
+            head += f' <span class="gate">BLOCKED by gate: {e(ev.reason)}</span>'
+        elif ev.reason:
+            head += f" reason: {e(ev.reason)}"
+        body = _json(ev.result) if ev.result is not None else ""
         return (
             f'<div class="ev tool_result {cls}">{head} <span class="note">'
-            f"{e(ev.get('call_id'))}</span>{body}</div>"
+            f"{e(ev.call_id)}</span>{body}</div>"
         )
-    if kind == "ui":
+    if isinstance(ev, Ui):
         return (
             f'<div class="ev ui"><span class="kind">ui component</span><b>'
-            f"{e(ev.get('component'))}</b>"
-            f"{_json(ev.get('payload', {}))}</div>"
+            f"{e(ev.component)}</b>"
+            f"{_json(ev.payload)}</div>"
         )
-    if kind == "cart_update":
-        items = ev.get("items") or []
+    if isinstance(ev, CartUpdate):
         lines = (
             ", ".join(
-                f"{i.get('product_id')}{'/' + str(i['variant']) if i.get('variant') else ''} "
-                f"×{i.get('quantity', 1)}"
-                for i in items
+                f"{i.product_id}{'/' + str(i.variant) if i.variant else ''} ×{i.quantity}"
+                for i in ev.items
             )
             or "empty"
         )
         return f'<div class="ev cart_update"><span class="kind">cart</span>{e(lines)}</div>'
-    if kind == "change_update":
+    if isinstance(ev, ChangeUpdate):
         rows = "".join(
-            f"<li>{e(c.get('kind'))} {e(c.get('product_id') or '')} — {e(c.get('status'))}"
-            + (" " + e(json.dumps(c.get("fields"), ensure_ascii=False)) if c.get("fields") else "")
+            f"<li>{e(c.kind)} {e(c.product_id or '')} — {e(c.status)}"
+            + (" " + e(json.dumps(c.fields, ensure_ascii=False)) if c.fields else "")
             + "</li>"
-            for c in ev.get("changes") or []
+            for c in ev.changes
         )
         return (
             f'<div class="ev change_update"><span class="kind">staged changes</span><ul>'
             f"{rows}</ul></div>"
         )
-    if kind == "text":
-        return (
-            f'<div class="ev text"><span class="kind">reply</span><pre>'
-            f"{e(ev.get('text'))}</pre></div>"
-        )
-    if kind == "turn_end":
-        number = turn if turn is not None else ev.get("turn", "")
+    if isinstance(ev, Text):
+        return f'<div class="ev text"><span class="kind">reply</span><pre>{e(ev.text)}</pre></div>'
+    if isinstance(ev, TurnEnd):
+        number = turn if turn is not None else ev.turn
         return f'<div class="ev turn_end">end of turn {e(number)}</div>'
+    kind = getattr(ev, "type", "?")
     return f'<div class="ev"><span class="kind">{e(kind)}</span>{_json(ev)}</div>'
 
 
@@ -409,15 +416,19 @@ def _graders(trial: StoredTrial) -> str:
         "<th>observed</th><th>message</th></tr>"
     ]
     for g in trial.grader_results:
-        mark = '<span class="ok">✓</span>' if g.get("passed") else '<span class="bad">✗</span>'
-        out.append(
-            f"<tr><td>{mark}</td><td>{e(g.get('key'))}</td>"
-            f'<td class="json">{_json(g.get("expected"))}</td>'
-            f'<td class="json">{_json(g.get("observed"))}</td>'
-            f"<td>{e(g.get('message'))}</td></tr>"
-        )
+        out.append(_grader_row(g))
     out.append("</table>")
     return "".join(out)
+
+
+def _grader_row(g: GraderResult) -> str:
+    mark = '<span class="ok">✓</span>' if g.passed else '<span class="bad">✗</span>'
+    return (
+        f"<tr><td>{mark}</td><td>{e(g.key)}</td>"
+        f'<td class="json">{_json(g.expected)}</td>'
+        f'<td class="json">{_json(g.observed)}</td>'
+        f"<td>{e(g.message)}</td></tr>"
+    )
 
 
 def _verdicts(trial: StoredTrial) -> str:
@@ -428,31 +439,33 @@ def _verdicts(trial: StoredTrial) -> str:
         "<th>judge</th><th>transcript</th></tr>"
     ]
     for v in trial.verdicts:
-        outcome = v.get("outcome", "?")
-        label = v.get("verdict") or outcome
-        reasoning = v.get("reasoning") or v.get("error") or ""
-        cut = ""
-        if v.get("truncated_chars") or v.get("truncated_turns"):
-            cut = (
-                f'<span class="bad">cut from the start: {e(v.get("truncated_turns", 0))} turns, '
-                f"{e(v.get('truncated_chars', 0))} characters dropped</span>"
-            )
-        else:
-            cut = "complete"
-        reused = " (stored verdict reused)" if v.get("reused") else ""
-        judge = (
-            f'{e(v.get("judge_model") or "")}<br><span class="note">judge '
-            f"{e((v.get('judge_fingerprint') or '')[:12])} · rubric "
-            f"{e((v.get('rubric_fingerprint') or '')[:12])}{e(reused)}</span>"
-        )
-        out.append(
-            f'<tr><td>{e(v.get("dimension"))}<br><span class="note">{e(v.get("rubric"))}</span>'
-            f"</td>"
-            f"<td>{_badge(label, outcome)}</td><td>{e(reasoning)}</td><td>{judge}</td><td>"
-            f"{cut}</td></tr>"
-        )
+        out.append(_verdict_row(v))
     out.append("</table>")
     return "".join(out)
+
+
+def _verdict_row(v: RubricVerdict) -> str:
+    label = v.verdict or v.outcome
+    reasoning = v.reasoning or v.error or ""
+    if v.truncated_chars or v.truncated_turns:
+        cut = (
+            f'<span class="bad">cut from the start: {e(v.truncated_turns)} turns, '
+            f"{e(v.truncated_chars)} characters dropped</span>"
+        )
+    else:
+        cut = "complete"
+    reused = " (stored verdict reused)" if v.reused else ""
+    judge = (
+        f'{e(v.judge_model or "")}<br><span class="note">judge '
+        f"{e((v.judge_fingerprint or '')[:12])} · rubric "
+        f"{e((v.rubric_fingerprint or '')[:12])}{e(reused)}</span>"
+    )
+    return (
+        f'<tr><td>{e(v.dimension)}<br><span class="note">{e(v.rubric)}</span>'
+        f"</td>"
+        f"<td>{_badge(label, v.outcome)}</td><td>{e(reasoning)}</td><td>{judge}</td><td>"
+        f"{cut}</td></tr>"
+    )
 
 
 def _timeline(trial: StoredTrial) -> str:

@@ -10,12 +10,13 @@ import pytest
 
 from ..authoring.vacuity import VacuityItem
 from ..results import NOT_GRADED as UNGRADED_OUTCOMES
+from ..results import TrialRecord
 from ..settings import run_config
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from ._xdist_compat import xdist_queued
 from .items import CaseItem, InvalidCase
 from .state import AGENT_USED, NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN, VACUITY
-from .summary import Summary, TrialRecord
+from .summary import Summary
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -119,29 +120,54 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         if outcome is not None:
             # on the item: junitxml writes the properties of the teardown report, made from it
             item.user_properties.append(("outcome", outcome))
-            if item.result is not None and item.result.rubric_not_judged:
+            not_judged = bool(item.result and item.result.rubric_not_judged)
+            if not_judged:
                 report.user_properties.append(("rubric", "not judged"))
-            record = TrialRecord(
-                item.case.id,
-                item.trial,
-                item.trials,
-                item.set_name,
-                item.case.priority,
-                item.case.difficulty,
-                outcome,
-            )
-            report.commerce = asdict(record) | {
-                "threshold": item.threshold,
-                "rubric_not_judged": bool(item.result and item.result.rubric_not_judged),
+            record = _trial_record(item, report, outcome)
+            report.commerce = {
+                "outcome": outcome,
+                # an xdist worker sends its reports as plain data: the record's own dump, made
+                # typed again where reports gather (`record_of`)
+                "record": record.model_dump() if hasattr(item.config, "workerinput") else record,
+                "rubric_not_judged": not_judged,
                 "agent_endpoint": _agent_endpoint_data(item.config),
             }
-            if item.result is not None and report.when == "call":
-                report.commerce_trial = item.result.to_dict() | {"threshold": item.threshold}
         if report.when == "teardown":
             item.result = None  # recorded; a long run keeps no second copy of every transcript
     elif isinstance(item, InvalidCase) and report.failed:
         report.commerce_invalid = item.message
     return report
+
+
+def _trial_record(item: CaseItem, report: pytest.TestReport, outcome: str) -> TrialRecord:
+    """The record of the trial a report closes: built once from the trial's result, or, for a
+    trial that never ran (skipped, or failed before or around it), from its case and outcome."""
+    # the customer's messages, for the report's timeline (not for a trial whose setup failed)
+    messages = list(item.case.turns) if report.when == "call" or report.skipped else []
+    if item.result is not None and report.when == "call":
+        return TrialRecord.from_result(item.result, threshold=item.threshold, messages=messages)
+    return TrialRecord(
+        case_id=item.case.id,
+        trial=item.trial,
+        trials=item.trials,
+        set_name=item.set_name,
+        threshold=item.threshold,
+        priority=item.case.priority,
+        difficulty=item.case.difficulty,
+        outcome=outcome,
+        messages=messages,
+    )
+
+
+def record_of(report: pytest.TestReport) -> TrialRecord | None:
+    """The typed trial record a report carries (None: the report closes no trial), rebuilt
+    from its serialised form when an xdist worker sent it; taken off the report once read, as
+    pytest keeps every report to the end of the session."""
+    data = getattr(report, "commerce", None)
+    if data is None or "record" not in data:
+        return None
+    found = data.pop("record")
+    return found if isinstance(found, TrialRecord) else TrialRecord.model_validate(found)
 
 
 _STATUS_LETTERS = {"judge_error": "J", "infra_error": "I", "error": "E"}
@@ -203,19 +229,15 @@ class _Gatherer:
         if data is not None:
             if data.get("agent_endpoint") and AGENT_USED not in config.stash:
                 config.stash[AGENT_USED] = data["agent_endpoint"]
-            config.stash[SUMMARY].add(
-                TrialRecord(**{k: data[k] for k in TrialRecord.__dataclass_fields__}),
-                data["threshold"],
-            )
+            record = record_of(report)
+            if record is None:  # read already
+                return
+            config.stash[SUMMARY].add(record)
             if data.get("rubric_not_judged"):
                 config.stash[SUMMARY].not_judged += 1
             if data["outcome"] in UNGRADED_OUTCOMES and report.failed:
                 config.stash[NOT_GRADED].append((report.nodeid, str(report.longrepr)))
-            # taken off the report once recorded: pytest keeps every report to the end
-            trial = report.__dict__.pop("commerce_trial", None)
-            if trial is None:  # skipped, or the trial never ran
-                trial = data | {"turns": [], "grader_results": [], "verdicts": []}
-            config.hook.pytest_commerce_evals_trial_recorded(config=config, record=trial)
+            config.hook.pytest_commerce_evals_trial_recorded(config=config, record=record)
             return
         invalid = getattr(report, "commerce_invalid", None)
         if invalid is not None:

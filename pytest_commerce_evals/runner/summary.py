@@ -5,23 +5,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from ..results import OUTCOMES, pass_hat_k, set_verdict
-
-PRIORITIES = ("critical", "high", "medium", "low")
-DIFFICULTIES = ("easy", "medium", "hard")
-
-
-@dataclass
-class TrialRecord:
-    """The slice of a trial the controller needs; travels in the test report under xdist."""
-
-    case_id: str
-    trial: int
-    trials: int
-    set_name: str
-    priority: str
-    difficulty: str
-    outcome: str
+from ..cases.case import DIFFICULTIES, PRIORITIES
+from ..results import GRADED, OUTCOMES, TrialRecord, pass_hat_k, set_verdict
 
 
 @dataclass
@@ -96,7 +81,8 @@ class Summary:
         self.invalid: list[str] = []
         self.not_judged = 0
 
-    def add(self, record: TrialRecord, threshold: float) -> None:
+    def add(self, record: TrialRecord) -> None:
+        """Count one trial toward its case and its set (held to the record's threshold)."""
         stats = self.cases.get(record.case_id)
         if stats is None:
             stats = self.cases[record.case_id] = CaseStats(
@@ -105,8 +91,8 @@ class Summary:
         stats.outcomes[record.outcome] += 1
         group = self.sets.get(record.set_name)
         if group is None:
-            group = self.sets[record.set_name] = SetStats(record.set_name, threshold)
-        if record.outcome in ("pass", "fail"):
+            group = self.sets[record.set_name] = SetStats(record.set_name, record.threshold)
+        if record.outcome in GRADED:
             group.graded += 1
             group.passed += record.outcome == "pass"
         else:

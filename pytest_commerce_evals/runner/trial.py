@@ -18,7 +18,7 @@ from ..cases.case import Case
 from ..errors import ConfigurationError
 from ..events import TurnEnd, coerce_event
 from ..graders.code import Observation, grade
-from ..results import Outcome, RubricVerdict, TrialResult
+from ..results import TrialResult, fold_outcome
 from ._scheduler import run_coroutine
 
 _PLUGIN_DIR = Path(__file__).resolve().parents[1]  # the package: its frames are not user code
@@ -256,21 +256,32 @@ def run_trial(
             result.snapshot = _snapshot(backend)
         except ConfigurationError as exc:
             return _glue_error(result, exc, backend, started)
-        observation = Observation(result.turns, result.snapshot, case.state)
-        result.grader_results = grade(case, observation)
-        if result.failures:
-            result.outcome = "fail"
-        if judge and case.expected.rubric is not None:
-            verdicts = config.hook.pytest_commerce_evals_grade_rubric(
-                config=config, case=case, result=result
-            )
-            result.rubric_not_judged = verdicts is None
-            result.verdicts = list(verdicts or [])
-            result.outcome = _fold(result.outcome, result.verdicts)
+        grade_trial(config, case, result, judge=judge)
     close = getattr(backend, "close", None)
     if callable(close):
         close()
     result.duration_s = time.perf_counter() - started
+    return result
+
+
+def grade_trial(
+    config: pytest.Config, case: Case, result: TrialResult, *, judge: bool = True
+) -> TrialResult:
+    """Grade a trial whose turns (and final state, `result.snapshot`) are in `result`: the code
+    graders, then the judge on the case's rubric (`judge=False` leaves it ungraded), folded into
+    `result.outcome`. Both a regression trial (`run_trial`) and a sampled live conversation end
+    here. Returns `result`, graded in place."""
+    observation = Observation(result.turns, result.snapshot, case.state)
+    result.grader_results = grade(case, observation)
+    if result.failures:
+        result.outcome = "fail"
+    if judge and case.expected.rubric is not None:
+        verdicts = config.hook.pytest_commerce_evals_grade_rubric(
+            config=config, case=case, result=result
+        )
+        result.rubric_not_judged = verdicts is None
+        result.verdicts = list(verdicts or [])
+        result.outcome = fold_outcome(result.outcome, result.verdicts)
     return result
 
 
@@ -315,14 +326,3 @@ def _glue_error(
         close()
     result.duration_s = time.perf_counter() - started
     return result
-
-
-def _fold(outcome: Outcome, verdicts: list[RubricVerdict]) -> Outcome:
-    """A code failure or a FAIL verdict fails the trial; otherwise judge trouble is not a pass."""
-    if outcome == "fail" or any(v.outcome == "fail" for v in verdicts):
-        return "fail"
-    if any(v.outcome == "infra_error" for v in verdicts):
-        return "infra_error"
-    if any(v.outcome == "judge_error" for v in verdicts):
-        return "judge_error"
-    return outcome

@@ -1,8 +1,8 @@
 """pytest hooks of the run store: record every run, diff its failing set against a baseline,
 compare two models' runs, and write the HTML and JSON reports.
 
-Everything here runs in the controlling process (the only one without pytest-xdist); workers
-only attach each trial's turn messages to its report.
+Everything here runs in the controlling process (the only one without pytest-xdist); each trial
+arrives as its typed record (`results.TrialRecord`) through `pytest_commerce_evals_trial_recorded`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import pytest
 
 from ..reports.html import render_comparison_html, render_run_html, write_html
 from ..reports.terminal import line_writer
+from ..results import TrialRecord
 from .history import FailingSetDiff, ModelComparison, compare_runs, describe_run, diff_failing_sets
+from .paths import output_path, store_folder
 from .run_store import (
     DEFAULT_STORE_PATH,
     RunRecord,
@@ -34,12 +36,10 @@ from .run_store import (
     printable,
     public_base_url,
     set_results,
-    trial_from_record,
     utc_now,
     write_record,
 )
 
-_NO_STORE = ("none", "off", "")
 FLUSH_EVERY_TRIALS = 20
 FLUSH_EVERY_S = 2.0
 
@@ -88,21 +88,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 # -- settings ---------------------------------------------------------------------------------
-
-
-def store_folder(config: pytest.Config) -> Path | None:
-    value = config.getoption("commerce_store", None)
-    if value is None:
-        value = config.getini("commerce_store") or None
-    if value is not None and str(value).strip().lower() in _NO_STORE:
-        return None
-    path = Path(value) if value is not None else DEFAULT_STORE_PATH
-    return path if path.is_absolute() else Path(config.rootpath) / path
-
-
-def _output_path(config: pytest.Config, value: str) -> Path:
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else Path(config.invocation_params.dir) / path
 
 
 def selection(config: pytest.Config) -> Selection:
@@ -219,7 +204,6 @@ class RunRecorder:
         self.trials: list[StoredTrial] = []
         self.pending: list[StoredTrial] = []
         self.last_flush = time.monotonic()
-        self.messages: dict[tuple[str, int], list[str]] = {}
         self.finished: RunRecord | None = None
         self.diff: FailingSetDiff | None = None
         self.how_chosen = ""
@@ -227,15 +211,6 @@ class RunRecorder:
         self.written: list[tuple[str, Path]] = []
         self.write_errors: list[str] = []
         self.store_warnings: list[str] = []
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Keep the turn messages a report carries until its trial record arrives (tryfirst:
-        the record is announced from another logreport hook)."""
-        messages = getattr(report, "commerce_messages", None)
-        data = getattr(report, "commerce", None)
-        if messages is not None and data is not None:
-            self.messages[(data["case_id"], data["trial"])] = list(messages)
 
     def _terminate_as_interrupt(self) -> None:
         """A SIGTERM (a CI job's timeout, `kill`) ends the run as Ctrl-C does: the trials that
@@ -276,11 +251,10 @@ class RunRecorder:
         except Exception as exc:
             self._fail(exc)
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: TrialRecord) -> None:
         self.begin()
-        key = (record["case_id"], record["trial"])
         # whatever the trial holds, the store, the JSON record and the reports take it
-        trial = clean_trial(trial_from_record(record, self.messages.pop(key, ())))
+        trial = clean_trial(record)
         self.trials.append(trial)
         self.pending.append(trial)
         if (
@@ -414,7 +388,7 @@ class RunRecorder:
             value = config.getoption(option, None)
             if not value:
                 continue
-            path = _output_path(config, value)
+            path = output_path(config, value)
             try:
                 self.written.append((label, write(path)))
             except Exception as exc:  # a report is never worth the run: say why and go on
@@ -545,16 +519,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         config.pluginmanager.register(recorder, "commerce_evals.recorder")
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    report = yield
-    case = getattr(item, "case", None)
-    if case is not None and (report.when == "call" or report.skipped):
-        # the customer's messages, for the report's timeline; travels to the controller
-        report.commerce_messages = list(case.turns)
-    return report
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
     # write the run row before the first trial runs (under xdist the controller has no items:
@@ -566,7 +530,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
         recorder.begin()
 
 
-def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: dict) -> None:
+def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: TrialRecord) -> None:
     recorder = config.stash.get(RECORDER, None)
     if recorder is not None:
         recorder.add(record)
@@ -639,7 +603,7 @@ def _compare_main(config: pytest.Config, session: pytest.Session) -> int | pytes
             write(line, **markup)
     html = config.getoption("commerce_html", None)
     if html:
-        path = _output_path(config, html)
+        path = output_path(config, html)
         try:
             write(f"HTML report written to {write_html(render_comparison_html(comparison), path)}")
         except OSError as exc:

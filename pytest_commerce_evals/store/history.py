@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..cases.case import PRIORITIES
+from ..results import GRADED
 from .run_store import RunRecord
 
 __all__ = [
@@ -27,7 +29,8 @@ __all__ = [
     "overall_rate",
 ]
 
-PRIORITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+PRIORITY_ORDER = {name: n for n, name in enumerate(PRIORITIES)}
+"""Most urgent first: the order cases are listed in diffs and reports."""
 
 NOISE_NOTE = (
     "a move of ±1 point in the overall rate is noise: the verdict is the failing sets and "
@@ -71,7 +74,7 @@ def case_rates(run: RunRecord) -> dict[str, CaseRate]:
         rate = out.get(t.case_id)
         if rate is None:
             rate = out[t.case_id] = CaseRate(t.case_id, t.priority, t.difficulty, t.set_name)
-        if t.outcome in ("pass", "fail"):
+        if t.outcome in GRADED:
             rate.graded += 1
             rate.passed += t.outcome == "pass"
         else:
@@ -83,7 +86,7 @@ def case_rates(run: RunRecord) -> dict[str, CaseRate]:
 
 
 def overall_rate(run: RunRecord) -> float | None:
-    graded = [t for t in run.trials if t.outcome in ("pass", "fail")]
+    graded = [t for t in run.trials if t.outcome in GRADED]
     return sum(t.outcome == "pass" for t in graded) / len(graded) if graded else None
 
 

@@ -44,7 +44,14 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import CommerceEvalsError
-from ..results import set_verdict
+from ..results import (
+    GRADED,
+    RubricVerdict,
+    TrialRecord,
+    failure_lines,
+    set_verdict,
+    verdicts_from_json,
+)
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -367,28 +374,8 @@ class Selection(_Record):
         return ", ".join(parts)
 
 
-class StoredTrial(_Record):
-    """One finished trial as stored: outcome, why it failed, and the full event transcript."""
-
-    case_id: str
-    trial: int
-    trials: int = 1
-    set_name: str
-    threshold: float
-    priority: str
-    difficulty: str
-    tags: list[str] = Field(default_factory=list)
-    outcome: str
-    failures: list[str] = Field(default_factory=list)
-    error: str | None = None
-    grader_results: list[dict[str, Any]] = Field(default_factory=list)
-    verdicts: list[dict[str, Any]] = Field(default_factory=list)
-    turns: list[list[dict[str, Any]]] = Field(default_factory=list)
-    messages: list[str] = Field(default_factory=list)
-    snapshot: dict[str, Any] | None = None
-    duration_s: float = 0.0
-    file: str | None = None
-    line: int | None = None
+StoredTrial = TrialRecord
+"""One finished trial as stored: the typed trial record (`results.TrialRecord`) itself."""
 
 
 class SetResult(_Record):
@@ -406,8 +393,6 @@ class SetResult(_Record):
     def verdict(self) -> str:
         """`ok`, `short`, `undecided` (trials ran, none graded) or `skipped` (every case
         skipped), by the one rule the exit status uses (`results.set_verdict`)."""
-        from ..results import set_verdict
-
         return set_verdict(self.passed, self.graded, self.threshold, self.other)
 
 
@@ -491,41 +476,33 @@ def git_state(path: Path) -> tuple[str | None, bool | None]:
     return commit.strip(), (bool(status.strip()) if status is not None else None)
 
 
-def _failures(record: dict[str, Any]) -> list[str]:
-    out = [g["message"] for g in record.get("grader_results") or [] if not g.get("passed")]
-    if record.get("error"):
-        out.append(str(record["error"]).strip())
-    for v in record.get("verdicts") or []:
-        if v.get("outcome") == "fail":
-            out.append(f"rubric {v.get('dimension')}: FAIL — {v.get('reasoning', '')}")
-        elif v.get("outcome") in ("judge_error", "infra_error"):
-            out.append(f"rubric {v.get('dimension')}: {v.get('outcome')} — {v.get('error')}")
-    return out
-
-
 def trial_from_record(record: dict[str, Any], messages: Iterable[str] = ()) -> StoredTrial:
-    """A `pytest_commerce_evals_trial_recorded` record as a stored trial (unknown keys dropped)."""
-    return StoredTrial(
-        case_id=record["case_id"],
-        trial=record["trial"],
-        trials=record.get("trials", 1),
-        set_name=record["set_name"],
-        threshold=record["threshold"],
-        priority=record["priority"],
-        difficulty=record["difficulty"],
-        tags=list(record.get("tags") or []),
-        outcome=record["outcome"],
-        failures=_failures(record),
-        error=record.get("error"),
-        grader_results=list(record.get("grader_results") or []),
-        verdicts=list(record.get("verdicts") or []),
-        turns=[list(turn) for turn in record.get("turns") or []],
-        messages=list(messages),
-        snapshot=record.get("snapshot"),
-        duration_s=float(record.get("duration_s") or 0.0),
-        file=record.get("file"),
-        line=record.get("line"),
-    )
+    """A trial record in its JSON form (`TrialResult.to_dict()` plus the set's threshold, as the
+    `pytest_commerce_evals_trial_recorded` hook carried it before it was typed) as the typed
+    record; unknown keys dropped. `TrialRecord.from_result` makes one from a `TrialResult`."""
+    data = {
+        "case_id": record["case_id"],
+        "trial": record["trial"],
+        "trials": record.get("trials", 1),
+        "set_name": record["set_name"],
+        "threshold": record["threshold"],
+        "priority": record["priority"],
+        "difficulty": record["difficulty"],
+        "tags": list(record.get("tags") or []),
+        "outcome": record["outcome"],
+        "error": record.get("error"),
+        "grader_results": list(record.get("grader_results") or []),
+        "verdicts": list(record.get("verdicts") or []),
+        "turns": [list(turn) for turn in record.get("turns") or []],
+        "messages": list(messages),
+        "snapshot": record.get("snapshot"),
+        "duration_s": float(record.get("duration_s") or 0.0),
+        "file": record.get("file"),
+        "line": record.get("line"),
+    }
+    trial = StoredTrial.model_validate(clean_json(data, MAX_DEPTH - 2))
+    failures = failure_lines(trial.grader_results, trial.error, trial.verdicts)
+    return trial.model_copy(update={"failures": clean_json(failures)})
 
 
 def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
@@ -536,7 +513,7 @@ def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
         g = groups.setdefault(
             t.set_name, {"passed": 0, "graded": 0, "threshold": t.threshold, "other": {}}
         )
-        if t.outcome in ("pass", "fail"):
+        if t.outcome in GRADED:
             g["graded"] += 1
             g["passed"] += t.outcome == "pass"
         else:
@@ -566,10 +543,10 @@ def judge_identity(trials: Iterable[StoredTrial]) -> tuple[str | None, list[str]
     prints: set[str] = set()
     for t in trials:
         for v in t.verdicts:
-            if v.get("judge_model") and v["judge_model"] not in models:
-                models.append(v["judge_model"])
-            if v.get("judge_fingerprint"):
-                prints.add(v["judge_fingerprint"])
+            if v.judge_model and v.judge_model not in models:
+                models.append(v.judge_model)
+            if v.judge_fingerprint:
+                prints.add(v.judge_fingerprint)
     return (", ".join(models) or None), sorted(prints)
 
 
@@ -632,11 +609,11 @@ def load_record(path: str | Path) -> RunRecord:
 
 def clean_trial(trial: StoredTrial) -> StoredTrial:
     """The trial itself, or a copy with every value `clean_json` makes writable."""
-    data = trial.__dict__
     room = MAX_DEPTH - 2  # a trial is level 3 of a record (the record, its trials, the trial)
+    data = trial.model_dump()
     if _is_clean(data, room):
         return trial
-    return StoredTrial.model_validate(clean_json(trial.model_dump(), room))
+    return StoredTrial.model_validate(clean_json(data, room))
 
 
 def clean_header(record: RunRecord) -> RunRecord:
@@ -761,6 +738,7 @@ CREATE INDEX IF NOT EXISTS runs_by_model ON runs (agent_model, kind, complete, s
 """
 
 _RUN_JSON = ("judge_fingerprints", "selection", "options")
+
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _TRIAL_JSON = {
     "tags": "tags",
@@ -997,6 +975,8 @@ class RunStore:
 
     @staticmethod
     def _trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
+        # the typed grader results, verdicts and events as the JSON the columns hold
+        data = t.model_dump(include={"grader_results", "verdicts", "turns"})
         return (
             run_id,
             t.case_id,
@@ -1008,11 +988,11 @@ class RunStore:
             json.dumps(t.tags),
             t.outcome,
             json.dumps(t.failures, ensure_ascii=False),
-            json.dumps(t.turns, ensure_ascii=False),
-            json.dumps(t.verdicts, ensure_ascii=False),
+            json.dumps(data["turns"], ensure_ascii=False),
+            json.dumps(data["verdicts"], ensure_ascii=False),
             t.trials,
             t.error,
-            json.dumps(t.grader_results, ensure_ascii=False, default=str),
+            json.dumps(data["grader_results"], ensure_ascii=False, default=str),
             json.dumps(t.messages, ensure_ascii=False),
             json.dumps(t.snapshot, ensure_ascii=False) if t.snapshot is not None else None,
             t.duration_s,
@@ -1242,10 +1222,10 @@ class RunStore:
         if str(exc) not in self.damaged:
             self.damaged.append(str(exc))
 
-    def verdicts(self, run_id: str) -> list[dict[str, Any]]:
+    def verdicts(self, run_id: str) -> list[RubricVerdict]:
         """Every judge verdict of a run, without loading its transcripts (for live trends); a
         trial whose verdicts do not decode is left out and noted in `damaged`."""
-        out: list[dict[str, Any]] = []
+        out: list[RubricVerdict] = []
         with self._connect() as conn:
             rows = conn.execute(
                 "SELECT case_id, trial, verdicts FROM trials WHERE run_id = ?", (run_id,)
@@ -1257,15 +1237,15 @@ class RunStore:
                 except _DamagedRun as exc:
                     self._note(exc)
                     continue
-                if not isinstance(found, list) or not all(isinstance(v, dict) for v in found):
+                try:
+                    out += verdicts_from_json(found)
+                except ValueError:
                     self._note(
                         _DamagedRun(
                             f"{self.path}: {where}: column trials.verdicts is not a list of "
                             "verdicts"
                         )
                     )
-                    continue
-                out += found
         return out
 
     def previous_comparable(self, record: RunRecord) -> RunRecord | None:

@@ -1,0 +1,495 @@
+"""The one typed trial record: built once from the runner's result, carried to the controller,
+handed to the hooks, stored and written in the formats of schema 2, and the rules every part of
+the plugin shares (the threshold, the priority order) written once."""
+
+from __future__ import annotations
+
+import ast
+import json
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from run_builders import make_suite, run
+
+from pytest_commerce_evals import CartLine, Snapshot, Text, ToolCall, ToolResult, TurnEnd, results
+from pytest_commerce_evals.cases.case import PRIORITIES, Case
+from pytest_commerce_evals.results import (
+    GraderResult,
+    RubricVerdict,
+    TrialRecord,
+    TrialResult,
+    meets_threshold,
+    set_verdict,
+)
+from pytest_commerce_evals.runner.summary import SetStats
+from pytest_commerce_evals.store.run_store import (
+    SCHEMA_VERSION,
+    RunStore,
+    StoredTrial,
+    load_record,
+    record_json,
+    set_results,
+    write_record,
+)
+
+HERE = Path(__file__).parent
+PACKAGE = HERE.parent / "pytest_commerce_evals"
+
+
+def a_result(**changes) -> TrialResult:
+    base = dict(
+        case_id="cart-001-add",
+        trial=2,
+        trials=3,
+        set_name="cases/cart",
+        priority="high",
+        difficulty="easy",
+        tags=["cart"],
+        outcome="fail",
+        grader_results=[
+            GraderResult("calls_tool", True, ["add_to_cart"], ["add_to_cart"], "called"),
+            GraderResult("cart_contains", False, ["shoe-001"], [], "shoe-001 is missing"),
+        ],
+        verdicts=[
+            RubricVerdict(
+                dimension="grounded",
+                rubric="only what the tools said",
+                outcome="fail",
+                verdict="FAIL",
+                reasoning="invented a price",
+                judge_model="judge-m",
+                judge_fingerprint="jf",
+                rubric_fingerprint="rf",
+            )
+        ],
+        turns=[
+            [
+                ToolCall(call_id="c1", name="add_to_cart", arguments={"product_id": "shoe-002"}),
+                ToolResult(call_id="c1", name="add_to_cart", result={"ok": True}),
+                Text(text="Added it."),
+                TurnEnd(turn=0),
+            ]
+        ],
+        snapshot=Snapshot(cart=[CartLine(product_id="shoe-002")], memory=["m"], changes=[]),
+        error=None,
+        duration_s=0.25,
+        file="cases/cart/add.yaml",
+        line=3,
+    )
+    return TrialResult(**(base | changes))
+
+
+def a_record(**changes) -> TrialRecord:
+    return TrialRecord.from_result(
+        a_result(**changes), threshold=0.8, messages=["Add the trail runner"]
+    )
+
+
+# -- the record ---------------------------------------------------------------------------------
+
+
+def test_a_record_is_built_once_from_the_result_with_typed_parts():
+    record = a_record()
+    assert isinstance(record, StoredTrial)  # the store stores this very class
+    assert [type(g) for g in record.grader_results] == [GraderResult, GraderResult]
+    assert [type(v) for v in record.verdicts] == [RubricVerdict]
+    assert [type(e) for e in record.turns[0]] == [ToolCall, ToolResult, Text, TurnEnd]
+    assert record.turns[0][0].arguments == {"product_id": "shoe-002"}
+    assert record.threshold == 0.8 and record.messages == ["Add the trail runner"]
+    assert record.failures == [
+        "shoe-001 is missing",
+        "rubric grounded: FAIL — invented a price",
+    ]
+    assert record.snapshot == {
+        "cart": [{"product_id": "shoe-002", "quantity": 1, "variant": None}],
+        "memory": ["m"],
+        "changes": [],
+    }
+
+
+def test_failures_name_the_error_and_the_verdicts_that_could_not_be_given():
+    verdict = RubricVerdict(dimension="d", rubric="r", outcome="judge_error", error="no verdict")
+    record = a_record(grader_results=[], verdicts=[verdict], error="boom\n", outcome="judge_error")
+    assert record.failures == ["boom", "rubric d: judge_error — no verdict"]
+
+
+def test_a_key_json_cannot_hold_is_kept_as_its_text_and_the_event_reads_back_typed():
+    result = a_result(turns=[[ToolResult(call_id="c1", result={("a", 1): "x", "k\ud83e": 1})]])
+    [[event]] = a_record(turns=result.turns).turns
+    assert isinstance(event, ToolResult) and event.call_id == "c1"
+    assert event.result == {"('a', 1)": "x", "k\\ud83e": 1}
+
+
+def test_the_record_travels_as_its_own_dump_and_is_rebuilt_where_reports_gather():
+    from pytest_commerce_evals.runner._plugin import record_of
+
+    record = a_record()
+    sent = json.loads(json.dumps(record.model_dump()))  # plain data, as a worker sends it
+    report = SimpleNamespace(commerce={"outcome": "fail", "record": sent})
+    rebuilt = record_of(report)
+    assert rebuilt == record and isinstance(rebuilt.turns[0][1], ToolResult)
+    assert "record" not in report.commerce  # pytest keeps the report; the record is not kept
+    assert record_of(report) is None
+    local = SimpleNamespace(commerce={"outcome": "fail", "record": record})
+    assert record_of(local) is record  # no xdist: the typed record itself, not a copy
+
+
+def test_reading_the_record_as_a_mapping_still_works_but_warns():
+    record = a_record()
+    with pytest.warns(DeprecationWarning, match=r"record\.case_id instead of record\['case_id'\]"):
+        assert record["case_id"] == "cart-001-add"
+    with pytest.warns(DeprecationWarning):
+        assert record.get("turns")[0][2] == {"type": "text", "text": "Added it."}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert record.get("rubric_not_judged", "absent") == "absent"
+    with pytest.raises(KeyError), pytest.warns(DeprecationWarning):
+        record["nope"]
+
+
+def test_a_record_refuses_what_is_not_a_grader_result_verdict_or_event():
+    data = a_record().model_dump()
+    for key, bad in (
+        ("grader_results", [{"key": "k", "passed": "yes", "expected": 1, "observed": 1}]),
+        ("verdicts", [{"dimension": "d", "rubric": "r", "outcome": "pass", "junk": 1}]),
+        ("turns", [[{"type": "telemetry"}]]),
+    ):
+        with pytest.raises(ValueError, match=key):
+            TrialRecord.model_validate(data | {key: bad})
+
+
+# -- the formats did not change -----------------------------------------------------------------
+
+# a trial of a schema 2 JSON record, as the plugin wrote it before the record was typed
+SCHEMA_2_TRIAL = {
+    "case_id": "cart-001-add",
+    "trial": 2,
+    "trials": 3,
+    "set_name": "cases/cart",
+    "threshold": 0.8,
+    "priority": "high",
+    "difficulty": "easy",
+    "tags": ["cart"],
+    "outcome": "fail",
+    "failures": ["shoe-001 is missing", "rubric grounded: FAIL — invented a price"],
+    "error": None,
+    "grader_results": [
+        {
+            "key": "calls_tool",
+            "passed": True,
+            "expected": ["add_to_cart"],
+            "observed": ["add_to_cart"],
+            "message": "called",
+        },
+        {
+            "key": "cart_contains",
+            "passed": False,
+            "expected": ["shoe-001"],
+            "observed": [],
+            "message": "shoe-001 is missing",
+        },
+    ],
+    "verdicts": [
+        {
+            "dimension": "grounded",
+            "rubric": "only what the tools said",
+            "outcome": "fail",
+            "verdict": "FAIL",
+            "reasoning": "invented a price",
+            "error": None,
+            "judge_model": "judge-m",
+            "judge_fingerprint": "jf",
+            "rubric_fingerprint": "rf",
+            "transcript_hash": None,
+            "truncated_chars": 0,
+            "truncated_turns": 0,
+            "reused": False,
+        }
+    ],
+    "turns": [
+        [
+            {
+                "type": "tool_call",
+                "call_id": "c1",
+                "name": "add_to_cart",
+                "arguments": {"product_id": "shoe-002"},
+            },
+            {
+                "type": "tool_result",
+                "call_id": "c1",
+                "name": "add_to_cart",
+                "status": "ok",
+                "reason": None,
+                "result": {"ok": True},
+            },
+            {"type": "text", "text": "Added it."},
+            {"type": "turn_end", "turn": 0},
+        ]
+    ],
+    "messages": ["Add the trail runner"],
+    "snapshot": {
+        "cart": [{"product_id": "shoe-002", "quantity": 1, "variant": None}],
+        "memory": ["m"],
+        "changes": [],
+    },
+    "duration_s": 0.25,
+    "file": "cases/cart/add.yaml",
+    "line": 3,
+}
+
+
+def test_a_record_written_today_is_written_as_schema_2_and_reads_back_the_same(tmp_path):
+    assert SCHEMA_VERSION == 2  # the formats did not change: no new schema
+    record = a_record()
+    written = json.loads(record_json(run([record])))
+    assert written["trials"] == [SCHEMA_2_TRIAL]  # key for key, in the same order
+    assert list(written["trials"][0]) == list(SCHEMA_2_TRIAL)
+    assert load_record(write_record(run([record]), tmp_path / "run.json")).trials == [record]
+    store = RunStore(tmp_path / "runs")
+    store.import_record(run([record]))
+    assert store.load_run(run([record]).run_id).trials == [record]
+
+
+def test_a_schema_2_record_written_before_the_record_was_typed_reads_as_the_typed_record(
+    tmp_path,
+):
+    data = json.loads(run([a_record()]).model_dump_json())
+    data["trials"] = [SCHEMA_2_TRIAL]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    assert load_record(path).trials == [a_record()]
+
+
+def test_the_store_columns_hold_the_json_they_held_before(tmp_path):
+    import sqlite3
+    from contextlib import closing
+
+    record = run([a_record()])
+    RunStore(tmp_path / "runs").import_record(record)
+    with closing(sqlite3.connect(tmp_path / "runs" / "runs.sqlite")) as conn:
+        row = conn.execute("SELECT transcript, verdicts, grader_results FROM trials").fetchone()
+    assert row == (
+        json.dumps(SCHEMA_2_TRIAL["turns"], ensure_ascii=False),
+        json.dumps(SCHEMA_2_TRIAL["verdicts"], ensure_ascii=False),
+        json.dumps(SCHEMA_2_TRIAL["grader_results"], ensure_ascii=False),
+    )
+
+
+def test_a_schema_1_verdict_without_its_rubric_reads_with_an_empty_one(tmp_path):
+    data = json.loads(run([a_record()]).model_dump_json())
+    data["schema_version"] = 1
+    del data["kind"], data["judge_fingerprints"]
+    del data["trials"][0]["verdicts"][0]["rubric"]
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    [verdict] = load_record(path).trials[0].verdicts
+    assert verdict.rubric == "" and verdict.dimension == "grounded"
+
+
+def test_the_store_hands_live_trends_typed_verdicts(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    store.import_record(run([a_record()]))
+    [verdict] = store.verdicts(run([a_record()]).run_id)
+    assert isinstance(verdict, RubricVerdict) and verdict.judge_fingerprint == "jf"
+
+
+# -- the rules, written once --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("passed", "graded", "threshold", "met"),
+    [
+        (4, 5, 0.8, True),  # 0.8 on float rounding
+        (3, 4, 0.8, False),
+        (9, 10, 0.9, True),
+        (2, 3, 2 / 3, True),
+        (1, 1, 1.0, True),
+        (0, 3, 0.0, True),
+        (0, 0, 0.0, False),
+    ],
+)
+def test_meets_threshold_is_the_rule_of_sets_summaries_and_the_store(
+    passed, graded, threshold, met
+):
+    assert meets_threshold(passed, graded, threshold) is met
+    if graded:
+        assert (set_verdict(passed, graded, threshold) == "ok") is met
+        assert (SetStats("s", threshold, passed, graded).verdict == "ok") is met
+        trials = [
+            a_record(outcome="pass" if n < passed else "fail").model_copy(update={"trial": n})
+            for n in range(graded)
+        ]
+        trials = [t.model_copy(update={"threshold": threshold}) for t in trials]
+        assert set_results(trials)[0].met is met
+
+
+def test_every_threshold_verdict_goes_through_meets_threshold(monkeypatch):
+    monkeypatch.setattr(results, "meets_threshold", lambda passed, graded, threshold: False)
+    assert set_verdict(5, 5, 0.5) == "short"
+    assert SetStats("s", 0.5, 5, 5).verdict == "short"
+    assert set_results([a_record(outcome="pass")])[0].met is False
+
+
+def _sources_holding(text: str) -> list[str]:
+    return sorted(
+        p.relative_to(PACKAGE).as_posix()
+        for p in PACKAGE.rglob("*.py")
+        if text in p.read_text(encoding="utf-8")
+    )
+
+
+def test_the_priorities_difficulties_and_threshold_tolerance_are_written_once():
+    assert _sources_holding('"critical", "high", "medium", "low"') == ["cases/case.py"]
+    assert _sources_holding('"easy", "medium", "hard"') == ["cases/case.py"]
+    assert _sources_holding("1e-12") == ["results.py"]
+    from pytest_commerce_evals.reports import html
+    from pytest_commerce_evals.runner import summary
+    from pytest_commerce_evals.store import history
+
+    assert summary.PRIORITIES is PRIORITIES and html.PRIORITIES is PRIORITIES
+    assert list(history.PRIORITY_ORDER) == list(PRIORITIES)
+    assert html.TABLE_OUTCOMES == tuple(o for o in results.OUTCOMES if o != "error")
+
+
+# -- one path per trial -------------------------------------------------------------------------
+
+
+def _case(**expected) -> Case:
+    return Case.model_validate(
+        {
+            "id": "cart-001-add",
+            "priority": "high",
+            "difficulty": "easy",
+            "turns": ["Add the trail runner"],
+            "expected": expected,
+        }
+    )
+
+
+def _config(verdicts):
+    calls = []
+
+    def grade_rubric(config, case, result):
+        calls.append(case.id)
+        return verdicts
+
+    return SimpleNamespace(hook=SimpleNamespace(pytest_commerce_evals_grade_rubric=grade_rubric))
+
+
+@pytest.mark.parametrize(
+    ("verdict", "outcome"),
+    [("pass", "pass"), ("fail", "fail"), ("judge_error", "judge_error"), (None, "pass")],
+)
+def test_grade_trial_grades_judges_and_folds_the_outcome(verdict, outcome):
+    from pytest_commerce_evals.runner.trial import grade_trial
+
+    case = _case(calls_tool=["add_to_cart"], rubric={"grounded": "only what the tools said"})
+    verdicts = None if verdict is None else [RubricVerdict("grounded", "r", verdict)]
+    result = a_result(outcome="pass", grader_results=[], verdicts=[], snapshot=None)
+    graded = grade_trial(_config(verdicts), case, result)
+    assert graded is result and result.outcome == outcome
+    assert [g.key for g in result.grader_results] == ["calls_tool"]
+    assert result.rubric_not_judged is (verdict is None)
+
+
+def test_a_failed_grader_fails_the_trial_whatever_the_judge_says():
+    from pytest_commerce_evals.runner.trial import grade_trial
+
+    case = _case(calls_tool=["checkout"], rubric={"grounded": "only what the tools said"})
+    result = a_result(outcome="pass", grader_results=[], verdicts=[], snapshot=None)
+    grade_trial(_config([RubricVerdict("grounded", "r", "pass")]), case, result)
+    assert result.outcome == "fail"
+
+
+def test_live_sampling_runs_its_trials_through_the_regression_trial_path():
+    from pytest_commerce_evals.live import _plugin as live
+    from pytest_commerce_evals.runner import trial
+    from pytest_commerce_evals.runner.items import CaseItem
+
+    assert live.grade_trial is trial.grade_trial
+    assert live.LiveItem.runtest is CaseItem.runtest  # recorded and reported as any trial
+    assert not hasattr(trial, "_fold")
+
+
+def _private_imports_across_features(folder: Path) -> list[str]:
+    """`from ..feature._module import x` or `from ..feature.module import _x` in the modules
+    under `folder`, where the feature is not the module's own."""
+    found = []
+    for path in sorted(folder.rglob("*.py")) if folder.is_dir() else [folder]:
+        rel = path.relative_to(PACKAGE).with_suffix("").parts
+        own = rel[0] if len(rel) > 1 else None
+        here = list(rel[:-1])
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            target = here[: len(here) - (node.level - 1)] + (node.module or "").split(".")
+            target = [t for t in target if t]
+            feature = target[0] if target and (PACKAGE / target[0]).is_dir() else None
+            if feature == own:
+                continue
+            private = [t for t in target if t.startswith("_")]
+            private += [a.name for a in node.names if a.name.startswith("_")]
+            if private:
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {'.'.join(target)}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "where", ["live", "runner", "reports", "results.py", "hookspecs.py", "store/run_store.py"]
+)
+def test_no_private_module_or_name_of_another_feature_is_imported(where):
+    assert _private_imports_across_features(PACKAGE / where) == []
+
+
+def test_the_store_paths_are_public():
+    from pytest_commerce_evals.store.paths import output_path, store_folder
+
+    def config(store, ini=""):
+        return SimpleNamespace(
+            getoption=lambda name, default=None: store,
+            getini=lambda name: ini,
+            rootpath=Path("/root/project"),
+            invocation_params=SimpleNamespace(dir=Path("/root/project/sub")),
+        )
+
+    assert store_folder(config(None)) == Path("/root/project/.commerce/runs")
+    assert store_folder(config("none")) is None
+    assert store_folder(config(None, "/abs/store")) == Path("/abs/store")
+    assert output_path(config(None), "out/run.json") == Path("/root/project/sub/out/run.json")
+
+
+# -- through pytest -----------------------------------------------------------------------------
+
+RECORDING_HOOK = """
+import json
+from pytest_commerce_evals.results import RubricVerdict, TrialRecord
+from pytest_commerce_evals.events import ToolCall
+
+def pytest_commerce_evals_trial_recorded(config, record):
+    seen = {
+        "typed": isinstance(record, TrialRecord),
+        "case_id": record.case_id,
+        "outcome": record.outcome,
+        "calls": [e.name for t in record.turns for e in t if isinstance(e, ToolCall)],
+        "messages": record.messages,
+    }
+    with open("seen.jsonl", "a") as fp:
+        fp.write(json.dumps(seen) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2", "-p", "no:benchmark"]])
+def test_the_hook_gets_the_typed_record_with_and_without_xdist(pytester, workers):
+    make_suite(pytester, (HERE / "helpers.py").read_text())
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + RECORDING_HOOK)
+    result = pytester.runpytest("cases", "--commerce-store=none", *workers)
+    assert "INTERNALERROR" not in result.stdout.str()
+    lines = (pytester.path / "seen.jsonl").read_text().splitlines()
+    seen = sorted((json.loads(line) for line in lines), key=lambda s: s["case_id"])
+    assert [s["typed"] for s in seen] == [True] * len(seen) and len(seen) >= 3
+    first = seen[0]
+    assert first["case_id"] == "cart-001-add-single" and "add_to_cart" in first["calls"]
+    assert first["messages"] == ["Add the trail runner to my cart"]

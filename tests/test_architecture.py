@@ -42,8 +42,6 @@ FEATURES = {
 KNOWN: set[tuple[str, str]] = {
     ("pytest_commerce_evals.plugin", "pytest_commerce_evals.runner._scheduler"),
     ("pytest_commerce_evals.store._plugin", "pytest_commerce_evals.models._plugin"),
-    ("pytest_commerce_evals.live._plugin", "pytest_commerce_evals.store._plugin"),
-    ("pytest_commerce_evals.live._plugin", "pytest_commerce_evals.runner.trial"),
 }
 
 

@@ -875,9 +875,9 @@ def options_markdown() -> str:
     lines = [
         "# Options, ini keys and environment variables",
         "",
-        "Every setting of the plugin, generated from `pytest_commerce_evals/settings.py`",
-        "(`python -c 'from pytest_commerce_evals.settings import options_markdown; "
-        "print(options_markdown(), end=\"\")' > docs/options.md`); a test keeps the two equal.",
+        "Every setting of the plugin, generated from the table in",
+        "`pytest_commerce_evals/settings.py` (`python -m pytest_commerce_evals.settings >",
+        "docs/options.md`); a test keeps the two equal.",
         "",
         "A setting given in more than one place takes the first of its *precedence* column;",
         "an ini key or variable set to an empty value counts as not set. A bad value stops the",
@@ -919,3 +919,7 @@ def documented_names(text: str) -> set[str]:
                 found.update(_DOC_NAME.findall(cell))
     return found
 
+
+
+if __name__ == "__main__":  # python -m pytest_commerce_evals.settings > docs/options.md
+    print(options_markdown(), end="")

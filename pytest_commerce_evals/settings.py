@@ -920,6 +920,5 @@ def documented_names(text: str) -> set[str]:
     return found
 
 
-
 if __name__ == "__main__":  # python -m pytest_commerce_evals.settings > docs/options.md
     print(options_markdown(), end="")

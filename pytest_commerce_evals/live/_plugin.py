@@ -19,8 +19,8 @@ from ..cases.case import Case, Expected, State
 from ..judge.rubrics import STANDARD
 from ..reports.terminal import line_writer
 from ..results import TrialResult
-from ..settings import settings
 from ..runner.items import CaseItem, TrialFailed
+from ..settings import settings
 from .traffic import (
     Capture,
     Conversation,

@@ -10,6 +10,7 @@ from ..settings import agent_label, settings
 from . import embedded as _local_model
 from .endpoint import EndpointError, close_session_clients, resolve_endpoint
 
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     label = agent_label(config)
     lines = [f"commerce-evals agent: {label}"] if label else []

@@ -1,7 +1,7 @@
 """Concurrent trials: up to C trials in flight in one pytest process, reported in item order.
 
 An eval run's time is almost all model latency, so trials are run ahead of pytest's loop on C
-worker threads (`--commerce-concurrency`, resolved in `settings`); each item's `runtest` then only waits for its own
+worker threads (`--commerce-concurrency`); each item's `runtest` then only waits for its own
 trial and reports it. pytest's protocol, reports, `-x`, xdist and the summary are unchanged. The
 threads are daemons: Ctrl-C or `-x` abandons the trials still queued, and a call still in flight
 never holds up the exit.

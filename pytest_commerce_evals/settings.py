@@ -784,9 +784,12 @@ def resolve_settings(
 ) -> Settings:
     """Every setting from `config`'s options and ini keys and the environment, parsed and
     checked. Raises `pytest.UsageError` naming the first bad one. With no config: defaults and
-    environment only."""
+    environment only. Under `--help` and `--version` a bad value gives way to the default, so
+    the help that explains it can still be read."""
     environ = os.environ if environ is None else environ
     root = Path(config.rootpath) if config is not None else None
+    option = getattr(config, "option", None)
+    lenient = bool(getattr(option, "help", False) or getattr(option, "version", False))
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for s in TABLE:
@@ -797,7 +800,13 @@ def resolve_settings(
             values[s.name] = _default(s, root)
             continue
         origin, raw = found
-        values[s.name] = _parse(s, origin, raw, root)
+        try:
+            values[s.name] = _parse(s, origin, raw, root)
+        except pytest.UsageError:
+            if not lenient:
+                raise
+            values[s.name] = _default(s, root)
+            continue
         sources[s.name] = origin
     return Settings(**values, sources=MappingProxyType(sources))
 

@@ -111,6 +111,15 @@ def test_help_lists_every_option_and_ini_key_in_the_group(pytester: pytest.Pytes
             assert re.search(rf"^  {re.escape(s.ini)} \(", out, re.M), s.ini
 
 
+def test_help_still_works_with_a_bad_value(pytester: pytest.Pytester, monkeypatch):
+    monkeypatch.setenv("COMMERCE_CONCURRENCY", "lots")
+    pytester.makeini("[pytest]\ncommerce_retry_attempts = many\n")
+    result = pytester.runpytest("--help")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*--commerce-concurrency=C*"])
+    assert pytester.runpytest().ret == pytest.ExitCode.USAGE_ERROR
+
+
 def test_the_doc_is_the_table():
     text = DOC.read_text(encoding="utf-8")
     # both ways: every declared name is documented, and nothing documented is undeclared

@@ -1,5 +1,6 @@
-"""The entry plugin: registers the hooks and the features' plugins, the core options and the
-run's settings. Each feature keeps its own hooks in its `_plugin` module (docs/architecture.md).
+"""The entry plugin: registers the hooks and the features' plugins, every option and ini key
+(declared once, in `settings.TABLE`), and resolves the run's settings at configure time. Each
+feature keeps its own hooks in its `_plugin` module (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import pytest
 from . import hookspecs
 from .cases.case import DIFFICULTIES, PRIORITIES
 from .cases.loader import CASE_SUFFIXES
-from .runner._scheduler import concurrency
-from .settings import RUN_CONFIG, RunConfig
+from .settings import RUN_CONFIG, RunConfig, register, settings
 
 SUBPLUGINS = (
     "pytest_commerce_evals.cases._plugin",
@@ -35,54 +35,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("commerce-evals", "commerce agent evals")
-    group.addoption(
-        "--commerce-trials",
-        type=int,
-        default=None,
-        metavar="N",
-        help="run each case N times as separate items (ini: commerce_trials; default 1)",
-    )
-    group.addoption(
-        "--commerce-threshold",
-        type=float,
-        default=None,
-        metavar="RATE",
-        help="default pass threshold (0..1) of a set without its own _set.yaml threshold "
-        "(ini: commerce_threshold; default 0.8)",
-    )
-    group.addoption(
-        "--commerce-concurrency",
-        default=None,
-        metavar="C",
-        help="trials in flight at once in this process (ini commerce_concurrency, env "
-        "COMMERCE_CONCURRENCY; default auto: 8 against a remote endpoint, 1 on the embedded "
-        "model); with -n, per xdist worker",
-    )
-    parser.addini(
-        "commerce_case_dirs", "folders holding eval cases", type="args", default=["cases"]
-    )
-    parser.addini("commerce_concurrency", "trials in flight at once (a number or auto)", default="")
-    parser.addini("commerce_trials", "trials per case", default="1")
-    parser.addini("commerce_threshold", "default pass threshold of a set", default="0.8")
+    """Every option and ini key of the plugin, from the one table in `settings`."""
+    register(parser)
 
 
-def _number(config: pytest.Config, option: str, ini: str, kind: type, low: float, high: float):
-    value = config.getoption(option)
-    source = f"--{option.replace('_', '-')}"
-    if value is None:
-        raw, source = config.getini(ini), f"ini {ini}"
-        try:
-            value = kind(raw)
-        except ValueError:
-            raise pytest.UsageError(
-                f"{source}: expected a {kind.__name__}; found {raw!r}"
-            ) from None
-    if not low <= value <= high:
-        raise pytest.UsageError(f"{source}: expected {low:g}..{high:g}; found {value}")
-    return value
-
-
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     for name in PRIORITIES:
         config.addinivalue_line("markers", f"{name}: case priority {name} (commerce-evals)")
@@ -91,12 +48,13 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in DIFFICULTIES:
         config.addinivalue_line("markers", f"difficulty_{name}: case difficulty {name}")
     config.addinivalue_line("markers", "commerce_case: an eval case trial (commerce-evals)")
-    root = config.rootpath
+    # every setting parsed and checked here, before any trial (in xdist workers too)
+    found = settings(config)
     args = [Path(a.split("::")[0]) for a in config.args]
     config.stash[RUN_CONFIG] = RunConfig(
-        trials=_number(config, "commerce_trials", "commerce_trials", int, 1, 10_000),
-        threshold=_number(config, "commerce_threshold", "commerce_threshold", float, 0, 1),
-        case_dirs=[(root / d).resolve() for d in config.getini("commerce_case_dirs")],
+        trials=found.trials,
+        threshold=found.threshold,
+        case_dirs=list(found.case_dirs),
         explicit={(Path.cwd() / a).resolve() for a in args if a.suffix in CASE_SUFFIXES},
-        concurrency=concurrency(config),
+        concurrency=found.concurrency,
     )

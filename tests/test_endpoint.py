@@ -33,8 +33,9 @@ except ImportError:  # pragma: no cover
 
 pytest_plugins = ["pytester"]
 
-# This module's hooks alone, whether or not the package's entry point is installed.
-PLUGIN = ("-p", "no:commerce_evals", "-p", "pytest_commerce_evals.models._plugin")
+# The package's plugin by module name (its settings table registers the endpoint options),
+# whether or not the package's entry point is installed.
+PLUGIN = ("-p", "no:commerce_evals", "-p", "pytest_commerce_evals.plugin")
 SECRET = "sk-test-0123456789-secret"
 ENV = (
     "OPENAI_BASE_URL",
@@ -158,10 +159,15 @@ def test_hosted_model_without_key_says_what_to_set(config):
 
 
 def test_base_url_must_be_http(config):
-    with pytest.raises(EndpointError, match="'localhost:8000' .*not an http"):
+    # checked with every other setting, at configure time (or first use): a usage error
+    with pytest.raises(pytest.UsageError) as info:
         resolve_endpoint(
             config("--commerce-base-url=localhost:8000", "--commerce-model=m"), "agent"
         )
+    assert str(info.value) == (
+        "--commerce-base-url: expected an http(s) URL, e.g. http://localhost:11434/v1; "
+        "found 'localhost:8000'"
+    )
 
 
 def test_judge_defaults_to_the_agents_endpoint(config, monkeypatch):
@@ -227,7 +233,7 @@ def test_options_are_listed_in_help(pytester: pytest.Pytester):
     result = pytester.runpytest(*PLUGIN, "--help")
     result.stdout.fnmatch_lines(
         [
-            "commerce-evals*",
+            "commerce agent evals:",  # the group `commerce-evals`, titled by the entry plugin
             "*--commerce-model=VALUE*",
             "*--commerce-base-url=VALUE*",
             "*--commerce-judge-model=VALUE*",
@@ -561,21 +567,14 @@ def test_local_model_may_be_any_gguf_path(config, tmp_path, monkeypatch):
         _local_model.locate_gguf(None)
 
 
-class _Ini:
-    def __init__(self, **values: str) -> None:
-        self.values = values
-
-    def getini(self, name: str) -> str:
-        return self.values.get(name, "")
-
-
-def test_the_embedded_model_waits_longer_unless_a_timeout_is_set():
+def test_the_embedded_model_waits_longer_unless_a_timeout_is_set(config):
     from pytest_commerce_evals.models.endpoint import _timeout
 
-    assert _timeout(_Ini()).read == 120
-    assert _timeout(_Ini(), local=True).read == 900  # a retry would queue behind the lost call
-    assert _timeout(_Ini(commerce_request_timeout="30"), local=True).read == 30
-    assert _timeout(_Ini(commerce_request_timeout="30")).connect == 10
+    assert _timeout(config()).read == 120
+    assert _timeout(config(), local=True).read == 900  # a retry would queue behind the lost call
+    timed = config(ini="commerce_request_timeout = 30")
+    assert _timeout(timed, local=True).read == 30
+    assert _timeout(timed).connect == 10
 
 
 def test_a_401_makes_exactly_one_request_and_no_retry(config, stub_server):

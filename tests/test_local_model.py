@@ -20,6 +20,7 @@ import pytest
 
 from pytest_commerce_evals.models import embedded as _local_model
 from pytest_commerce_evals.models.endpoint import make_client, resolve_endpoint
+from pytest_commerce_evals.settings import SETTINGS, resolve_settings
 
 _MISSING = [
     what
@@ -69,11 +70,15 @@ def local(pytestconfig: pytest.Config) -> Iterator[pytest.Config]:
             mp.delenv(name, raising=False)
         mp.setenv("OPENAI_API_KEY", "sk-must-not-reach-the-local-server")
         mp.setenv("COMMERCE_LOCAL_N_CTX", "4096")
+        # settings are read once at configure time: read them again under this environment
+        before = pytestconfig.stash[SETTINGS]
+        pytestconfig.stash[SETTINGS] = resolve_settings(pytestconfig)
         _local_model.ensure_server(pytestconfig)
         try:
             yield pytestconfig
         finally:
             _local_model.shutdown(pytestconfig)
+            pytestconfig.stash[SETTINGS] = before
 
 
 def test_unconfigured_endpoints_resolve_to_the_running_server(local):

@@ -443,21 +443,18 @@ def test_no_private_module_or_name_of_another_feature_is_imported(where):
     assert _private_imports_across_features(PACKAGE / where) == []
 
 
-def test_the_store_paths_are_public():
+def test_the_store_paths_are_public(pytester: pytest.Pytester):
     from pytest_commerce_evals.store.paths import output_path, store_folder
 
-    def config(store, ini=""):
-        return SimpleNamespace(
-            getoption=lambda name, default=None: store,
-            getini=lambda name: ini,
-            rootpath=Path("/root/project"),
-            invocation_params=SimpleNamespace(dir=Path("/root/project/sub")),
-        )
-
-    assert store_folder(config(None)) == Path("/root/project/.commerce/runs")
-    assert store_folder(config("none")) is None
-    assert store_folder(config(None, "/abs/store")) == Path("/abs/store")
-    assert output_path(config(None), "out/run.json") == Path("/root/project/sub/out/run.json")
+    root = pytester.path
+    assert store_folder(pytester.parseconfigure()) == root / ".commerce" / "runs"
+    assert store_folder(pytester.parseconfigure("--commerce-store=none")) is None
+    pytester.makeini("[pytest]\ncommerce_store = /abs/store\n")
+    config = pytester.parseconfigure()
+    assert store_folder(config) == Path("/abs/store")
+    where = Path(config.invocation_params.dir)
+    assert output_path(config, "out/run.json") == where / "out" / "run.json"
+    assert output_path(config, "/tmp/run.json") == Path("/tmp/run.json")
 
 
 # -- through pytest -----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""`pytest --commerce-lint`: check the authoring rules over the case files, then exit."""
+"""`pytest --commerce-lint`: check the authoring rules over the case files, then exit (the
+options, `--commerce-lint` and `--commerce-vacuity`, are declared in `settings.TABLE`)."""
 
 from __future__ import annotations
 
@@ -6,34 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from ..settings import settings
 from .lint import RULES, FixtureIndex, lint_paths
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("commerce-evals")
-    group.addoption(
-        "--commerce-lint",
-        action="store_true",
-        default=False,
-        help="check the case files against the authoring rules (docs/authoring.md) and exit",
-    )
-    group.addoption(
-        "--commerce-vacuity",
-        action="store_true",
-        default=False,
-        help="run every case against degenerate scripted agents and report cases that assert "
-        "nothing (docs/authoring.md)",
-    )
-    parser.addini(
-        "commerce_captured",
-        "files or folders of captured traffic the lint scans for poisoned IDs",
-        type="args",
-        default=[],
-    )
-
-
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    if not config.getoption("commerce_lint"):
+    if not settings(config).lint:
         return None
     from _pytest.main import wrap_session
 
@@ -43,13 +22,14 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def lint_targets(config: pytest.Config) -> list[Path]:
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         return [Path(a.split("::")[0]).resolve() for a in config.args]
-    return [(config.rootpath / d).resolve() for d in config.getini("commerce_case_dirs")]
+    return list(settings(config).case_dirs)
 
 
 def _lint(config: pytest.Config, session: pytest.Session) -> int:
     index = config.hook.pytest_commerce_evals_fixture_index(config=config) or FixtureIndex()
-    captured = [(config.rootpath / p) for p in config.getini("commerce_captured")]
-    roots = [(config.rootpath / d).resolve() for d in config.getini("commerce_case_dirs")]
+    found = settings(config)
+    captured = [(config.rootpath / p) for p in found.captured]
+    roots = list(found.case_dirs)
     findings = lint_paths(lint_targets(config), index, config.rootpath, captured, roots)
     tw = config.get_terminal_writer()
     tw.sep("=", "commerce-evals lint")

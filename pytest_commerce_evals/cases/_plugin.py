@@ -14,7 +14,7 @@ import pytest
 
 from ..authoring.vacuity import VacuityItem
 from ..runner.items import CaseItem, InvalidCase
-from ..settings import run_config
+from ..settings import run_config, settings
 from .case import CaseFileWarning
 from .loader import CASE_SUFFIXES, CaseProblem, load_case_file, load_set_config
 from .markers import TAG_MARKERS
@@ -107,7 +107,7 @@ class CaseFile(pytest.File):
                 )
                 continue
             seen[case.id] = where
-            if config.getoption("commerce_vacuity", False):
+            if settings(config).vacuity:
                 yield VacuityItem.from_parent(
                     self,
                     name=case.id,

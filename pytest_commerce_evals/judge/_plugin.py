@@ -1,4 +1,5 @@
-"""The judge's pytest hooks: its options, the built-in rubric grader, calibration."""
+"""The judge's pytest hooks: the built-in rubric grader and calibration (the judge's options are
+declared in `settings.TABLE`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 
 from ..reports.terminal import line_writer
 from ..results import RubricVerdict
-from .judge import RESPONSE_FORMATS, ContextBudget, Judge, JudgeParams
+from ..settings import settings
+from .judge import ContextBudget, Judge, JudgeParams
 from .rubrics import resolve_dimensions
-from .verdict_store import DEFAULT_STORE_PATH, VerdictStore
+from .verdict_store import VerdictStore
 
 if TYPE_CHECKING:
     from ..cases.case import Case
@@ -20,97 +22,14 @@ if TYPE_CHECKING:
 
 JUDGE = pytest.StashKey["Judge | None"]()
 DEFAULT_CALIBRATION_SET = Path("tests") / "data" / "calibration"
-_NO_STORE = ("none", "off", "")
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("commerce-evals", "commerce agent evals")
-    group.addoption(
-        "--commerce-judge-store",
-        metavar="PATH",
-        default=None,
-        help="SQLite file of stored judge verdicts, relative to the rootdir; 'none' disables "
-        f"reuse (default: ini commerce_judge_store, else {DEFAULT_STORE_PATH.as_posix()})",
-    )
-    group.addoption(
-        "--commerce-judge-budget",
-        metavar="N",
-        type=int,
-        default=None,
-        help="the judge's context budget for one prompt, in the unit of "
-        "--commerce-judge-budget-unit; longer transcripts are cut from the start, the graded "
-        f"turn kept (default: ini commerce_judge_budget, else {ContextBudget().limit})",
-    )
-    group.addoption(
-        "--commerce-judge-budget-unit",
-        choices=("chars", "tokens"),
-        default=None,
-        help="chars, or tokens counted as 4 characters each (default: ini "
-        "commerce_judge_budget_unit, else chars)",
-    )
-    group.addoption(
-        "--commerce-judge-format",
-        choices=("auto", *RESPONSE_FORMATS),
-        default=None,
-        help="how the judge asks for structured output: json_schema (OpenAI, vLLM), "
-        "json_object (llama.cpp's server), none (prompt only); auto picks json_object for the "
-        "embedded llama.cpp server and json_schema otherwise",
-    )
-    group.addoption(
-        "--commerce-no-judge",
-        action="store_true",
-        default=False,
-        help="do not call the judge: rubric dimensions are reported as not judged",
-    )
-    group.addoption(
-        "--commerce-judge-calibrate",
-        action="store_true",
-        default=False,
-        help="run the configured judge over the labelled calibration set, print agreement and "
-        "Cohen's kappa per rubric dimension, and exit",
-    )
-    group.addoption(
-        "--commerce-judge-calibration-set",
-        metavar="PATH",
-        default=None,
-        help="folder or JSON file of labelled transcripts for --commerce-judge-calibrate "
-        f"(default: {DEFAULT_CALIBRATION_SET.as_posix()} under the rootdir)",
-    )
-    parser.addini("commerce_judge_store", "SQLite file of stored judge verdicts", default="")
-    parser.addini("commerce_judge_budget", "the judge's context budget for one prompt", default="")
-    parser.addini("commerce_judge_budget_unit", "chars or tokens", default="chars")
-    parser.addini("commerce_judge_format", "auto, json_schema, json_object or none", default="auto")
-    parser.addini("commerce_judge_seed", "the seed sent on every judge call", default="")
-    parser.addini("commerce_judge_max_tokens", "max_tokens of a judge reply", default="")
-
-
-# -- settings ----------------------------------------------------------------------------------
-
-
-def _setting(config: pytest.Config, option: str, ini: str) -> Any:
-    value = config.getoption(option)
-    if value is None or value == "":
-        value = config.getini(ini)
-    return value if value != "" else None
-
-
-def _int_setting(config: pytest.Config, option: str | None, ini: str) -> int | None:
-    value = _setting(config, option, ini) if option else (config.getini(ini) or None)
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"{ini} must be a whole number, got {value!r}") from None
+# -- settings (declared in settings.TABLE) -------------------------------------------------------
 
 
 def store_path(config: pytest.Config) -> Path | None:
     """Where verdicts are stored, or None when storing is switched off."""
-    value = _setting(config, "commerce_judge_store", "commerce_judge_store")
-    if value is not None and str(value).strip().lower() in _NO_STORE:
-        return None
-    path = Path(value) if value is not None else DEFAULT_STORE_PATH
-    return path if path.is_absolute() else Path(config.rootpath) / path
+    return settings(config).judge_store
 
 
 def _endpoint_model(endpoint: Any) -> str:
@@ -134,17 +53,12 @@ def _is_embedded(endpoint: Any) -> bool:
 
 
 def judge_params(config: pytest.Config, endpoint: Any = None) -> JudgeParams:
-    fmt = _setting(config, "commerce_judge_format", "commerce_judge_format") or "auto"
+    found = settings(config)
+    fmt = found.judge_format
     if fmt == "auto":
         fmt = "json_object" if _is_embedded(endpoint) else "json_schema"
-    if fmt not in RESPONSE_FORMATS:
-        raise pytest.UsageError(
-            f"commerce_judge_format must be auto or one of {', '.join(RESPONSE_FORMATS)}, "
-            f"got {fmt!r}"
-        )
     defaults = JudgeParams()
-    seed = _int_setting(config, None, "commerce_judge_seed")
-    max_tokens = _int_setting(config, None, "commerce_judge_max_tokens")
+    seed, max_tokens = found.judge_seed, found.judge_max_tokens
     return JudgeParams(
         temperature=0.0,
         seed=defaults.seed if seed is None else seed,
@@ -159,8 +73,8 @@ every 1,000 prompt tokens cost about 7 s, and a tiny judge gains nothing from a 
 
 
 def judge_budget(config: pytest.Config, embedded: bool = False) -> ContextBudget:
-    limit = _int_setting(config, "commerce_judge_budget", "commerce_judge_budget")
-    unit = _setting(config, "commerce_judge_budget_unit", "commerce_judge_budget_unit") or "chars"
+    found = settings(config)
+    limit, unit = found.judge_budget, found.judge_budget_unit
     if not limit and embedded:
         limit, unit = EMBEDDED_BUDGET_CHARS, "chars"
     try:
@@ -211,7 +125,7 @@ def pytest_commerce_evals_grade_rubric(
     config: pytest.Config, case: Case, result: TrialResult
 ) -> list[RubricVerdict] | None:
     """The built-in judge; trylast, so a team's own implementation in conftest.py wins."""
-    if config.getoption("commerce_no_judge", default=False):
+    if settings(config).no_judge:
         return None
     if not case.expected.rubric_dimensions():
         return []
@@ -231,7 +145,7 @@ def pytest_commerce_evals_grade_rubric(
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
-    if config.getoption("commerce_judge_calibrate", default=False):
+    if settings(config).judge_calibrate:
         # the same shape as --fixtures: configure, run one command, unconfigure, exit
         from _pytest.main import wrap_session
 
@@ -251,7 +165,7 @@ def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pyt
 
     write = line_writer(config)
 
-    value = config.getoption("commerce_judge_calibration_set")
+    value = settings(config).judge_calibration_set
     path = Path(value) if value else DEFAULT_CALIBRATION_SET
     if not path.is_absolute():
         path = (

@@ -1,5 +1,5 @@
-"""pytest hooks of production mode: live-traffic options, sampled conversations as items, the
-trend per dimension (terminal and SVG).
+"""pytest hooks of production mode: live-traffic settings, sampled conversations as items, the
+trend per dimension (terminal and SVG). The options are declared in `settings.TABLE`.
 
 A sampled conversation becomes a `LiveItem`, a `CaseItem` whose case is built from the capture
 (standard dimensions as its rubric) and whose trial replays the captured events instead of
@@ -21,9 +21,9 @@ from ..reports.terminal import line_writer
 from ..results import RubricVerdict, TrialResult
 from ..runner.items import CaseItem
 from ..runner.trial import grade_trial
+from ..settings import settings
 from ..store.paths import output_path, store_folder
 from .traffic import (
-    DEFAULT_REDACT,
     Capture,
     Conversation,
     Redactor,
@@ -54,133 +54,17 @@ LIVE_CONFIG = pytest.StashKey["LiveConfig | None"]()
 CAPTURE = pytest.StashKey[Capture]()
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("commerce-evals", "commerce agent evals")
-    group.addoption(
-        "--commerce-live",
-        metavar="PATH",
-        action="append",
-        default=None,
-        help="judge captured production traffic (a JSONL capture file, or a folder of them; "
-        "repeatable) instead of running cases; see docs/live.md",
-    )
-    group.addoption(
-        "--commerce-sample-rate",
-        metavar="R",
-        type=float,
-        default=None,
-        help="share of conversations to judge, 0..1, decided per conversation id "
-        "(ini commerce_sample_rate; default 1)",
-    )
-    group.addoption(
-        "--commerce-sample-seed",
-        metavar="S",
-        default=None,
-        help="seed of the sample: the same seed keeps the same conversations "
-        "(ini commerce_sample_seed; default 0)",
-    )
-    group.addoption(
-        "--commerce-live-dimensions",
-        metavar="A,B",
-        default=None,
-        help="standard rubric dimensions to judge live traffic on, comma-separated "
-        "(ini commerce_live_dimensions; default all)",
-    )
-    group.addoption(
-        "--commerce-trend",
-        action="store_true",
-        default=False,
-        help="print the pass rate per rubric dimension over the live runs in the run store "
-        "(after a --commerce-live run, or alone, without running anything)",
-    )
-    group.addoption(
-        "--commerce-trend-svg",
-        metavar="PATH",
-        default=None,
-        help="draw the live trend as an SVG chart at PATH (implies --commerce-trend)",
-    )
-    group.addoption(
-        "--commerce-trend-runs",
-        metavar="N",
-        type=int,
-        default=None,
-        help="how many of the newest live runs the trend covers (default 12)",
-    )
-    parser.addini("commerce_sample_rate", "share of live conversations to judge", default="1")
-    parser.addini("commerce_sample_seed", "seed of the live sample", default="0")
-    parser.addini(
-        "commerce_live_dimensions",
-        "standard dimensions judged on live traffic",
-        type="args",
-        default=[],
-    )
-    parser.addini(
-        "commerce_live_threshold",
-        "pass threshold of the live set (default 0: a live run reports a trend, it does not gate)",
-        default="0",
-    )
-    parser.addini(
-        "commerce_redact",
-        "identifiers redacted from live traffic before the judge "
-        "and the run store see it: email phone card, or none",
-        type="args",
-        default=list(DEFAULT_REDACT),
-    )
-    parser.addini(
-        "commerce_redact_patterns",
-        "extra redaction patterns, one per line: name: regex",
-        type="linelist",
-        default=[],
-    )
-
-
 # -- settings ---------------------------------------------------------------------------------
 
 
 def redactor_from_config(config: pytest.Config) -> Redactor:
-    kinds = [k for k in config.getini("commerce_redact") if k.lower() != "none"]
-    patterns: dict[str, str] = {}
-    for n, line in enumerate(config.getini("commerce_redact_patterns"), 1):
-        name, sep, regex = line.partition(":")
-        if not sep or not name.strip() or not regex.strip():
-            raise pytest.UsageError(
-                f"ini commerce_redact_patterns line {n}: expected 'name: regex', found {line!r}"
-            )
-        patterns[name.strip()] = regex.strip()
+    """The redaction of ini `commerce_redact` and `commerce_redact_patterns`."""
+    found = settings(config)
+    kinds = [k for k in found.redact if k.lower() != "none"]
     try:
-        return Redactor(kinds=kinds, patterns=patterns)
+        return Redactor(kinds=kinds, patterns=dict(found.redact_patterns))
     except ValueError as exc:
         raise pytest.UsageError(f"ini commerce_redact: {exc}") from None
-
-
-def _rate(config: pytest.Config) -> float:
-    value = config.getoption("commerce_sample_rate")
-    source = "--commerce-sample-rate"
-    if value is None:
-        source, raw = "ini commerce_sample_rate", config.getini("commerce_sample_rate")
-        try:
-            value = float(raw)
-        except ValueError:
-            raise pytest.UsageError(f"{source}: expected a number 0..1; found {raw!r}") from None
-    if not 0 <= value <= 1:
-        raise pytest.UsageError(f"{source}: expected 0..1; found {value}")
-    return value
-
-
-def _dimensions(config: pytest.Config) -> list[str]:
-    value = config.getoption("commerce_live_dimensions")
-    names = (
-        [d.strip() for d in value.split(",") if d.strip()]
-        if value
-        else list(config.getini("commerce_live_dimensions"))
-    )
-    unknown = [d for d in names if d not in STANDARD]
-    if unknown:
-        raise pytest.UsageError(
-            f"--commerce-live-dimensions: {', '.join(unknown)} not standard dimension(s); live "
-            f"traffic is judged on the standard ones: {', '.join(STANDARD)}"
-        )
-    return names or list(STANDARD)
 
 
 def live_config(config: pytest.Config) -> LiveConfig | None:
@@ -189,7 +73,8 @@ def live_config(config: pytest.Config) -> LiveConfig | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    paths = config.getoption("commerce_live", None)
+    found = settings(config)
+    paths = found.live
     if not paths:
         config.stash[LIVE_CONFIG] = None
         return
@@ -198,17 +83,13 @@ def pytest_configure(config: pytest.Config) -> None:
     missing = [str(p) for p in resolved if not p.exists()]
     if missing:
         raise pytest.UsageError(f"--commerce-live: no such file or folder: {', '.join(missing)}")
-    try:
-        threshold = float(config.getini("commerce_live_threshold"))
-    except ValueError:
-        raise pytest.UsageError("ini commerce_live_threshold: expected a number 0..1") from None
     config.stash[LIVE_CONFIG] = LiveConfig(
         paths=resolved,
-        rate=_rate(config),
-        seed=str(config.getoption("commerce_sample_seed") or config.getini("commerce_sample_seed")),
-        dimensions=_dimensions(config),
+        rate=found.sample_rate,
+        seed=found.sample_seed,
+        dimensions=list(found.live_dimensions or STANDARD),
         redactor=redactor_from_config(config),
-        threshold=threshold,
+        threshold=found.live_threshold,
     )
     # live mode judges captured traffic only: the capture files are what pytest collects
     if config.args_source == pytest.Config.ArgsSource.ARGS:
@@ -359,7 +240,8 @@ def pytest_commerce_evals_run_metadata(config: pytest.Config) -> dict | None:
 
 
 def _trend_wanted(config: pytest.Config) -> bool:
-    return bool(config.getoption("commerce_trend") or config.getoption("commerce_trend_svg"))
+    found = settings(config)
+    return bool(found.trend or found.trend_svg)
 
 
 def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
@@ -368,7 +250,7 @@ def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
     if folder is None:
         return ["no run store (--commerce-store=none): no live runs to trend"], None
     lc = live_config(config)
-    limit = config.getoption("commerce_trend_runs") or 12
+    limit = settings(config).trend_runs
     runs, damaged, error = _stored_live_runs(folder, limit)
     if error is not None:
         return [f"cannot read the run store: {error}"], None
@@ -378,7 +260,7 @@ def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
     if damaged:
         lines.append(f"{len(damaged)} damaged run(s) or trial(s) left out of the trend:")
         lines += [f"  {line}" for line in damaged[:5]]
-    svg = config.getoption("commerce_trend_svg")
+    svg = settings(config).trend_svg
     written = None
     if svg:
         path = output_path(config, svg)
@@ -443,7 +325,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
-    if _trend_wanted(config) and not config.getoption("commerce_live", None):
+    if _trend_wanted(config) and not settings(config).live:
         from _pytest.main import wrap_session
 
         return wrap_session(config, _trend_main)
@@ -466,7 +348,7 @@ def pytest_commerce_evals_report_sections(config: pytest.Config, run: Any) -> li
     runs: list[tuple[str, str, list[RubricVerdict]]] = []
     folder = store_folder(config)
     if folder is not None:
-        limit = config.getoption("commerce_trend_runs") or 12
+        limit = settings(config).trend_runs
         runs = _stored_live_runs(folder, limit)[0]
     runs = [r for r in runs if r[0] != run.run_id]
     runs.append((run.run_id, run.started_at, [v for t in run.trials for v in t.verdicts]))

@@ -1,94 +1,14 @@
-"""pytest hooks for model endpoints: the options and ini keys, the header line, and stopping the
-embedded model and the session's clients when the session ends."""
+"""pytest hooks for model endpoints: the header line, the endpoint checks before the first trial,
+and stopping the embedded model and the session's clients when the session ends. Their options
+and ini keys are declared in `settings.TABLE`."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
+from ..settings import agent_label, settings
 from . import embedded as _local_model
 from .endpoint import EndpointError, close_session_clients, resolve_endpoint
-
-AGENT_ENV = "COMMERCE_AGENT"
-
-_ENDPOINT_OPTIONS = (
-    (
-        "--commerce-model",
-        "commerce_model",
-        "the agent's model name (env OPENAI_MODEL; 'local' = the embedded model)",
-    ),
-    (
-        "--commerce-base-url",
-        "commerce_base_url",
-        "the agent's OpenAI-compatible base URL, e.g. http://localhost:8000/v1 "
-        "(env OPENAI_BASE_URL; key from OPENAI_API_KEY)",
-    ),
-    (
-        "--commerce-judge-model",
-        "commerce_judge_model",
-        "the judge's model name (env COMMERCE_JUDGE_MODEL; default: the agent's endpoint)",
-    ),
-    (
-        "--commerce-judge-base-url",
-        "commerce_judge_base_url",
-        "the judge's OpenAI-compatible base URL (env COMMERCE_JUDGE_BASE_URL; key from "
-        "COMMERCE_JUDGE_API_KEY, else OPENAI_API_KEY)",
-    ),
-)
-
-_INI_ONLY = (
-    (
-        "commerce_request_timeout",
-        "seconds a model request may take (default 120; 900 on the embedded model)",
-    ),
-    (
-        "commerce_retry_attempts",
-        "attempts per model call on rate limits, 5xx, timeouts (default 4)",
-    ),
-    ("commerce_retry_wait_max", "longest wait between attempts, seconds (default 20)"),
-    (
-        "commerce_local_model",
-        "embedded model: smollm2-135m (default), gemma3-270m, or a path to a .gguf "
-        "(env COMMERCE_LOCAL_MODEL)",
-    ),
-    ("commerce_local_n_ctx", "embedded model's context window in tokens (default 8192)"),
-    ("commerce_local_startup_timeout", "seconds to wait for the embedded model (default 120)"),
-)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("commerce-evals")
-    group.addoption(
-        "--commerce-agent",
-        dest="commerce_agent",
-        default=None,
-        metavar="LABEL",
-        help="the name of the agent under test, recorded with the run and accepted by "
-        "--commerce-compare (ini commerce_agent, env COMMERCE_AGENT; default: the agent "
-        "endpoint's model, when the agent asks the plugin for its client)",
-    )
-    parser.addini("commerce_agent", "the name of the agent under test; --commerce-agent overrides")
-    for flag, dest, help_text in _ENDPOINT_OPTIONS:
-        group.addoption(flag, dest=dest, default=None, metavar="VALUE", help=help_text)
-        parser.addini(dest, f"{help_text}; {flag} overrides", default="")
-    for name, help_text in _INI_ONLY:
-        parser.addini(name, help_text, default="")
-
-
-def agent_label(config: pytest.Config) -> str | None:
-    """The agent's name as the user gave it: `--commerce-agent`, ini `commerce_agent`, env
-    `COMMERCE_AGENT`, else the `pytest_commerce_evals_agent_label` hook; None when unnamed."""
-    for value in (
-        config.getoption("commerce_agent", None),
-        config.getini("commerce_agent"),
-        os.environ.get(AGENT_ENV),
-    ):
-        if value and str(value).strip():
-            return str(value).strip()
-    hook = getattr(config.hook, "pytest_commerce_evals_agent_label", None)
-    label = hook(config=config) if hook is not None else None  # None: used on its own
-    return str(label).strip() if label and str(label).strip() else None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -137,7 +57,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def _check_endpoints(config: pytest.Config, judge: bool) -> None:
     needed = ["agent"]
-    if judge and not config.getoption("commerce_no_judge", False):
+    if judge and not settings(config).no_judge:
         needed.append("judge")
     for purpose in needed:
         try:
@@ -150,7 +70,7 @@ def _names_cases(config: pytest.Config) -> bool:
     """Whether the command line's paths are, hold or lie inside the `commerce_case_dirs`."""
     from pathlib import Path
 
-    roots = [(config.rootpath / d).resolve() for d in config.getini("commerce_case_dirs")]
+    roots = settings(config).case_dirs
     for arg in config.args:
         path = (Path(config.invocation_params.dir) / arg.split("::")[0]).resolve()
         if path.suffix in (".yaml", ".yml", ".json"):

@@ -39,6 +39,7 @@ from typing import Any
 import pytest
 
 from ..agent import InfraError
+from ..settings import settings
 from . import _chat_format
 
 DEFAULT_N_CTX = 8192
@@ -120,25 +121,14 @@ def _cache_dir() -> Path:
     return path
 
 
-def _setting(config: Any, ini: str, env: str) -> str | None:
-    value = None
-    if config is not None:
-        try:
-            value = config.getini(ini)
-        except (ValueError, AttributeError):  # the plugin's ini keys are not registered
-            value = None
-    value = value or os.environ.get(env)
-    return str(value).strip() if value else None
-
-
 def _choice(config: Any) -> str:
-    return _setting(config, "commerce_local_model", "COMMERCE_LOCAL_MODEL") or DEFAULT_MODEL
+    """ini `commerce_local_model`, else env `COMMERCE_LOCAL_MODEL`, else the default model."""
+    return settings(config).local_model or DEFAULT_MODEL
 
 
 def n_ctx(config: Any) -> int:
     """The context window, in tokens, the embedded server is (or will be) started with."""
-    value = _setting(config, "commerce_local_n_ctx", "COMMERCE_LOCAL_N_CTX")
-    return int(value) if value else DEFAULT_N_CTX
+    return settings(config).local_n_ctx or DEFAULT_N_CTX
 
 
 def model_id(config: Any) -> str:
@@ -164,9 +154,9 @@ def locate_gguf(config: Any = None) -> Path:
 
 
 def _threads() -> int:
-    explicit = os.environ.get("COMMERCE_LOCAL_THREADS")
+    explicit = settings().local_threads  # env COMMERCE_LOCAL_THREADS
     if explicit:
-        return max(1, int(explicit))
+        return explicit
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, (cpus or 1) // max(1, workers))
@@ -391,11 +381,9 @@ def ensure_server(config: Any, purpose: str = "agent") -> LocalServer:
         if server is not None:
             server.stop()  # it died: start a fresh one
         gguf = locate_gguf(config)
-        timeout = _setting(
-            config, "commerce_local_startup_timeout", "COMMERCE_LOCAL_STARTUP_TIMEOUT"
-        )
+        timeout = settings(config).local_startup_timeout
         server = LocalServer(gguf, model_alias=model_id(config), n_ctx=n_ctx(config))
-        server.start(float(timeout) if timeout else DEFAULT_STARTUP_TIMEOUT_S)
+        server.start(timeout or DEFAULT_STARTUP_TIMEOUT_S)
         servers[purpose] = server
         return server
 

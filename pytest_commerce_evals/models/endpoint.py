@@ -36,6 +36,7 @@ import pytest
 import tenacity
 
 from ..agent import InfraError
+from ..settings import settings
 from .chat_client import (
     ChatAPIError,
     ChatClient,
@@ -156,12 +157,8 @@ class RetryPolicy:
     def from_config(cls, config: pytest.Config | None) -> RetryPolicy:
         if config is None:
             return cls()
-        attempts = _ini(config, "commerce_retry_attempts")
-        wait_max = _ini(config, "commerce_retry_wait_max")
-        return cls(
-            attempts=max(1, int(attempts)) if attempts else cls.attempts,
-            wait_max=float(wait_max) if wait_max else cls.wait_max,
-        )
+        found = settings(config)  # ini commerce_retry_attempts / _wait_max, checked at configure
+        return cls(attempts=found.retry_attempts, wait_max=found.retry_wait_max)
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         exp = min(self.wait_max, self.wait_initial * 2 ** (state.attempt_number - 1))
@@ -176,26 +173,16 @@ class RetryPolicy:
 # --- resolution -------------------------------------------------------------------------------
 
 
-def _ini(config: Any, name: str) -> Any:
-    try:
-        value = config.getini(name)
-    except (ValueError, AttributeError):  # the option's plugin is not registered
-        return None
-    return value or None
+_ORIGIN = {"option": "cli", "ini": "ini", "env": "env"}
 
 
 def _pick(config: Any, purpose: str, field: str) -> tuple[str, str] | None:
-    """The first non-empty value of `field` for `purpose`, and where it came from."""
-    dest, ini, env = _SOURCES[purpose][field]
-    candidates = (
-        ("cli", config.getoption(dest, None) if config is not None else None),
-        ("ini", _ini(config, ini) if config is not None else None),
-        ("env", os.environ.get(env)),
-    )
-    for source, value in candidates:
-        if value is not None and str(value).strip():
-            return source, str(value).strip()
-    return None
+    """The value of `field` for `purpose` (from the run's settings: command line, ini, then
+    environment), and where it came from; None when not given."""
+    name = _SOURCES[purpose][field][0].removeprefix("commerce_")
+    found = settings(config)
+    value = getattr(found, name)
+    return None if value is None else (_ORIGIN[found.origin(name)], value)
 
 
 def _check_url(url: str, purpose: str, source: str) -> str:
@@ -307,8 +294,8 @@ def _url_flag(purpose: str) -> str:
 
 
 def _timeout_s(config: Any, local: bool = False) -> float:
-    value = _ini(config, "commerce_request_timeout") if config is not None else None
-    return float(value) if value else (LOCAL_TIMEOUT_S if local else DEFAULT_TIMEOUT_S)
+    value = settings(config).request_timeout if config is not None else None
+    return value if value else (LOCAL_TIMEOUT_S if local else DEFAULT_TIMEOUT_S)
 
 
 def _timeout(config: Any, local: bool = False) -> openai.Timeout:

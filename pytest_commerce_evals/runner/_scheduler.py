@@ -14,7 +14,6 @@ Under xdist each worker runs its own scheduler over the items the controller has
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from concurrent.futures import Future
@@ -22,36 +21,13 @@ from typing import Any
 
 import pytest
 
-__all__ = ["TrialScheduler", "concurrency", "resolve_auto", "run_coroutine", "shared_loop"]
+__all__ = ["TrialScheduler", "resolve_auto", "run_coroutine", "shared_loop"]
 
 AUTO_REMOTE = 8
 """Trials in flight by default against a remote endpoint; the embedded model answers one request
 at a time, so it gets 1."""
 
 SCHEDULER = pytest.StashKey["TrialScheduler | None"]()
-
-
-def concurrency(config: pytest.Config) -> int | None:
-    """`--commerce-concurrency` (ini `commerce_concurrency`, env `COMMERCE_CONCURRENCY`) as a
-    number, or None for `auto` (see `resolve_auto`). Raises UsageError for anything else."""
-    value = config.getoption("commerce_concurrency", None)
-    source = "--commerce-concurrency"
-    if value is None:
-        value, source = config.getini("commerce_concurrency") or None, "ini commerce_concurrency"
-    if value is None:
-        value, source = os.environ.get("COMMERCE_CONCURRENCY") or None, "COMMERCE_CONCURRENCY"
-    if value is None or str(value).strip().lower() == "auto":
-        return None
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise pytest.UsageError(
-            f"{source}: expected a whole number of trials in flight (1..1024) or 'auto'; "
-            f"found {value!r}"
-        ) from None
-    if not 1 <= number <= 1024:
-        raise pytest.UsageError(f"{source}: expected 1..1024 or 'auto'; found {number}")
-    return number
 
 
 def resolve_auto(config: pytest.Config) -> int:

@@ -19,10 +19,10 @@ import pytest
 from ..reports.html import render_comparison_html, render_run_html, write_html
 from ..reports.terminal import line_writer
 from ..results import TrialRecord
+from ..settings import agent_label, settings
 from .history import FailingSetDiff, ModelComparison, compare_runs, describe_run, diff_failing_sets
 from .paths import output_path, store_folder
 from .run_store import (
-    DEFAULT_STORE_PATH,
     RunRecord,
     RunStore,
     Selection,
@@ -46,45 +46,6 @@ FLUSH_EVERY_S = 2.0
 RECORDER = pytest.StashKey["RunRecorder"]()
 BASELINE = pytest.StashKey["RunRecord | None"]()
 BASELINE_NOTES = pytest.StashKey[list[str]]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("commerce-evals", "commerce agent evals")
-    group.addoption(
-        "--commerce-store",
-        metavar="PATH",
-        default=None,
-        help="folder of the run store (SQLite inside), relative to the rootdir; 'none' records "
-        f"nothing (ini commerce_store; default {DEFAULT_STORE_PATH.as_posix()})",
-    )
-    group.addoption(
-        "--commerce-baseline",
-        metavar="RUN|FILE",
-        default=None,
-        help="diff the failing set against this stored run id (or unique prefix) or run record "
-        "JSON file instead of the previous comparable run",
-    )
-    group.addoption(
-        "--commerce-compare",
-        metavar="A,B",
-        default=None,
-        help="print the failing sets of two runs side by side and exit without running tests; "
-        "each side is a run id, a run record JSON file, or an agent model name (its latest "
-        "complete run)",
-    )
-    group.addoption(
-        "--commerce-html",
-        metavar="PATH",
-        default=None,
-        help="write a self-contained HTML report of the run (or of --commerce-compare) to PATH",
-    )
-    group.addoption(
-        "--commerce-json",
-        metavar="PATH",
-        default=None,
-        help="write the run record (JSON, with schema_version) to PATH, e.g. for CI artifacts",
-    )
-    parser.addini("commerce_store", "folder of the run store (SQLite inside)", default="")
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -117,7 +78,6 @@ def _agent_identity(config: pytest.Config, ran: bool) -> tuple[str | None, str |
     of the client a trial's agent asked the plugin for (known once a trial ran, `ran`); the agent
     model the user configured (`--commerce-model`, …). Never the embedded default for an agent
     that did not ask for it: with none of these, the agent is not named (None)."""
-    from ..models._plugin import agent_label
     from ..models.endpoint import EndpointError, resolve_endpoint
     from ..runner.state import agent_used
 
@@ -194,7 +154,7 @@ class RunRecorder:
             options={
                 "trials": rc.trials,
                 "threshold": rc.threshold,
-                "no_judge": bool(config.getoption("commerce_no_judge", False)),
+                "no_judge": settings(config).no_judge,
                 "xdist_workers": config.getoption("numprocesses", None),
             },
         )
@@ -372,10 +332,11 @@ class RunRecorder:
     def _write_reports(self) -> None:
         assert self.finished is not None
         config = self.config
-        for option, label, write in (
-            ("commerce_json", "JSON run record", lambda p: write_record(self.finished, p)),
+        found = settings(config)
+        for value, label, write in (
+            (found.json, "JSON run record", lambda p: write_record(self.finished, p)),
             (
-                "commerce_html",
+                found.html,
                 "HTML report",
                 lambda p: write_html(
                     render_run_html(
@@ -385,7 +346,6 @@ class RunRecorder:
                 ),
             ),
         ):
-            value = config.getoption(option, None)
             if not value:
                 continue
             path = output_path(config, value)
@@ -490,7 +450,7 @@ def _markup(line: str) -> dict[str, bool]:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
-    ref = config.getoption("commerce_baseline", None)
+    ref = settings(config).baseline
     config.stash[BASELINE] = None
     if ref:
         try:
@@ -507,12 +467,11 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    checking = config.getoption("commerce_vacuity", False) or config.getoption(
-        "commerce_lint", False
-    )
+    found = settings(config)
+    checking = found.vacuity or found.lint
     if (
         not hasattr(config, "workerinput")
-        and not config.getoption("commerce_compare", None)
+        and not found.compare
         and not checking  # the vacuity check and the lint are not runs of the agent
     ):
         recorder = config.stash[RECORDER] = RunRecorder(config)
@@ -565,7 +524,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
-    if config.getoption("commerce_compare", None):
+    if settings(config).compare:
         from _pytest.main import wrap_session
 
         return wrap_session(config, _compare_main)
@@ -576,11 +535,11 @@ def _compare_main(config: pytest.Config, session: pytest.Session) -> int | pytes
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     write = line_writer(config)
 
-    refs = [r for r in config.getoption("commerce_compare").split(",") if r.strip()]
+    compare = settings(config).compare
+    refs = [r for r in compare.split(",") if r.strip()]
     if len(refs) != 2:
         write(
-            f"commerce-evals: --commerce-compare takes two runs or models, A,B; got "
-            f"{config.getoption('commerce_compare')!r}",
+            f"commerce-evals: --commerce-compare takes two runs or models, A,B; got {compare!r}",
             red=True,
         )
         return pytest.ExitCode.USAGE_ERROR
@@ -601,7 +560,7 @@ def _compare_main(config: pytest.Config, session: pytest.Session) -> int | pytes
     if store is not None and store.damaged:
         for line, markup in _damaged_lines(store):
             write(line, **markup)
-    html = config.getoption("commerce_html", None)
+    html = settings(config).html
     if html:
         path = output_path(config, html)
         try:

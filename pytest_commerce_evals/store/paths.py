@@ -9,24 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from .run_store import DEFAULT_STORE_PATH
+from ..settings import settings
 
-__all__ = ["NO_STORE", "output_path", "store_folder"]
-
-NO_STORE = ("none", "off", "")
-"""Values of `--commerce-store` / ini `commerce_store` that record nothing."""
+__all__ = ["output_path", "store_folder"]
 
 
 def store_folder(config: pytest.Config) -> Path | None:
     """The run store's folder (`--commerce-store`, ini `commerce_store`, or the default under
-    the rootdir); None when the run records nothing."""
-    value = config.getoption("commerce_store", None)
-    if value is None:
-        value = config.getini("commerce_store") or None
-    if value is not None and str(value).strip().lower() in NO_STORE:
-        return None
-    path = Path(value) if value is not None else DEFAULT_STORE_PATH
-    return path if path.is_absolute() else Path(config.rootpath) / path
+    the rootdir, resolved by the settings); None when the run records nothing."""
+    return settings(config).store
 
 
 def output_path(config: pytest.Config, value: str) -> Path:

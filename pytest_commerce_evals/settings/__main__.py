@@ -1,0 +1,5 @@
+"""`python -m pytest_commerce_evals.settings > docs/options.md`"""
+
+from ._docs import options_markdown
+
+print(options_markdown(), end="")

@@ -1,0 +1,551 @@
+"""The settings table: every option, ini key and environment variable of the plugin, declared
+once (name, type, default, allowed values, help, where it may be given, which source wins)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["BY_NAME", "GROUP", "NO_STORE", "TABLE", "Setting", "bounds_text"]
+
+GROUP = "commerce-evals"
+NO_STORE = ("none", "off", "")
+"""Values of `--commerce-store` and `--commerce-judge-store` that switch the store off."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: where it may be given, its type and what it may be.
+
+    `kind` decides how a value is parsed and checked: `str`, `int`, `float`, `choice`, `flag`
+    (a command-line switch), `url` (http or https), `concurrency` (`auto` or a number), `store`
+    (a path relative to the rootdir, or none/off), `paths` (ini list of folders under the
+    rootdir), `list` (ini list or repeatable option), `dimensions` (standard rubric dimensions),
+    `patterns` (ini lines `name: regex`), `secret` (environment only, never held) and `env`
+    (read by the module that uses it, declared here for the docs)."""
+
+    name: str
+    kind: str
+    help: str
+    default: Any = None
+    option: str | None = None
+    ini: str | None = None
+    env: str | None = None
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    above: float | None = None  # exclusive lower bound
+    metavar: str | None = None
+    ini_type: str = "string"
+    ini_default: Any = ""
+    ini_help: str | None = None
+    order: tuple[str, ...] = ("option", "ini", "env")
+    blank_option_unset: bool = True  # `--x=` counts as not given (False: '' is the value)
+    allowed: str | None = None  # how the docs and errors describe the allowed values
+
+    @property
+    def dest(self) -> str | None:
+        return self.option[2:].replace("-", "_") if self.option else None
+
+    @property
+    def stored(self) -> bool:
+        return self.kind not in ("secret", "env")
+
+    def where(self, origin: str) -> str:
+        """How an error names this setting's source: the flag, `ini <key>` or `env <NAME>`."""
+        if origin == "option":
+            return str(self.option)
+        if origin == "ini":
+            return f"ini {self.ini}"
+        if origin == "env":
+            return f"env {self.env}"
+        return self.name
+
+    def describe_allowed(self) -> str:
+        """The allowed values, in words (for errors and docs/options.md)."""
+        if self.allowed:
+            return self.allowed
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        if self.kind in ("int", "float"):
+            noun = "a whole number" if self.kind == "int" else "a number"
+            return f"{noun}{bounds_text(self)}"
+        return {
+            "str": "text",
+            "flag": "a switch (no value)",
+            "url": "an http(s) URL, e.g. http://localhost:11434/v1",
+            "concurrency": "auto, or a whole number 1..1024",
+            "store": "a path relative to the rootdir, or none/off",
+            "paths": "folders relative to the rootdir",
+            "list": "a list",
+            "secret": "the key (environment only)",
+            "env": "text",
+        }.get(self.kind, self.kind)
+
+
+def bounds_text(s: Setting) -> str:
+    """The numeric bounds of `s` in words, e.g. ' 0..1' or ' 1 or more' ('' when none)."""
+    if s.low is not None and s.high is not None:
+        return f" {s.low:g}..{s.high:g}"
+    if s.low is not None:
+        return f" {s.low:g} or more"
+    if s.above is not None:
+        return f" above {s.above:g}"
+    return ""
+
+
+_ENDPOINT_ORDER = ("option", "ini", "env")
+_LOCAL_ORDER = ("ini", "env")  # the embedded model's settings: ini first, then environment
+
+TABLE: tuple[Setting, ...] = (
+    # -- running cases -------------------------------------------------------------------------
+    Setting(
+        "trials",
+        "int",
+        "run each case N times as separate items (ini: commerce_trials; default 1)",
+        default=1,
+        option="--commerce-trials",
+        ini="commerce_trials",
+        low=1,
+        high=10_000,
+        metavar="N",
+        ini_default="1",
+        ini_help="trials per case",
+    ),
+    Setting(
+        "threshold",
+        "float",
+        "default pass threshold (0..1) of a set without its own _set.yaml threshold "
+        "(ini: commerce_threshold; default 0.8)",
+        default=0.8,
+        option="--commerce-threshold",
+        ini="commerce_threshold",
+        low=0,
+        high=1,
+        metavar="RATE",
+        ini_default="0.8",
+        ini_help="default pass threshold of a set",
+    ),
+    Setting(
+        "concurrency",
+        "concurrency",
+        "trials in flight at once in this process (ini commerce_concurrency, env "
+        "COMMERCE_CONCURRENCY; default auto: 8 against a remote endpoint, 1 on the embedded "
+        "model); with -n, per xdist worker",
+        default=None,
+        option="--commerce-concurrency",
+        ini="commerce_concurrency",
+        env="COMMERCE_CONCURRENCY",
+        metavar="C",
+        ini_help="trials in flight at once (a number or auto)",
+    ),
+    Setting(
+        "case_dirs",
+        "paths",
+        "folders holding eval cases",
+        default=("cases",),
+        ini="commerce_case_dirs",
+        ini_type="args",
+        ini_default=["cases"],
+    ),
+    # -- the agent and model endpoints ---------------------------------------------------------
+    Setting(
+        "agent",
+        "str",
+        "the name of the agent under test, recorded with the run and accepted by "
+        "--commerce-compare (ini commerce_agent, env COMMERCE_AGENT; default: the agent "
+        "endpoint's model, when the agent asks the plugin for its client)",
+        option="--commerce-agent",
+        ini="commerce_agent",
+        env="COMMERCE_AGENT",
+        metavar="LABEL",
+        ini_default=None,
+        ini_help="the name of the agent under test; --commerce-agent overrides",
+    ),
+    Setting(
+        "model",
+        "str",
+        "the agent's model name (env OPENAI_MODEL; 'local' = the embedded model)",
+        option="--commerce-model",
+        ini="commerce_model",
+        env="OPENAI_MODEL",
+        metavar="VALUE",
+        order=_ENDPOINT_ORDER,
+    ),
+    Setting(
+        "base_url",
+        "url",
+        "the agent's OpenAI-compatible base URL, e.g. http://localhost:8000/v1 "
+        "(env OPENAI_BASE_URL; key from OPENAI_API_KEY)",
+        option="--commerce-base-url",
+        ini="commerce_base_url",
+        env="OPENAI_BASE_URL",
+        metavar="VALUE",
+        order=_ENDPOINT_ORDER,
+    ),
+    Setting(
+        "judge_model",
+        "str",
+        "the judge's model name (env COMMERCE_JUDGE_MODEL; default: the agent's endpoint)",
+        option="--commerce-judge-model",
+        ini="commerce_judge_model",
+        env="COMMERCE_JUDGE_MODEL",
+        metavar="VALUE",
+        order=_ENDPOINT_ORDER,
+    ),
+    Setting(
+        "judge_base_url",
+        "url",
+        "the judge's OpenAI-compatible base URL (env COMMERCE_JUDGE_BASE_URL; key from "
+        "COMMERCE_JUDGE_API_KEY, else OPENAI_API_KEY)",
+        option="--commerce-judge-base-url",
+        ini="commerce_judge_base_url",
+        env="COMMERCE_JUDGE_BASE_URL",
+        metavar="VALUE",
+        order=_ENDPOINT_ORDER,
+    ),
+    Setting(
+        "openai_api_key",
+        "secret",
+        "the agent's API key (and the judge's when COMMERCE_JUDGE_API_KEY is not set); "
+        "environment only, never stored, logged or printed",
+        env="OPENAI_API_KEY",
+    ),
+    Setting(
+        "judge_api_key",
+        "secret",
+        "the judge's API key; environment only, never stored, logged or printed",
+        env="COMMERCE_JUDGE_API_KEY",
+    ),
+    Setting(
+        "request_timeout",
+        "float",
+        "seconds a model request may take (default 120; 900 on the embedded model)",
+        ini="commerce_request_timeout",
+        above=0,
+    ),
+    Setting(
+        "retry_attempts",
+        "int",
+        "attempts per model call on rate limits, 5xx, timeouts (default 4)",
+        default=4,
+        ini="commerce_retry_attempts",
+        low=1,
+    ),
+    Setting(
+        "retry_wait_max",
+        "float",
+        "longest wait between attempts, seconds (default 20)",
+        default=20.0,
+        ini="commerce_retry_wait_max",
+        low=0,
+    ),
+    Setting(
+        "local_model",
+        "str",
+        "embedded model: smollm2-135m (default), gemma3-270m, or a path to a .gguf "
+        "(env COMMERCE_LOCAL_MODEL)",
+        default="smollm2-135m",
+        ini="commerce_local_model",
+        env="COMMERCE_LOCAL_MODEL",
+        order=_LOCAL_ORDER,
+    ),
+    Setting(
+        "local_n_ctx",
+        "int",
+        "embedded model's context window in tokens (default 8192)",
+        default=8192,
+        ini="commerce_local_n_ctx",
+        env="COMMERCE_LOCAL_N_CTX",
+        low=1,
+        order=_LOCAL_ORDER,
+    ),
+    Setting(
+        "local_startup_timeout",
+        "float",
+        "seconds to wait for the embedded model (default 120)",
+        default=120.0,
+        ini="commerce_local_startup_timeout",
+        env="COMMERCE_LOCAL_STARTUP_TIMEOUT",
+        above=0,
+        order=_LOCAL_ORDER,
+    ),
+    Setting(
+        "local_threads",
+        "int",
+        "CPU threads of the embedded model (default: the CPUs, shared among xdist workers)",
+        env="COMMERCE_LOCAL_THREADS",
+        low=1,
+    ),
+    # -- the judge -----------------------------------------------------------------------------
+    Setting(
+        "judge_store",
+        "store",
+        "SQLite file of stored judge verdicts, relative to the rootdir; 'none' disables "
+        "reuse (default: ini commerce_judge_store, else .commerce/verdicts.sqlite)",
+        default=".commerce/verdicts.sqlite",
+        option="--commerce-judge-store",
+        ini="commerce_judge_store",
+        metavar="PATH",
+        ini_help="SQLite file of stored judge verdicts",
+    ),
+    Setting(
+        "judge_budget",
+        "int",
+        "the judge's context budget for one prompt, in the unit of "
+        "--commerce-judge-budget-unit; longer transcripts are cut from the start, the graded "
+        "turn kept (default: ini commerce_judge_budget, else 48000)",
+        option="--commerce-judge-budget",
+        ini="commerce_judge_budget",
+        low=0,
+        metavar="N",
+        ini_help="the judge's context budget for one prompt",
+    ),
+    Setting(
+        "judge_budget_unit",
+        "choice",
+        "chars, or tokens counted as 4 characters each (default: ini "
+        "commerce_judge_budget_unit, else chars)",
+        default="chars",
+        option="--commerce-judge-budget-unit",
+        ini="commerce_judge_budget_unit",
+        choices=("chars", "tokens"),
+        ini_default="chars",
+        ini_help="chars or tokens",
+    ),
+    Setting(
+        "judge_format",
+        "choice",
+        "how the judge asks for structured output: json_schema (OpenAI, vLLM), "
+        "json_object (llama.cpp's server), none (prompt only); auto picks json_object for the "
+        "embedded llama.cpp server and json_schema otherwise",
+        default="auto",
+        option="--commerce-judge-format",
+        ini="commerce_judge_format",
+        choices=("auto", "json_schema", "json_object", "none"),
+        ini_default="auto",
+        ini_help="auto, json_schema, json_object or none",
+    ),
+    Setting(
+        "judge_seed",
+        "int",
+        "the seed sent on every judge call",
+        ini="commerce_judge_seed",
+    ),
+    Setting(
+        "judge_max_tokens",
+        "int",
+        "max_tokens of a judge reply",
+        ini="commerce_judge_max_tokens",
+        low=1,
+    ),
+    Setting(
+        "no_judge",
+        "flag",
+        "do not call the judge: rubric dimensions are reported as not judged",
+        default=False,
+        option="--commerce-no-judge",
+    ),
+    Setting(
+        "judge_calibrate",
+        "flag",
+        "run the configured judge over the labelled calibration set, print agreement and "
+        "Cohen's kappa per rubric dimension, and exit",
+        default=False,
+        option="--commerce-judge-calibrate",
+    ),
+    Setting(
+        "judge_calibration_set",
+        "str",
+        "folder or JSON file of labelled transcripts for --commerce-judge-calibrate "
+        "(default: tests/data/calibration under the rootdir)",
+        option="--commerce-judge-calibration-set",
+        metavar="PATH",
+    ),
+    # -- the run store and reports -------------------------------------------------------------
+    Setting(
+        "store",
+        "store",
+        "folder of the run store (SQLite inside), relative to the rootdir; 'none' records "
+        "nothing (ini commerce_store; default .commerce/runs)",
+        default=".commerce/runs",
+        option="--commerce-store",
+        ini="commerce_store",
+        metavar="PATH",
+        ini_help="folder of the run store (SQLite inside)",
+        blank_option_unset=False,
+    ),
+    Setting(
+        "baseline",
+        "str",
+        "diff the failing set against this stored run id (or unique prefix) or run record "
+        "JSON file instead of the previous comparable run",
+        option="--commerce-baseline",
+        metavar="RUN|FILE",
+    ),
+    Setting(
+        "compare",
+        "str",
+        "print the failing sets of two runs side by side and exit without running tests; "
+        "each side is a run id, a run record JSON file, or an agent model name (its latest "
+        "complete run)",
+        option="--commerce-compare",
+        metavar="A,B",
+    ),
+    Setting(
+        "html",
+        "str",
+        "write a self-contained HTML report of the run (or of --commerce-compare) to PATH",
+        option="--commerce-html",
+        metavar="PATH",
+    ),
+    Setting(
+        "json",
+        "str",
+        "write the run record (JSON, with schema_version) to PATH, e.g. for CI artifacts",
+        option="--commerce-json",
+        metavar="PATH",
+    ),
+    # -- live traffic --------------------------------------------------------------------------
+    Setting(
+        "live",
+        "list",
+        "judge captured production traffic (a JSONL capture file, or a folder of them; "
+        "repeatable) instead of running cases; see docs/live.md",
+        default=(),
+        option="--commerce-live",
+        metavar="PATH",
+    ),
+    Setting(
+        "sample_rate",
+        "float",
+        "share of conversations to judge, 0..1, decided per conversation id "
+        "(ini commerce_sample_rate; default 1)",
+        default=1.0,
+        option="--commerce-sample-rate",
+        ini="commerce_sample_rate",
+        low=0,
+        high=1,
+        metavar="R",
+        ini_default="1",
+        ini_help="share of live conversations to judge",
+    ),
+    Setting(
+        "sample_seed",
+        "str",
+        "seed of the sample: the same seed keeps the same conversations "
+        "(ini commerce_sample_seed; default 0)",
+        default="0",
+        option="--commerce-sample-seed",
+        ini="commerce_sample_seed",
+        metavar="S",
+        ini_default="0",
+        ini_help="seed of the live sample",
+    ),
+    Setting(
+        "live_dimensions",
+        "dimensions",
+        "standard rubric dimensions to judge live traffic on, comma-separated "
+        "(ini commerce_live_dimensions; default all)",
+        default=(),
+        option="--commerce-live-dimensions",
+        ini="commerce_live_dimensions",
+        metavar="A,B",
+        ini_type="args",
+        ini_default=[],
+        ini_help="standard dimensions judged on live traffic",
+    ),
+    Setting(
+        "live_threshold",
+        "float",
+        "pass threshold of the live set (default 0: a live run reports a trend, it does not gate)",
+        default=0.0,
+        ini="commerce_live_threshold",
+        low=0,
+        high=1,
+        ini_default="0",
+    ),
+    Setting(
+        "redact",
+        "list",
+        "identifiers redacted from live traffic before the judge "
+        "and the run store see it: email phone card, or none",
+        default=("email", "phone", "card"),
+        ini="commerce_redact",
+        ini_type="args",
+        ini_default=["email", "phone", "card"],
+        allowed="email, phone, card (any of them), or none",
+    ),
+    Setting(
+        "redact_patterns",
+        "patterns",
+        "extra redaction patterns, one per line: name: regex",
+        default=(),
+        ini="commerce_redact_patterns",
+        ini_type="linelist",
+        ini_default=[],
+        allowed="lines 'name: regex'",
+    ),
+    Setting(
+        "trend",
+        "flag",
+        "print the pass rate per rubric dimension over the live runs in the run store "
+        "(after a --commerce-live run, or alone, without running anything)",
+        default=False,
+        option="--commerce-trend",
+    ),
+    Setting(
+        "trend_svg",
+        "str",
+        "draw the live trend as an SVG chart at PATH (implies --commerce-trend)",
+        option="--commerce-trend-svg",
+        metavar="PATH",
+    ),
+    Setting(
+        "trend_runs",
+        "int",
+        "how many of the newest live runs the trend covers (default 12)",
+        default=12,
+        option="--commerce-trend-runs",
+        low=1,
+        metavar="N",
+    ),
+    # -- authoring -----------------------------------------------------------------------------
+    Setting(
+        "lint",
+        "flag",
+        "check the case files against the authoring rules (docs/authoring.md) and exit",
+        default=False,
+        option="--commerce-lint",
+    ),
+    Setting(
+        "vacuity",
+        "flag",
+        "run every case against degenerate scripted agents and report cases that assert "
+        "nothing (docs/authoring.md)",
+        default=False,
+        option="--commerce-vacuity",
+    ),
+    Setting(
+        "captured",
+        "list",
+        "files or folders of captured traffic the lint scans for poisoned IDs",
+        default=(),
+        ini="commerce_captured",
+        ini_type="args",
+        ini_default=[],
+    ),
+    # -- caches --------------------------------------------------------------------------------
+    Setting(
+        "cache_dir",
+        "env",
+        "folder of the parsed-YAML cache (default $XDG_CACHE_HOME/commerce-evals, else "
+        "~/.cache/commerce-evals); off, no, 0 or empty turn the cache off",
+        env="COMMERCE_CACHE_DIR",
+        allowed="a folder, or off",
+    ),
+)
+
+BY_NAME: Mapping[str, Setting] = MappingProxyType({s.name: s for s in TABLE})

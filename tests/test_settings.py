@@ -1,0 +1,376 @@
+"""The settings table: declared once, registered from the table, documented from the table, parsed
+and checked once at configure time into one frozen object; a bad value is a usage error naming
+where it came from, the value found and what is allowed, before any trial runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+import pytest_commerce_evals
+from pytest_commerce_evals.settings import (
+    BY_NAME,
+    TABLE,
+    declared_names,
+    documented_names,
+    options_markdown,
+    resolve_settings,
+    settings,
+)
+
+pytest_plugins = ["pytester"]
+
+PACKAGE = Path(pytest_commerce_evals.__file__).parent
+DOC = PACKAGE.parent / "docs" / "options.md"
+CASE = (
+    "- {id: chat-001-hello, priority: low, difficulty: easy, turns: [hi], "
+    "expected: {reply_includes: [hello]}}\n"
+)
+# a trial that runs leaves a file behind: a usage error must come before any of them
+TRIAL_MARKER_CONFTEST = """
+from pathlib import Path
+
+def pytest_commerce_evals_make_backend(config, case):
+    Path(config.rootpath, "a-trial-ran").write_text("yes")
+    raise RuntimeError("no trial may run")
+"""
+ENV = (
+    "COMMERCE_CONCURRENCY",
+    "COMMERCE_AGENT",
+    "OPENAI_MODEL",
+    "OPENAI_BASE_URL",
+    "COMMERCE_JUDGE_MODEL",
+    "COMMERCE_JUDGE_BASE_URL",
+    "COMMERCE_LOCAL_MODEL",
+    "COMMERCE_LOCAL_N_CTX",
+    "COMMERCE_LOCAL_STARTUP_TIMEOUT",
+    "COMMERCE_LOCAL_THREADS",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+# -- one table, one registration, one document ---------------------------------------------------
+
+
+def test_every_setting_is_declared_once():
+    names = [s.name for s in TABLE]
+    flags = [n for s in TABLE for n in (s.option, s.ini, s.env) if n]
+    assert len(names) == len(set(names))
+    assert len(flags) == len(set(flags))
+
+
+def test_no_feature_declares_or_reads_options_of_its_own():
+    """Only the settings package registers options and ini keys and reads the plugin's settings from the
+    command line, the ini file or the environment (the parse cache reads its folder itself: it
+    runs outside pytest too)."""
+    reads = re.compile(
+        r"getoption\(\s*['\"](--)?commerce|getini\(\s*['\"]commerce_|"
+        r"environ(?:\.get)?[\[(]\s*['\"](COMMERCE_|OPENAI_(MODEL|BASE_URL))"
+    )
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent == PACKAGE / "settings":
+            continue
+        text = path.read_text(encoding="utf-8")
+        relative = path.relative_to(PACKAGE).as_posix()
+        if ".addoption(" in text or ".addini(" in text:
+            offenders.append(f"{relative}: registers an option or ini key")
+        for match in reads.finditer(text):
+            if (
+                relative == "cases/yaml_cache.py"
+                and "COMMERCE_CACHE_DIR" in text[match.start() :][:40]
+            ):
+                continue
+            offenders.append(f"{relative}: reads {match.group(0)!r}")
+    assert offenders == []
+
+
+def test_the_entry_plugin_and_the_store_read_settings_not_other_features_privates():
+    plugin = (PACKAGE / "plugin.py").read_text(encoding="utf-8")
+    store = (PACKAGE / "store" / "_plugin.py").read_text(encoding="utf-8")
+    assert "_scheduler" not in plugin
+    assert "models._plugin" not in store
+
+
+def test_help_lists_every_option_and_ini_key_in_the_group(pytester: pytest.Pytester):
+    result = pytester.runpytest("--help")
+    out = result.stdout.str()
+    group = out.split("commerce agent evals:", 1)[1].split("\n\n", 1)[0]
+    for s in TABLE:
+        if s.option:
+            assert re.search(rf"^  {re.escape(s.option)}\b", group, re.M), s.option
+        if s.ini:
+            assert re.search(rf"^  {re.escape(s.ini)} \(", out, re.M), s.ini
+
+
+def test_help_still_works_with_a_bad_value(pytester: pytest.Pytester, monkeypatch):
+    monkeypatch.setenv("COMMERCE_CONCURRENCY", "lots")
+    pytester.makeini("[pytest]\ncommerce_retry_attempts = many\n")
+    result = pytester.runpytest("--help")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*--commerce-concurrency=C*"])
+    assert pytester.runpytest().ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_the_doc_is_the_table():
+    text = DOC.read_text(encoding="utf-8")
+    # both ways: every declared name is documented, and nothing documented is undeclared
+    assert documented_names(text) - declared_names() == set()
+    assert declared_names() - documented_names(text) == set()
+    assert text == options_markdown(), "regenerate: python -m pytest_commerce_evals.settings"
+
+
+def test_the_doc_check_sees_a_missing_or_an_extra_row():
+    text = options_markdown()
+    row = next(line for line in text.splitlines() if line.startswith("| `--commerce-trials`"))
+    assert "--commerce-trials" not in documented_names(text.replace(row + "\n", ""))
+    extra = "| `--commerce-nonsense` |  |  | text | — | command line | nothing |\n"
+    assert "--commerce-nonsense" in documented_names(text + extra) - declared_names()
+
+
+def test_the_table_agrees_with_the_features_constants():
+    from pytest_commerce_evals.judge.judge import RESPONSE_FORMATS, ContextBudget
+    from pytest_commerce_evals.judge.verdict_store import DEFAULT_STORE_PATH as VERDICTS
+    from pytest_commerce_evals.live.traffic import DEFAULT_REDACT
+    from pytest_commerce_evals.models import embedded
+    from pytest_commerce_evals.models.endpoint import _KEY_ENV, RetryPolicy
+    from pytest_commerce_evals.store.run_store import DEFAULT_STORE_PATH as RUNS
+
+    assert BY_NAME["judge_format"].choices == ("auto", *RESPONSE_FORMATS)
+    assert BY_NAME["judge_store"].default == VERDICTS.as_posix()
+    assert BY_NAME["store"].default == RUNS.as_posix()
+    assert BY_NAME["redact"].default == DEFAULT_REDACT
+    assert BY_NAME["local_model"].default == embedded.DEFAULT_MODEL
+    assert BY_NAME["local_n_ctx"].default == embedded.DEFAULT_N_CTX
+    assert BY_NAME["local_startup_timeout"].default == embedded.DEFAULT_STARTUP_TIMEOUT_S
+    policy = RetryPolicy()
+    assert (BY_NAME["retry_attempts"].default, BY_NAME["retry_wait_max"].default) == (
+        policy.attempts,
+        policy.wait_max,
+    )
+    assert f"else {ContextBudget().limit})" in BY_NAME["judge_budget"].help
+    keys = {s.env for s in TABLE if s.kind == "secret"}
+    assert {name for names in _KEY_ENV.values() for name in names} == keys
+
+
+# -- one frozen object, resolved once ------------------------------------------------------------
+
+
+def test_the_settings_object_is_immutable(pytester: pytest.Pytester):
+    found = settings(pytester.parseconfig("--commerce-live=a.jsonl", "--commerce-live=b"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found.trials = 3
+    with pytest.raises(TypeError):
+        found.sources["trials"] = "ini"
+    assert found.live == ("a.jsonl", "b") and isinstance(found.case_dirs, tuple)
+
+
+def test_the_object_is_resolved_at_configure_and_shared(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        """
+        from pytest_commerce_evals.settings import SETTINGS, settings
+
+        def test_x(pytestconfig):
+            found = pytestconfig.stash[SETTINGS]  # put there by pytest_configure
+            assert found is settings(pytestconfig) and found.trials == 3
+            assert found.origin("trials") == "option" and found.origin("store") == "default"
+        """
+    )
+    result = pytester.runpytest("--commerce-trials=3")
+    result.assert_outcomes(passed=1)
+
+
+def test_precedence_of_an_endpoint_setting(pytester: pytest.Pytester, monkeypatch):
+    """`--commerce-model` wins over ini `commerce_model`, which wins over env OPENAI_MODEL."""
+    monkeypatch.setenv("OPENAI_MODEL", "from-env")
+    assert settings(pytester.parseconfig()).model == "from-env"
+    pytester.makeini("[pytest]\ncommerce_model = from-ini\n")
+    found = settings(pytester.parseconfig())
+    assert (found.model, found.origin("model")) == ("from-ini", "ini")
+    found = settings(pytester.parseconfig("--commerce-model=from-option"))
+    assert (found.model, found.origin("model")) == ("from-option", "option")
+    monkeypatch.delenv("OPENAI_MODEL")
+    pytester.makeini("[pytest]\ncommerce_model =   \n")  # empty counts as not set
+    found = settings(pytester.parseconfig())
+    assert (found.model, found.origin("model")) == (None, "default")
+
+
+def test_precedence_of_concurrency_and_of_the_embedded_model(pytester, monkeypatch):
+    monkeypatch.setenv("COMMERCE_CONCURRENCY", "3")
+    monkeypatch.setenv("COMMERCE_LOCAL_N_CTX", "1024")
+    assert settings(pytester.parseconfig()).concurrency == 3
+    pytester.makeini("[pytest]\ncommerce_concurrency = 5\ncommerce_local_n_ctx = 2048\n")
+    found = settings(pytester.parseconfig())
+    assert (found.concurrency, found.local_n_ctx) == (5, 2048)  # ini over env, for both
+    assert settings(pytester.parseconfig("--commerce-concurrency=auto")).concurrency is None
+
+
+def test_the_store_option_may_switch_the_store_off_with_an_empty_value(pytester):
+    pytester.makeini("[pytest]\ncommerce_store = elsewhere\ncommerce_judge_store = v.sqlite\n")
+    found = settings(pytester.parseconfig("--commerce-store=", "--commerce-judge-store="))
+    assert found.store is None  # '' is one of the values that switch it off
+    assert found.judge_store == Path(pytester.path) / "v.sqlite"  # '' falls through to ini
+
+
+def test_without_a_config_only_defaults_and_the_environment_count(monkeypatch):
+    monkeypatch.setenv("COMMERCE_LOCAL_THREADS", "3")
+    found = settings()
+    assert (found.local_threads, found.trials, found.origin("local_threads")) == (3, 1, "env")
+    monkeypatch.setenv("COMMERCE_LOCAL_THREADS", "0")
+    with pytest.raises(pytest.UsageError, match="env COMMERCE_LOCAL_THREADS: expected 1 or more"):
+        resolve_settings(None)
+
+
+def test_keys_are_never_held(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-123")
+    found = settings()
+    assert "sk-secret-123" not in repr(found)
+    assert not any(f.name.endswith("api_key") for f in dataclasses.fields(found))
+
+
+# -- a bad value is a usage error, before any trial ----------------------------------------------
+
+
+def _run_cases(pytester: pytest.Pytester, *args: str, ini: str = "") -> pytest.RunResult:
+    pytester.makefile(".yaml", **{"cases/chat": CASE})
+    pytester.makeconftest(TRIAL_MARKER_CONFTEST)
+    if ini:
+        pytester.makeini(f"[pytest]\n{ini}\n")
+    result = pytester.runpytest("cases", "--commerce-store=none", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert not (pytester.path / "a-trial-ran").exists()
+    return result
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("many", "ini commerce_retry_attempts: expected a whole number 1 or more; found 'many'"),
+        ("0", "ini commerce_retry_attempts: expected 1 or more; found 0"),
+    ],
+)
+def test_a_bad_retry_attempts_in_the_ini_stops_the_run_before_any_trial(
+    pytester: pytest.Pytester, value: str, message: str
+):
+    result = _run_cases(pytester, ini=f"commerce_retry_attempts = {value}")
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+@pytest.mark.parametrize(
+    "args, env, ini, message",
+    [
+        # int
+        (
+            (),
+            {},
+            "commerce_trials = lots",
+            "ini commerce_trials: expected a whole number 1..10000; found 'lots'",
+        ),
+        (("--commerce-trials=0",), {}, "", "--commerce-trials: expected 1..10000; found 0"),
+        (
+            (),
+            {"COMMERCE_LOCAL_N_CTX": "big"},
+            "",
+            "env COMMERCE_LOCAL_N_CTX: expected a whole number 1 or more; found 'big'",
+        ),
+        # float / rate
+        (
+            ("--commerce-sample-rate=1.5",),
+            {},
+            "",
+            "--commerce-sample-rate: expected 0..1; found 1.5",
+        ),
+        (
+            (),
+            {},
+            "commerce_live_threshold = half",
+            "ini commerce_live_threshold: expected a number 0..1; found 'half'",
+        ),
+        (
+            (),
+            {"COMMERCE_LOCAL_STARTUP_TIMEOUT": "0"},
+            "",
+            "env COMMERCE_LOCAL_STARTUP_TIMEOUT: expected above 0; found 0.0",
+        ),
+        # choice
+        (
+            (),
+            {},
+            "commerce_judge_format = yaml",
+            "ini commerce_judge_format: expected one of auto, json_schema, json_object, none; "
+            "found 'yaml'",
+        ),
+        (
+            ("--commerce-judge-budget-unit=words",),
+            {},
+            "",
+            "*--commerce-judge-budget-unit*invalid choice*'words'*chars*tokens*",
+        ),
+        # bool-like: a switch takes no value
+        (("--commerce-no-judge=yes",), {}, "", "*--commerce-no-judge*explicit argument 'yes'*"),
+        # path / URL
+        (
+            (),
+            {"OPENAI_BASE_URL": "localhost:8000"},
+            "",
+            "env OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1; "
+            "found 'localhost:8000'",
+        ),
+        (
+            ("--commerce-judge-base-url=ftp://judge",),
+            {},
+            "",
+            "--commerce-judge-base-url: expected an http(s) URL*found 'ftp://judge'",
+        ),
+        (
+            (),
+            {},
+            "commerce_redact_patterns =\n    no-colon-here",
+            "ini commerce_redact_patterns line 1: expected 'name: regex', found 'no-colon-here'",
+        ),
+        (
+            (),
+            {},
+            "commerce_live_dimensions = tone",
+            "ini commerce_live_dimensions: tone not standard dimension(s)*budget_respected*",
+        ),
+        # concurrency: auto or N
+        (
+            (),
+            {"COMMERCE_CONCURRENCY": "lots"},
+            "",
+            "env COMMERCE_CONCURRENCY: expected a whole number of trials in flight (1..1024) or "
+            "'auto'; found 'lots'",
+        ),
+        (
+            (),
+            {},
+            "commerce_concurrency = 2000",
+            "ini commerce_concurrency: expected 1..1024 or 'auto'; found 2000",
+        ),
+    ],
+)
+def test_a_bad_value_names_where_it_came_from_the_value_and_what_is_allowed(
+    pytester: pytest.Pytester, monkeypatch, args, env, ini, message
+):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = _run_cases(pytester, *args, ini=ini)
+    pattern = message if message.startswith("*") else f"ERROR: {message}"
+    result.stderr.fnmatch_lines([pattern])
+
+
+def test_a_bad_value_is_refused_even_when_its_feature_is_not_used(pytester: pytest.Pytester):
+    """Checked at configure time, not when the feature first reads it (here: the judge)."""
+    result = _run_cases(pytester, "--commerce-no-judge", ini="commerce_judge_max_tokens = 0")
+    result.stderr.fnmatch_lines(
+        ["ERROR: ini commerce_judge_max_tokens: expected 1 or more; found 0"]
+    )

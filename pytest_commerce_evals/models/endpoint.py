@@ -36,13 +36,7 @@ import pytest
 import tenacity
 
 from ..agent import InfraError
-from .chat_client import (
-    ChatAPIError,
-    ChatClient,
-    ChatConnectionError,
-    ChatStatusError,
-    MalformedResponse,
-)
+from .sdk_client import NO_KEY, SDKChatClient
 
 if TYPE_CHECKING:
     import openai
@@ -78,7 +72,7 @@ CONNECT_TIMEOUT_S = 10.0
 
 # Sent to servers that need no key (the embedded model, most vLLM/Ollama/llama.cpp set-ups): the
 # SDK refuses to build a client without one, and the user's real key must not go to them.
-_NO_KEY = "no-key-required"
+_NO_KEY = NO_KEY
 
 # The option's dest, the ini key and the environment variable for each field, per purpose.
 _SOURCES: dict[str, dict[str, tuple[str, str, str]]] = {
@@ -341,13 +335,14 @@ def make_client(
 ) -> Any:
     """A chat client for `purpose`'s endpoint; starts the embedded model if that is the one.
 
-    By default a `ChatClient` (the plugin's lean client: a fraction of the openai SDK's CPU per
-    call, see `chat_client`); with `sdk=True` or `async_=True` an `openai.OpenAI` /
-    `openai.AsyncOpenAI` with the SDK's own retries off. With `retrying` (the default) it comes
-    wrapped in a `RetryingClient` (or `AsyncRetryingClient`) whose `chat.completions.create`
-    retries per the config's `RetryPolicy` and raises `InfraError` when retries run out;
-    `.endpoint` says where it points and `.raw` is the wrapped client. The caller closes it
-    (`close()`, or `with`; `await aclose()` for the async one).
+    By default an `SDKChatClient` (an `openai.OpenAI` whose `chat.completions.create` takes the
+    SDK's low-level path: a fraction of the CPU per call, the same `ChatCompletion` replies and
+    errors, see `sdk_client`); with `sdk=True` or `async_=True` a plain `openai.OpenAI` /
+    `openai.AsyncOpenAI`. The SDK's own retries are off in every case. With `retrying` (the
+    default) it comes wrapped in a `RetryingClient` (or `AsyncRetryingClient`) whose
+    `chat.completions.create` retries per the config's `RetryPolicy` and raises `InfraError` when
+    retries run out; `.endpoint` says where it points and `.raw` is the wrapped client. The
+    caller closes it (`close()`, or `with`; `await aclose()` for the async one).
     """
     endpoint, conn = _connect(config, purpose)
     if config is not None:
@@ -371,7 +366,7 @@ def make_client(
             kwargs["http_client"] = http_cls(trust_env=False, timeout=kwargs["timeout"])
         client: Any = (openai.AsyncOpenAI if async_ else openai.OpenAI)(**kwargs)
     else:
-        client = ChatClient(
+        client = SDKChatClient(
             base_url,
             conn["api_key"],
             timeout=total,
@@ -425,10 +420,10 @@ _CONFIG_STATUS = {401, 403, 404}
 
 
 def api_errors() -> tuple[type[BaseException], ...]:
-    """What a model call raises when the endpoint, not the caller, failed: the lean client's
-    errors, a malformed body from the SDK, and the SDK's API errors (if it is loaded at all)."""
-    errors: tuple[type[BaseException], ...] = (ChatAPIError, json.JSONDecodeError)
-    openai = sys.modules.get("openai")
+    """What a model call raises when the endpoint, not the caller, failed: the openai SDK's API
+    errors (every client the plugin makes raises those) and a body the SDK could not decode."""
+    errors: tuple[type[BaseException], ...] = (json.JSONDecodeError,)
+    openai = sys.modules.get("openai")  # not loaded: none of its errors can have been raised
     if openai is not None:
         errors += (openai.APIError,)
     return errors
@@ -436,25 +431,22 @@ def api_errors() -> tuple[type[BaseException], ...]:
 
 def is_retryable(exc: BaseException) -> bool:
     """Rate limits, 5xx, timeouts, connection errors and malformed bodies."""
-    if isinstance(exc, (ChatConnectionError, MalformedResponse, json.JSONDecodeError)):
+    if isinstance(exc, json.JSONDecodeError):
         return True
-    status_error = isinstance(exc, ChatStatusError)
     openai = sys.modules.get("openai")
-    if openai is not None:
-        if isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
-            return True  # APIConnectionError includes APITimeoutError
-        status_error = status_error or isinstance(exc, openai.APIStatusError)
-    if not status_error:
+    if openai is None:
         return False
-    status = getattr(exc, "status_code", None)
+    if isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
+        return True  # APIConnectionError includes APITimeoutError
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    status = exc.status_code
     return isinstance(status, int) and (status in _RETRY_STATUS or status >= 500)
 
 
 def _retry_after(exc: BaseException | None) -> float | None:
-    headers = getattr(exc, "headers", None)
-    if not isinstance(exc, ChatStatusError):
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
     if not headers:
         return None
     try:
@@ -476,7 +468,17 @@ def _infra(exc: BaseException, what: str, attempts: int) -> InfraError:
             "check the model name, base URL and API key"
         )
     tries = "attempt" if attempts == 1 else "attempts"
-    return InfraError(f"{what}: gave up after {attempts} {tries}: {type(exc).__name__}: {exc}")
+    return InfraError(f"{what}: gave up after {attempts} {tries}: {_describe(exc)}")
+
+
+def _describe(exc: BaseException) -> str:
+    """`Type: message`, and what lies under it: the SDK's connection errors say only
+    "Connection error." or "Request timed out.", their cause says which (refused, reset, ...)."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" ({type(cause).__name__}: {cause})"
+    return text
 
 
 def _retrying(policy: RetryPolicy, cls: type, sleep: Callable | None) -> Any:

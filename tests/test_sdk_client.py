@@ -1,4 +1,5 @@
-"""The lean chat-completions client: requests, replies as records, errors, threads."""
+"""The default chat client (the openai SDK's transport, its low-level path): requests, replies,
+errors, connections, threads."""
 
 from __future__ import annotations
 
@@ -8,15 +9,11 @@ import threading
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import openai
 import pytest
+from openai.types.chat import ChatCompletion
 
-from pytest_commerce_evals.models.chat_client import (
-    ChatClient,
-    ChatConnectionError,
-    ChatStatusError,
-    MalformedResponse,
-    Record,
-)
+from pytest_commerce_evals.models.sdk_client import SDKChatClient as ChatClient
 from pytest_commerce_evals.testing.mock_server import MockServer
 
 
@@ -107,25 +104,81 @@ def test_a_request_carries_the_body_the_key_and_extra_body(echo):
     assert reply.choices[0].message.content == "hi"
 
 
-def test_a_reply_reads_like_the_sdks_and_dumps_to_a_dict():
-    reply = Record({"choices": [{"message": {"content": "x", "tool_calls": [{"id": "c1"}]}}]})
-    message = reply.choices[0].message
+def test_no_key_sends_a_placeholder_never_the_environments(echo, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    server = echo()
+    with ChatClient(server.url) as client:
+        client.chat.completions.create(model="m", messages=[])
+    assert server.requests[0][1]["authorization"] == "Bearer no-key-required"
+
+
+def test_a_reply_is_the_sdks_chat_completion_even_with_fields_left_out(echo):
+    full = {
+        "id": "c-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "search", "arguments": '{"q": "x"}'},
+                        }
+                    ],
+                },
+            }
+        ],
+    }
+    sparse = {"choices": [{"message": {"content": "x", "tool_calls": [{"id": "c1"}]}}]}
+    server = echo([(200, full, False), (200, sparse, False)])
+    with ChatClient(server.url) as client:
+        whole = client.chat.completions.create(model="m", messages=[])
+        partial = client.chat.completions.create(model="m", messages=[])
+    assert type(whole) is ChatCompletion and type(partial) is ChatCompletion
+    call = whole.choices[0].message.tool_calls[0]
+    assert (call.id, call.function.name, call.function.arguments) == ("c1", "search", '{"q": "x"}')
+    assert whole.model_dump(exclude_unset=True) == full
+    message = partial.choices[0].message
     assert message.content == "x"
     assert message.tool_calls[0].id == "c1"
     assert message.refusal is None  # a field the server left out
-    assert reply.model_dump() == {
-        "choices": [{"message": {"content": "x", "tool_calls": [{"id": "c1"}]}}]
-    }
-    assert message.get("content") == "x" and message["content"] == "x"
+    assert partial.choices[0].finish_reason is None
+    assert partial.model_dump(exclude_unset=True) == sparse
 
 
-def test_an_error_status_carries_the_servers_message(echo):
-    server = echo([(401, {"error": {"message": "bad key"}}, False)])
-    with ChatClient(server.url) as client, pytest.raises(ChatStatusError) as info:
+def test_a_message_from_a_reply_can_go_back_into_the_history(echo):
+    server = echo()
+    with ChatClient(server.url) as client:
+        first = client.chat.completions.create(model="m", messages=[])
+        history = [{"role": "user", "content": "hi"}, first.choices[0].message]
+        client.chat.completions.create(model="m", messages=history)
+    # as the server sent it: the fields it left out are not sent back as nulls
+    assert server.requests[1][2]["messages"][1] == {"role": "assistant", "content": "hi"}
+
+
+@pytest.mark.parametrize(
+    "status, cls",
+    [
+        (401, openai.AuthenticationError),
+        (404, openai.NotFoundError),
+        (429, openai.RateLimitError),
+        (500, openai.InternalServerError),
+    ],
+)
+def test_an_error_status_is_the_sdks_error_with_the_servers_message(echo, status, cls):
+    server = echo([(status, {"error": {"message": "bad key"}}, False)])
+    with ChatClient(server.url) as client, pytest.raises(cls) as info:
         client.chat.completions.create(model="m", messages=[])
-    assert info.value.status_code == 401
-    assert info.value.message == "bad key"
-    assert str(info.value) == "HTTP 401: bad key"
+    assert info.value.status_code == status
+    assert info.value.message == f"Error code: {status} - bad key"
+    assert info.value.body == {"message": "bad key"}
 
 
 @pytest.mark.parametrize(
@@ -139,8 +192,12 @@ def test_an_error_status_carries_the_servers_message(echo):
 )
 def test_a_body_that_is_not_a_chat_completion_is_malformed(echo, body, message):
     server = echo([(200, body, False)])
-    with ChatClient(server.url) as client, pytest.raises(MalformedResponse, match=message):
+    with (
+        ChatClient(server.url) as client,
+        pytest.raises(openai.APIResponseValidationError, match=message) as info,
+    ):
         client.chat.completions.create(model="m", messages=[])
+    assert info.value.status_code == 200
 
 
 def test_a_connection_the_server_closed_is_replaced(echo):
@@ -159,14 +216,52 @@ def test_nothing_listening_is_a_connection_error():
         port = s.getsockname()[1]
     with (
         ChatClient(f"http://127.0.0.1:{port}/v1") as client,
-        pytest.raises(ChatConnectionError, match="cannot reach"),
+        pytest.raises(openai.APIConnectionError) as info,
     ):
         client.chat.completions.create(model="m", messages=[])
+    assert not isinstance(info.value, openai.APITimeoutError)
+    assert "refused" in str(info.value.__cause__).lower()
+
+
+def test_a_server_that_stalls_past_the_timeout_is_a_timeout_error():
+    with (
+        MockServer([{"text": "late"}], latency_s=2.0) as server,
+        ChatClient(server.base_url, timeout=0.3) as client,
+        pytest.raises(openai.APITimeoutError),
+    ):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+
+
+def test_a_calls_own_timeout_overrides_the_clients():
+    with (
+        MockServer([{"text": "late"}], latency_s=0.5) as server,
+        ChatClient(server.base_url, timeout=0.1) as client,
+    ):
+        reply = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}], timeout=5
+        )
+    assert reply.choices[0].message.content == "late"
+
+
+def test_the_loopback_server_is_never_proxied(echo, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "")
+    server = echo()
+    with ChatClient(server.url) as client:
+        reply = client.chat.completions.create(model="m", messages=[])
+    assert reply.choices[0].message.content == "hi"
 
 
 def test_a_base_url_that_is_not_http_is_refused():
     with pytest.raises(ValueError, match="must be an http"):
         ChatClient("localhost:8000/v1")
+
+
+def test_other_calls_are_the_sdk_clients(echo):
+    with ChatClient("http://127.0.0.1:9/v1", "sk-x") as client:
+        assert isinstance(client.sdk, openai.OpenAI)
+        assert client.models is client.sdk.models
+        assert client.api_key == "sk-x"
 
 
 def test_streaming_is_refused_with_what_to_use_instead():

@@ -13,7 +13,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
-from pytest_commerce_evals.models.sdk_client import SDKChatClient as ChatClient
+from pytest_commerce_evals.models.sdk_client import SDKChatClient
 from pytest_commerce_evals.testing.mock_server import MockServer
 
 
@@ -81,7 +81,7 @@ def echo():
 
 def test_a_request_carries_the_body_the_key_and_extra_body(echo):
     server = echo()
-    with ChatClient(server.url, api_key="sk-test-123") as client:
+    with SDKChatClient(server.url, api_key="sk-test-123") as client:
         reply = client.chat.completions.create(
             model="m",
             messages=[{"role": "user", "content": "hi"}],
@@ -107,7 +107,7 @@ def test_a_request_carries_the_body_the_key_and_extra_body(echo):
 def test_no_key_sends_a_placeholder_never_the_environments(echo, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
     server = echo()
-    with ChatClient(server.url) as client:
+    with SDKChatClient(server.url) as client:
         client.chat.completions.create(model="m", messages=[])
     assert server.requests[0][1]["authorization"] == "Bearer no-key-required"
 
@@ -138,7 +138,7 @@ def test_a_reply_is_the_sdks_chat_completion_even_with_fields_left_out(echo):
     }
     sparse = {"choices": [{"message": {"content": "x", "tool_calls": [{"id": "c1"}]}}]}
     server = echo([(200, full, False), (200, sparse, False)])
-    with ChatClient(server.url) as client:
+    with SDKChatClient(server.url) as client:
         whole = client.chat.completions.create(model="m", messages=[])
         partial = client.chat.completions.create(model="m", messages=[])
     assert type(whole) is ChatCompletion and type(partial) is ChatCompletion
@@ -155,7 +155,7 @@ def test_a_reply_is_the_sdks_chat_completion_even_with_fields_left_out(echo):
 
 def test_a_message_from_a_reply_can_go_back_into_the_history(echo):
     server = echo()
-    with ChatClient(server.url) as client:
+    with SDKChatClient(server.url) as client:
         first = client.chat.completions.create(model="m", messages=[])
         history = [{"role": "user", "content": "hi"}, first.choices[0].message]
         client.chat.completions.create(model="m", messages=history)
@@ -174,7 +174,7 @@ def test_a_message_from_a_reply_can_go_back_into_the_history(echo):
 )
 def test_an_error_status_is_the_sdks_error_with_the_servers_message(echo, status, cls):
     server = echo([(status, {"error": {"message": "bad key"}}, False)])
-    with ChatClient(server.url) as client, pytest.raises(cls) as info:
+    with SDKChatClient(server.url) as client, pytest.raises(cls) as info:
         client.chat.completions.create(model="m", messages=[])
     assert info.value.status_code == status
     assert info.value.message == f"Error code: {status} - bad key"
@@ -193,7 +193,7 @@ def test_an_error_status_is_the_sdks_error_with_the_servers_message(echo, status
 def test_a_body_that_is_not_a_chat_completion_is_malformed(echo, body, message):
     server = echo([(200, body, False)])
     with (
-        ChatClient(server.url) as client,
+        SDKChatClient(server.url) as client,
         pytest.raises(openai.APIResponseValidationError, match=message) as info,
     ):
         client.chat.completions.create(model="m", messages=[])
@@ -203,7 +203,7 @@ def test_a_body_that_is_not_a_chat_completion_is_malformed(echo, body, message):
 def test_a_connection_the_server_closed_is_replaced(echo):
     ok = {"choices": [{"message": {"content": "again"}}]}
     server = echo([(200, ok, True)])  # answers, then closes the keep-alive connection
-    with ChatClient(server.url) as client:
+    with SDKChatClient(server.url) as client:
         client.chat.completions.create(model="m", messages=[])
         second = client.chat.completions.create(model="m", messages=[])
     assert second.choices[0].message.content == "hi"
@@ -215,7 +215,7 @@ def test_nothing_listening_is_a_connection_error():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with (
-        ChatClient(f"http://127.0.0.1:{port}/v1") as client,
+        SDKChatClient(f"http://127.0.0.1:{port}/v1") as client,
         pytest.raises(openai.APIConnectionError) as info,
     ):
         client.chat.completions.create(model="m", messages=[])
@@ -226,7 +226,7 @@ def test_nothing_listening_is_a_connection_error():
 def test_a_server_that_stalls_past_the_timeout_is_a_timeout_error():
     with (
         MockServer([{"text": "late"}], latency_s=2.0) as server,
-        ChatClient(server.base_url, timeout=0.3) as client,
+        SDKChatClient(server.base_url, timeout=0.3) as client,
         pytest.raises(openai.APITimeoutError),
     ):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
@@ -235,7 +235,7 @@ def test_a_server_that_stalls_past_the_timeout_is_a_timeout_error():
 def test_a_calls_own_timeout_overrides_the_clients():
     with (
         MockServer([{"text": "late"}], latency_s=0.5) as server,
-        ChatClient(server.base_url, timeout=0.1) as client,
+        SDKChatClient(server.base_url, timeout=0.1) as client,
     ):
         reply = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "x"}], timeout=5
@@ -247,18 +247,18 @@ def test_the_loopback_server_is_never_proxied(echo, monkeypatch):
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "")
     server = echo()
-    with ChatClient(server.url) as client:
+    with SDKChatClient(server.url) as client:
         reply = client.chat.completions.create(model="m", messages=[])
     assert reply.choices[0].message.content == "hi"
 
 
 def test_a_base_url_that_is_not_http_is_refused():
     with pytest.raises(ValueError, match="must be an http"):
-        ChatClient("localhost:8000/v1")
+        SDKChatClient("localhost:8000/v1")
 
 
 def test_other_calls_are_the_sdk_clients(echo):
-    with ChatClient("http://127.0.0.1:9/v1", "sk-x") as client:
+    with SDKChatClient("http://127.0.0.1:9/v1", "sk-x") as client:
         assert isinstance(client.sdk, openai.OpenAI)
         assert client.models is client.sdk.models
         assert client.api_key == "sk-x"
@@ -266,7 +266,7 @@ def test_other_calls_are_the_sdk_clients(echo):
 
 def test_streaming_is_refused_with_what_to_use_instead():
     with (
-        ChatClient("http://127.0.0.1:9/v1") as client,
+        SDKChatClient("http://127.0.0.1:9/v1") as client,
         pytest.raises(ValueError, match="use the openai SDK"),
     ):
         client.chat.completions.create(model="m", messages=[], stream=True)
@@ -274,7 +274,7 @@ def test_streaming_is_refused_with_what_to_use_instead():
 
 def test_one_client_serves_many_threads_at_once():
     script = [{"text": "{message}"}]
-    with MockServer(script, latency_s=0.05) as server, ChatClient(server.base_url) as client:
+    with MockServer(script, latency_s=0.05) as server, SDKChatClient(server.base_url) as client:
         replies: list[str] = []
 
         def work(n: int) -> None:
@@ -299,7 +299,7 @@ def test_tools_are_sent_whole_and_follow_a_changed_list(echo):
     server = echo()
     search = {"type": "function", "function": {"name": "search", "parameters": {}}}
     cart = {"type": "function", "function": {"name": "cart", "parameters": {}}}
-    with ChatClient(server.url) as client:
+    with SDKChatClient(server.url) as client:
         for tools in ([search], [search], [search, cart], [cart]):
             client.chat.completions.create(model="m", messages=[], tools=tools, tool_choice="auto")
         client.chat.completions.create(tools=[search])

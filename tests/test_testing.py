@@ -2,6 +2,7 @@ import asyncio
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletion
 
 from pytest_commerce_evals.testing.fake import (
     AsyncFakeClient,
@@ -62,3 +63,28 @@ def test_async_client():
     out = asyncio.run(client.chat.completions.create(model="m", messages=[]))
     assert out.choices[0].message.content == "hi"
     assert len(client.requests) == 1
+
+
+def test_replies_are_the_type_the_default_client_returns():
+    from pytest_commerce_evals.models.sdk_client import SDKChatClient
+    from pytest_commerce_evals.testing.mock_server import MockServer
+
+    script = [{"tool": "search_products", "arguments": {"query": "x"}}, {"text": "hi"}]
+    user = {"role": "user", "content": "x"}
+    assistant = {"role": "assistant", "content": None}
+    with MockServer(script) as server, SDKChatClient(server.base_url) as real:
+        live_tool = real.chat.completions.create(model="m", messages=[user])
+        live_text = real.chat.completions.create(model="m", messages=[user, assistant])
+    fake = FakeClient([tool_reply("search_products", query="x"), "hi"])
+    fake_tool = fake.chat.completions.create(model="m", messages=[user])
+    fake_text = fake.chat.completions.create(model="m", messages=[user, assistant])
+    assert type(fake_tool) is type(live_tool) is ChatCompletion
+    assert type(fake_text) is type(live_text) is ChatCompletion
+    live_call, fake_call = (r.choices[0].message.tool_calls[0] for r in (live_tool, fake_tool))
+    assert type(fake_call) is type(live_call)
+    assert (fake_call.function.name, fake_call.function.arguments) == (
+        live_call.function.name,
+        live_call.function.arguments,
+    )
+    assert fake_text.choices[0].message.content == live_text.choices[0].message.content == "hi"
+    assert fake_text.choices[0].finish_reason == live_text.choices[0].finish_reason == "stop"

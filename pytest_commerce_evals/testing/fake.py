@@ -85,7 +85,8 @@ class _Chat:
 
 
 class FakeClient:
-    """Mirrors `openai.OpenAI().chat.completions.create`; returns real `ChatCompletion` objects.
+    """Mirrors `openai.OpenAI().chat.completions.create`; returns real `ChatCompletion` objects,
+    the type the plugin's own client (`models.sdk_client.SDKChatClient`) returns.
 
     A script item may be a `FakeReply`, a plain string (a text reply), a mapping shaped like an
     assistant message (`{"content": ..., "tool_calls": [...]}`), or an exception instance, which

@@ -166,19 +166,47 @@ def test_a_message_from_a_reply_can_go_back_into_the_history(echo):
 @pytest.mark.parametrize(
     "status, cls",
     [
+        (400, openai.BadRequestError),
         (401, openai.AuthenticationError),
+        (403, openai.PermissionDeniedError),
         (404, openai.NotFoundError),
+        (409, openai.ConflictError),
+        (418, openai.APIStatusError),
+        (422, openai.UnprocessableEntityError),
         (429, openai.RateLimitError),
         (500, openai.InternalServerError),
+        (503, openai.InternalServerError),
     ],
 )
 def test_an_error_status_is_the_sdks_error_with_the_servers_message(echo, status, cls):
     server = echo([(status, {"error": {"message": "bad key"}}, False)])
     with SDKChatClient(server.url) as client, pytest.raises(cls) as info:
         client.chat.completions.create(model="m", messages=[])
+    assert type(info.value) is cls  # the class the SDK's own client raises for the status
     assert info.value.status_code == status
     assert info.value.message == f"Error code: {status} - bad key"
     assert info.value.body == {"message": "bad key"}
+
+
+def test_an_error_body_that_is_not_json_is_kept_as_text(echo):
+    server = echo([(502, b"<html>Bad gateway</html>", False)])
+    with SDKChatClient(server.url) as client, pytest.raises(openai.InternalServerError) as info:
+        client.chat.completions.create(model="m", messages=[])
+    assert info.value.message == "Error code: 502"
+    assert info.value.body == "<html>Bad gateway</html>"
+
+
+def test_the_sdks_headers_and_the_clients_own_go_with_every_call(echo, monkeypatch):
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-7")
+    server = echo()
+    with SDKChatClient(server.url, "sk-1", headers={"x-team": "checkout"}) as client:
+        client.chat.completions.create(model="m", messages=[], extra_query={"api-version": "2"})
+    path, headers, _ = server.requests[0]
+    assert path == "/v1/chat/completions?api-version=2"
+    assert headers["user-agent"].startswith("OpenAI/Python")
+    assert headers["openai-organization"] == "org-7"
+    assert headers["x-team"] == "checkout"
+    assert headers["authorization"] == "Bearer sk-1"
 
 
 @pytest.mark.parametrize(
@@ -313,3 +341,17 @@ def test_tools_are_sent_whole_and_follow_a_changed_list(echo):
     ]
     assert sent[2] == {"model": "m", "messages": [], "tools": [search, cart], "tool_choice": "auto"}
     assert sent[4] == {"tools": [search]}
+
+
+def test_a_tls_failure_is_a_connection_error(monkeypatch):
+    import ssl
+
+    with SDKChatClient("https://127.0.0.1:9/v1") as client:
+
+        def handshake_fails(*args, **kwargs):
+            raise ssl.SSLError("certificate verify failed")
+
+        monkeypatch.setattr(client._http, "post", handshake_fails)
+        with pytest.raises(openai.APIConnectionError) as info:
+            client.chat.completions.create(model="m", messages=[])
+    assert isinstance(info.value.__cause__, ssl.SSLError)

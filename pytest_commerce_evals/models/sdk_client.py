@@ -1,32 +1,37 @@
-"""The plugin's chat client: the openai SDK's transport, without its per-call request work.
+"""The plugin's chat client: the openai SDK's client and HTTP stack, minus its per-call work.
 
 The plugin's own model calls (the reference agent, the judge) go through it by default. It is an
-`openai.OpenAI` underneath (`.sdk`): the same HTTP library, connection pool, TLS, proxies from
-the environment, timeouts, headers and errors as the SDK. Only `chat.completions.create` takes
-the SDK's low-level path, `sdk.post(..., cast_to=<the HTTP library's Response>)`: the request
-body is sent as given rather than transformed against the SDK's parameter types (about 1.3 ms of
-CPU a call with the reference agent's tool schemas), and the reply is built with
-`ChatCompletion.model_validate`, or where the server left out a field the type requires,
-`ChatCompletion.construct` as the SDK itself builds replies. On two cores that CPU is what caps
-how many trials can be in flight.
+`openai.OpenAI` (`.sdk`) and the HTTP client the SDK is built on (`openai.DefaultHttpxClient`: an
+`httpx2.Client` with openai 3.x, `httpx` before), shared between them: one connection pool, TLS,
+proxies from the environment, timeouts, the SDK's headers (computed once) and the SDK's errors.
+Only `chat.completions.create` skips the SDK's request layer and posts to the HTTP client
+directly: the body goes out as given, not transformed against the SDK's parameter types, and no
+per-call request options are copied and merged (together 1.2 ms of CPU a call with the reference
+agent's tool schemas, 0.5 ms even on its low-level `post`). The reply is the SDK's
+`ChatCompletion`, validated with pydantic, or where the server left out a field the type
+requires, built with `ChatCompletion.construct` as the SDK itself builds replies. On two cores
+that CPU is what caps how many trials can be in flight.
 
     client = SDKChatClient("http://localhost:8000/v1", api_key="...", timeout=120)
     reply = client.chat.completions.create(model="m", messages=[...], tools=[...])
     reply.choices[0].message.tool_calls[0].function.arguments   # an openai ChatCompletion
 
-Failures are the SDK's own exceptions: `openai.APIStatusError` and its subclasses (HTTP status,
-the server's error body, the response's headers), `openai.APIConnectionError` /
-`openai.APITimeoutError`, and `openai.APIResponseValidationError` for a success status whose
-body is not a chat completion. One client serves concurrent trials (the SDK's client is safe to
-share between threads). Tool schemas are encoded once per schema object: to change a tool, pass
-a new dict rather than editing the one already sent. Proxies come from the environment
-(`HTTPS_PROXY`, `NO_PROXY`) unless `trust_env=False`; a loopback server is never proxied.
-Anything other than `chat` (`client.models.list()`, ...) is the SDK client's.
+Failures are the SDK's own exceptions, as its `create` raises them: `openai.APIStatusError` and
+its subclasses by status (`RateLimitError`, `InternalServerError`, `AuthenticationError`, ...;
+the server's message, error body and response headers), `openai.APIConnectionError` /
+`openai.APITimeoutError` (the HTTP library's error as the cause), and
+`openai.APIResponseValidationError` for a success status whose body is not a chat completion.
+One client serves concurrent trials (the HTTP client is safe to share between threads). Tool
+schemas are encoded once per schema object: to change a tool, pass a new dict rather than editing
+the one already sent. Proxies come from the environment (`HTTPS_PROXY`, `NO_PROXY`) unless
+`trust_env=False`; a loopback server is never proxied. Anything other than `chat`
+(`client.models.list()`, ...) is the SDK client's.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -34,7 +39,7 @@ if TYPE_CHECKING:
     import openai
     from openai.types.chat import ChatCompletion
 
-__all__ = ["NO_KEY", "SDKChatClient", "completion_from_response", "http_library"]
+__all__ = ["NO_KEY", "SDKChatClient", "completion_from_response", "http_library", "status_error"]
 
 NO_KEY = "no-key-required"
 """The API key sent where none is given: the SDK refuses to build a client without one."""
@@ -95,7 +100,7 @@ class SDKChatClient:
         self.timeout = timeout
         self.connect_timeout = min(connect_timeout, timeout)
         bounds = openai.Timeout(timeout, connect=self.connect_timeout)
-        http_client = openai.DefaultHttpxClient(
+        self._http = openai.DefaultHttpxClient(
             trust_env=trust_env and parts.hostname not in _LOOPBACK, timeout=bounds
         )
         # a placeholder rather than None: the SDK would read OPENAI_API_KEY, and a server given
@@ -106,9 +111,14 @@ class SDKChatClient:
             timeout=bounds,
             max_retries=0,
             default_headers=headers,
-            http_client=http_client,
+            http_client=self._http,
         )
-        self._response_cls = http_library().Response
+        # what the SDK sends with every request (identity, organization, key, `headers`)
+        sent = {**self.sdk.default_headers, **self.sdk.auth_headers}
+        self._headers = {k: v for k, v in sent.items() if isinstance(v, str)}
+        self._url = f"{self.base_url}/chat/completions"
+        self._openai = openai
+        self._lib = http_library()
         self._tools_cache: dict[tuple[int, ...], tuple[tuple[Any, ...], str]] = {}
         self.chat = _Chat(self)
 
@@ -122,19 +132,28 @@ class SDKChatClient:
             )
         body = {k: v for k, v in kwargs.items() if k not in _CONTROL and v is not None}
         body.update(kwargs.get("extra_body") or {})
-        options: dict[str, Any] = {}
+        headers = self._headers
         if kwargs.get("extra_headers"):
-            options["headers"] = kwargs["extra_headers"]
-        if kwargs.get("extra_query"):
-            options["params"] = kwargs["extra_query"]
-        if kwargs.get("timeout") is not None:
-            options["timeout"] = kwargs["timeout"]
-        response = self.sdk.post(
-            "/chat/completions",
-            cast_to=self._response_cls,
-            content=self._encode(body),
-            options=options,
-        )
+            headers = {**headers, **kwargs["extra_headers"]}
+        timeout = kwargs.get("timeout")
+        lib = self._lib
+        try:
+            response = self._http.post(
+                self._url,
+                content=self._encode(body),
+                headers=headers,
+                params=kwargs.get("extra_query") or None,
+                timeout=lib.USE_CLIENT_DEFAULT if timeout is None else timeout,
+            )
+        except lib.TimeoutException as exc:
+            raise self._openai.APITimeoutError(request=exc.request) from exc
+        except lib.RequestError as exc:  # refused, reset, a protocol or a proxy's error, ...
+            raise self._openai.APIConnectionError(request=exc.request) from exc
+        except ssl.SSLError as exc:  # a TLS failure the HTTP library let through, as the SDK
+            request = self._http.build_request("POST", self._url)
+            raise self._openai.APIConnectionError(request=request) from exc
+        if response.status_code >= 400:
+            raise status_error(response)
         return completion_from_response(response)
 
     def _encode(self, body: dict[str, Any]) -> bytes:
@@ -167,7 +186,7 @@ class SDKChatClient:
         return getattr(self.sdk, name)
 
     def close(self) -> None:
-        """Close the connection pool (a later call opens new connections)."""
+        """Close the connection pool, the SDK client's too (they are one)."""
         self.sdk.close()
 
     def __enter__(self) -> SDKChatClient:
@@ -207,6 +226,40 @@ def completion_from_response(response: Any) -> ChatCompletion:
         # what the SDK does with any reply (its strict validation is off by default): nested
         # models built as they come, so a field the server left out reads as None
         return ChatCompletion.construct(**data)
+
+
+def status_error(response: Any) -> openai.APIStatusError:
+    """The SDK's exception for an error status, as its own client builds it: the class by status
+    (`RateLimitError` for 429, `InternalServerError` for 5xx, ...), the message
+    `Error code: <status> - <the server's message>`, `body` the server's error object."""
+    import openai
+
+    status = response.status_code
+    text = response.text.strip()
+    message = f"Error code: {status}"
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        body = text
+    error = body.get("error", body) if isinstance(body, dict) else body
+    detail = error.get("message") if isinstance(error, dict) else None
+    if isinstance(detail, str) and detail:
+        message += f" - {detail}"
+    cls = _STATUS_ERRORS.get(status) or (
+        "InternalServerError" if status >= 500 else "APIStatusError"
+    )
+    return getattr(openai, cls)(message, response=response, body=error)
+
+
+_STATUS_ERRORS = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    409: "ConflictError",
+    422: "UnprocessableEntityError",
+    429: "RateLimitError",
+}
 
 
 def _malformed(response: Any, body: object, message: str) -> openai.APIResponseValidationError:

@@ -24,7 +24,8 @@ from pytest_commerce_evals.models.endpoint import (
     resolve_endpoint,
     retrying_create,
 )
-from pytest_commerce_evals.models.sdk_client import SDKChatClient
+from pytest_commerce_evals.models.http_client import HTTPChatClient
+from pytest_commerce_evals.models.replies import Record
 from pytest_commerce_evals.testing.fake import AsyncFakeClient, FakeClient, text_reply
 
 try:  # the HTTP library the installed openai SDK is built on
@@ -273,7 +274,7 @@ def test_make_client_points_the_default_client_at_the_endpoint(config, monkeypat
     cfg = _loopback_config(config, monkeypatch)
     with make_client(cfg, "agent") as client:
         assert isinstance(client, RetryingClient)
-        assert isinstance(client.raw, SDKChatClient)
+        assert isinstance(client.raw, HTTPChatClient)
         assert client.raw.base_url == "http://127.0.0.1:9/v1"
         assert client.raw.api_key == SECRET  # the SDK client's, underneath
         assert client.raw.timeout == 33.0
@@ -305,7 +306,7 @@ def test_make_client_uses_the_judges_key(config, monkeypatch):
     monkeypatch.setenv("COMMERCE_JUDGE_API_KEY", "sk-judge")
     cfg = config("--commerce-judge-base-url=http://127.0.0.1:9/v1", "--commerce-judge-model=j")
     with make_client(cfg, "judge", retrying=False) as client:
-        assert isinstance(client, SDKChatClient)
+        assert isinstance(client, HTTPChatClient)
         assert client.api_key == "sk-judge"
     with make_client(cfg, "judge", retrying=False, sdk=True) as client:
         assert isinstance(client, openai.OpenAI)
@@ -398,7 +399,8 @@ def test_real_call_retries_5xx_then_succeeds(config, stub_server, sdk):
                 model=client.model, messages=[{"role": "user", "content": "hi"}]
             )
     assert reply.choices[0].message.content == "hello"
-    assert type(reply) is ChatCompletion  # the same reply type whichever client
+    # the plugin's own client gives the reply type FakeClient gives; the SDK its own
+    assert type(reply) is (ChatCompletion if sdk else Record)
     assert server.paths == ["/v1/chat/completions"] * 3
 
 

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from pytest_commerce_evals.models.endpoint import RetryingClient, RetryPolicy, is_retryable
-from pytest_commerce_evals.models.sdk_client import SDKChatClient, http_library
+from pytest_commerce_evals.models.http_client import HTTPChatClient, http_library
 from pytest_commerce_evals.testing.mock_server import MockServer
 
 SCRIPT = [
@@ -28,7 +28,7 @@ def _assistant() -> dict:
 
 
 def test_the_step_is_the_number_of_assistant_messages_since_the_user_spoke():
-    with MockServer(SCRIPT, pattern=PATTERN) as server, SDKChatClient(server.base_url) as client:
+    with MockServer(SCRIPT, pattern=PATTERN) as server, HTTPChatClient(server.base_url) as client:
         first = client.chat.completions.create(model="m", messages=[USER])
         call = first.choices[0].message.tool_calls[0]
         assert (call.function.name, json.loads(call.function.arguments)) == (
@@ -55,7 +55,7 @@ def test_faults_come_every_nth_request_in_turn():
     faults = ("429", "500", "malformed", "stall")
     with (
         MockServer(SCRIPT, fault_every=2, faults=faults, stall_s=1.0, retry_after_s=0.25) as server,
-        SDKChatClient(server.base_url, timeout=0.3) as client,
+        HTTPChatClient(server.base_url, timeout=0.3) as client,
     ):
         seen = []
         for _ in range(8):
@@ -79,7 +79,7 @@ def test_faults_come_every_nth_request_in_turn():
 def test_every_injected_fault_is_retryable_and_a_retrying_client_gets_through():
     with (
         MockServer(SCRIPT, fault_every=2, stall_s=1.0, retry_after_s=0.0) as server,
-        SDKChatClient(server.base_url, timeout=0.3) as raw,
+        HTTPChatClient(server.base_url, timeout=0.3) as raw,
     ):
         client = RetryingClient(raw, RetryPolicy(attempts=3, wait_initial=0.0, wait_max=0.0))
         for _ in range(8):
@@ -126,7 +126,7 @@ def test_the_command_line_server_reports_its_address_and_counts():
     try:
         word, url = proc.stdout.readline().split()
         assert word == "ready" and url.startswith("http://127.0.0.1:")
-        with SDKChatClient(url) as client:
+        with HTTPChatClient(url) as client:
             assert client.chat.completions.create(model="m", messages=[USER]).choices
         with urllib.request.urlopen(url + "/stats", timeout=5) as response:
             stats = json.loads(response.read())

@@ -36,7 +36,7 @@ import pytest
 import tenacity
 
 from ..agent import InfraError
-from .sdk_client import NO_KEY, SDKChatClient
+from .http_client import NO_KEY, HTTPChatClient
 
 if TYPE_CHECKING:
     import openai
@@ -335,14 +335,13 @@ def make_client(
 ) -> Any:
     """A chat client for `purpose`'s endpoint; starts the embedded model if that is the one.
 
-    By default an `SDKChatClient` (an `openai.OpenAI` whose `chat.completions.create` takes the
-    SDK's low-level path: a fraction of the CPU per call, the same `ChatCompletion` replies and
-    errors, see `sdk_client`); with `sdk=True` or `async_=True` a plain `openai.OpenAI` /
-    `openai.AsyncOpenAI`. The SDK's own retries are off in every case. With `retrying` (the
-    default) it comes wrapped in a `RetryingClient` (or `AsyncRetryingClient`) whose
-    `chat.completions.create` retries per the config's `RetryPolicy` and raises `InfraError` when
-    retries run out; `.endpoint` says where it points and `.raw` is the wrapped client. The
-    caller closes it (`close()`, or `with`; `await aclose()` for the async one).
+    By default an `HTTPChatClient` (the SDK's HTTP library and errors without its per-call work
+    or its import: a fraction of the CPU per call, see `http_client`); with `sdk=True` or
+    `async_=True` an `openai.OpenAI` / `openai.AsyncOpenAI`, whose own retries are off. With
+    `retrying` (the default) it comes wrapped in a `RetryingClient` (or `AsyncRetryingClient`)
+    whose `chat.completions.create` retries per the config's `RetryPolicy` and raises
+    `InfraError` when retries run out; `.endpoint` says where it points and `.raw` is the wrapped
+    client. The caller closes it (`close()`, or `with`; `await aclose()` for the async one).
     """
     endpoint, conn = _connect(config, purpose)
     if config is not None:
@@ -366,7 +365,7 @@ def make_client(
             kwargs["http_client"] = http_cls(trust_env=False, timeout=kwargs["timeout"])
         client: Any = (openai.AsyncOpenAI if async_ else openai.OpenAI)(**kwargs)
     else:
-        client = SDKChatClient(
+        client = HTTPChatClient(
             base_url,
             conn["api_key"],
             timeout=total,

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import openai
 import pytest
-from openai.types.chat import ChatCompletion
 
-from pytest_commerce_evals.models.sdk_client import SDKChatClient
+from pytest_commerce_evals.models.http_client import HTTPChatClient
+from pytest_commerce_evals.models.replies import Record
 from pytest_commerce_evals.testing.mock_server import MockServer
 
 
@@ -81,7 +83,7 @@ def echo():
 
 def test_a_request_carries_the_body_the_key_and_extra_body(echo):
     server = echo()
-    with SDKChatClient(server.url, api_key="sk-test-123") as client:
+    with HTTPChatClient(server.url, api_key="sk-test-123") as client:
         reply = client.chat.completions.create(
             model="m",
             messages=[{"role": "user", "content": "hi"}],
@@ -107,12 +109,12 @@ def test_a_request_carries_the_body_the_key_and_extra_body(echo):
 def test_no_key_sends_a_placeholder_never_the_environments(echo, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
     server = echo()
-    with SDKChatClient(server.url) as client:
+    with HTTPChatClient(server.url) as client:
         client.chat.completions.create(model="m", messages=[])
     assert server.requests[0][1]["authorization"] == "Bearer no-key-required"
 
 
-def test_a_reply_is_the_sdks_chat_completion_even_with_fields_left_out(echo):
+def test_a_reply_reads_like_the_sdks_even_with_fields_left_out(echo):
     full = {
         "id": "c-1",
         "object": "chat.completion",
@@ -138,29 +140,35 @@ def test_a_reply_is_the_sdks_chat_completion_even_with_fields_left_out(echo):
     }
     sparse = {"choices": [{"message": {"content": "x", "tool_calls": [{"id": "c1"}]}}]}
     server = echo([(200, full, False), (200, sparse, False)])
-    with SDKChatClient(server.url) as client:
+    with HTTPChatClient(server.url) as client:
         whole = client.chat.completions.create(model="m", messages=[])
         partial = client.chat.completions.create(model="m", messages=[])
-    assert type(whole) is ChatCompletion and type(partial) is ChatCompletion
+    assert type(whole) is Record and type(partial) is Record
     call = whole.choices[0].message.tool_calls[0]
     assert (call.id, call.function.name, call.function.arguments) == ("c1", "search", '{"q": "x"}')
-    assert whole.model_dump(exclude_unset=True) == full
+    assert whole.model_dump() == full
     message = partial.choices[0].message
     assert message.content == "x"
     assert message.tool_calls[0].id == "c1"
     assert message.refusal is None  # a field the server left out
     assert partial.choices[0].finish_reason is None
-    assert partial.model_dump(exclude_unset=True) == sparse
+    assert partial.model_dump() == sparse
 
 
 def test_a_message_from_a_reply_can_go_back_into_the_history(echo):
+    from openai.types.chat import ChatCompletionMessage
+
     server = echo()
-    with SDKChatClient(server.url) as client:
+    sdk_message = ChatCompletionMessage.model_validate({"role": "assistant", "content": "sdk"})
+    with HTTPChatClient(server.url) as client:
         first = client.chat.completions.create(model="m", messages=[])
-        history = [{"role": "user", "content": "hi"}, first.choices[0].message]
+        history = [{"role": "user", "content": "hi"}, first.choices[0].message, sdk_message]
         client.chat.completions.create(model="m", messages=history)
-    # as the server sent it: the fields it left out are not sent back as nulls
-    assert server.requests[1][2]["messages"][1] == {"role": "assistant", "content": "hi"}
+    # as the server sent them: the fields it left out are not sent back as nulls
+    assert server.requests[1][2]["messages"][1:] == [
+        {"role": "assistant", "content": "hi"},
+        {"role": "assistant", "content": "sdk"},
+    ]
 
 
 @pytest.mark.parametrize(
@@ -180,7 +188,7 @@ def test_a_message_from_a_reply_can_go_back_into_the_history(echo):
 )
 def test_an_error_status_is_the_sdks_error_with_the_servers_message(echo, status, cls):
     server = echo([(status, {"error": {"message": "bad key"}}, False)])
-    with SDKChatClient(server.url) as client, pytest.raises(cls) as info:
+    with HTTPChatClient(server.url) as client, pytest.raises(cls) as info:
         client.chat.completions.create(model="m", messages=[])
     assert type(info.value) is cls  # the class the SDK's own client raises for the status
     assert info.value.status_code == status
@@ -190,7 +198,7 @@ def test_an_error_status_is_the_sdks_error_with_the_servers_message(echo, status
 
 def test_an_error_body_that_is_not_json_is_kept_as_text(echo):
     server = echo([(502, b"<html>Bad gateway</html>", False)])
-    with SDKChatClient(server.url) as client, pytest.raises(openai.InternalServerError) as info:
+    with HTTPChatClient(server.url) as client, pytest.raises(openai.InternalServerError) as info:
         client.chat.completions.create(model="m", messages=[])
     assert info.value.message == "Error code: 502"
     assert info.value.body == "<html>Bad gateway</html>"
@@ -199,11 +207,11 @@ def test_an_error_body_that_is_not_json_is_kept_as_text(echo):
 def test_the_sdks_headers_and_the_clients_own_go_with_every_call(echo, monkeypatch):
     monkeypatch.setenv("OPENAI_ORG_ID", "org-7")
     server = echo()
-    with SDKChatClient(server.url, "sk-1", headers={"x-team": "checkout"}) as client:
+    with HTTPChatClient(server.url, "sk-1", headers={"x-team": "checkout"}) as client:
         client.chat.completions.create(model="m", messages=[], extra_query={"api-version": "2"})
     path, headers, _ = server.requests[0]
     assert path == "/v1/chat/completions?api-version=2"
-    assert headers["user-agent"].startswith("OpenAI/Python")
+    assert headers["user-agent"].startswith("pytest-commerce-evals/")
     assert headers["openai-organization"] == "org-7"
     assert headers["x-team"] == "checkout"
     assert headers["authorization"] == "Bearer sk-1"
@@ -221,7 +229,7 @@ def test_the_sdks_headers_and_the_clients_own_go_with_every_call(echo, monkeypat
 def test_a_body_that_is_not_a_chat_completion_is_malformed(echo, body, message):
     server = echo([(200, body, False)])
     with (
-        SDKChatClient(server.url) as client,
+        HTTPChatClient(server.url) as client,
         pytest.raises(openai.APIResponseValidationError, match=message) as info,
     ):
         client.chat.completions.create(model="m", messages=[])
@@ -231,7 +239,7 @@ def test_a_body_that_is_not_a_chat_completion_is_malformed(echo, body, message):
 def test_a_connection_the_server_closed_is_replaced(echo):
     ok = {"choices": [{"message": {"content": "again"}}]}
     server = echo([(200, ok, True)])  # answers, then closes the keep-alive connection
-    with SDKChatClient(server.url) as client:
+    with HTTPChatClient(server.url) as client:
         client.chat.completions.create(model="m", messages=[])
         second = client.chat.completions.create(model="m", messages=[])
     assert second.choices[0].message.content == "hi"
@@ -243,7 +251,7 @@ def test_nothing_listening_is_a_connection_error():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with (
-        SDKChatClient(f"http://127.0.0.1:{port}/v1") as client,
+        HTTPChatClient(f"http://127.0.0.1:{port}/v1") as client,
         pytest.raises(openai.APIConnectionError) as info,
     ):
         client.chat.completions.create(model="m", messages=[])
@@ -254,7 +262,7 @@ def test_nothing_listening_is_a_connection_error():
 def test_a_server_that_stalls_past_the_timeout_is_a_timeout_error():
     with (
         MockServer([{"text": "late"}], latency_s=2.0) as server,
-        SDKChatClient(server.base_url, timeout=0.3) as client,
+        HTTPChatClient(server.base_url, timeout=0.3) as client,
         pytest.raises(openai.APITimeoutError),
     ):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
@@ -263,7 +271,7 @@ def test_a_server_that_stalls_past_the_timeout_is_a_timeout_error():
 def test_a_calls_own_timeout_overrides_the_clients():
     with (
         MockServer([{"text": "late"}], latency_s=0.5) as server,
-        SDKChatClient(server.base_url, timeout=0.1) as client,
+        HTTPChatClient(server.base_url, timeout=0.1) as client,
     ):
         reply = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "x"}], timeout=5
@@ -275,26 +283,30 @@ def test_the_loopback_server_is_never_proxied(echo, monkeypatch):
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "")
     server = echo()
-    with SDKChatClient(server.url) as client:
+    with HTTPChatClient(server.url) as client:
         reply = client.chat.completions.create(model="m", messages=[])
     assert reply.choices[0].message.content == "hi"
 
 
 def test_a_base_url_that_is_not_http_is_refused():
     with pytest.raises(ValueError, match="must be an http"):
-        SDKChatClient("localhost:8000/v1")
+        HTTPChatClient("localhost:8000/v1")
 
 
-def test_other_calls_are_the_sdk_clients(echo):
-    with SDKChatClient("http://127.0.0.1:9/v1", "sk-x") as client:
+def test_other_calls_are_an_sdk_clients_on_the_same_endpoint(echo):
+    with HTTPChatClient("http://127.0.0.1:9/v1", "sk-x", timeout=7) as client:
         assert isinstance(client.sdk, openai.OpenAI)
+        assert client.sdk is client.sdk  # made once
         assert client.models is client.sdk.models
+        assert str(client.sdk.base_url) == "http://127.0.0.1:9/v1/"
+        assert client.sdk.max_retries == 0
+        assert client.sdk.timeout.read == 7
         assert client.api_key == "sk-x"
 
 
 def test_streaming_is_refused_with_what_to_use_instead():
     with (
-        SDKChatClient("http://127.0.0.1:9/v1") as client,
+        HTTPChatClient("http://127.0.0.1:9/v1") as client,
         pytest.raises(ValueError, match="use the openai SDK"),
     ):
         client.chat.completions.create(model="m", messages=[], stream=True)
@@ -302,7 +314,7 @@ def test_streaming_is_refused_with_what_to_use_instead():
 
 def test_one_client_serves_many_threads_at_once():
     script = [{"text": "{message}"}]
-    with MockServer(script, latency_s=0.05) as server, SDKChatClient(server.base_url) as client:
+    with MockServer(script, latency_s=0.05) as server, HTTPChatClient(server.base_url) as client:
         replies: list[str] = []
 
         def work(n: int) -> None:
@@ -327,7 +339,7 @@ def test_tools_are_sent_whole_and_follow_a_changed_list(echo):
     server = echo()
     search = {"type": "function", "function": {"name": "search", "parameters": {}}}
     cart = {"type": "function", "function": {"name": "cart", "parameters": {}}}
-    with SDKChatClient(server.url) as client:
+    with HTTPChatClient(server.url) as client:
         for tools in ([search], [search], [search, cart], [cart]):
             client.chat.completions.create(model="m", messages=[], tools=tools, tool_choice="auto")
         client.chat.completions.create(tools=[search])
@@ -346,7 +358,7 @@ def test_tools_are_sent_whole_and_follow_a_changed_list(echo):
 def test_a_tls_failure_is_a_connection_error(monkeypatch):
     import ssl
 
-    with SDKChatClient("https://127.0.0.1:9/v1") as client:
+    with HTTPChatClient("https://127.0.0.1:9/v1") as client:
 
         def handshake_fails(*args, **kwargs):
             raise ssl.SSLError("certificate verify failed")
@@ -355,3 +367,32 @@ def test_a_tls_failure_is_a_connection_error(monkeypatch):
         with pytest.raises(openai.APIConnectionError) as info:
             client.chat.completions.create(model="m", messages=[])
     assert isinstance(info.value.__cause__, ssl.SSLError)
+
+
+def test_a_reply_dumps_to_a_copy_and_reads_by_key():
+    reply = Record({"choices": [{"message": {"content": "x"}}]})
+    message = reply.choices[0].message
+    assert message.get("content") == "x" and message["content"] == "x"
+    assert message.get("refusal", "none") == "none"
+    dumped = reply.model_dump()
+    dumped["choices"][0]["message"]["content"] = "changed"
+    assert reply.choices[0].message.content == "x"
+    assert reply.model_dump_json() == '{"choices": [{"message": {"content": "x"}}]}'
+    assert reply == Record({"choices": [{"message": {"content": "x"}}]})
+
+
+def test_a_successful_call_does_not_import_the_sdk():
+    """`import openai` (0.3-0.5 s) is paid only when an error is raised or `.sdk` is used."""
+    code = """
+import sys
+from pytest_commerce_evals.models.http_client import HTTPChatClient
+from pytest_commerce_evals.testing.fake import FakeClient
+from pytest_commerce_evals.testing.mock_server import MockServer
+with MockServer([{"text": "hi"}]) as server, HTTPChatClient(server.base_url) as client:
+    reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+assert reply.choices[0].message.content == "hi"
+assert FakeClient(["hi"]).chat.completions.create(model="m", messages=[]).choices
+print("openai" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

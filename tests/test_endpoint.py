@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -418,6 +419,24 @@ def test_real_call_exhausted_is_an_infra_error(config, stub_server, sdk):
         f"agent model stub at {server.url}: gave up after 2 attempts: "
         "InternalServerError: Error code: 502 - busy"
     )
+
+
+def test_an_unreachable_endpoint_says_why_once_retries_run_out(config):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the socket is closed
+    cfg = config(
+        f"--commerce-base-url=http://127.0.0.1:{port}/v1",
+        "--commerce-model=stub",
+        ini="commerce_retry_attempts = 2\ncommerce_retry_wait_max = 0",
+    )
+    with make_client(cfg, "agent") as client, pytest.raises(InfraError) as info:
+        client.chat.completions.create(model="stub", messages=[])
+    # the SDK's error says only "Connection error."; its cause says what happened
+    assert "gave up after 2 attempts: APIConnectionError: Connection error. (ConnectError: " in str(
+        info.value
+    )
+    assert "refused" in str(info.value).lower()
 
 
 def test_a_malformed_body_from_the_sdk_is_retried_then_an_infra_error():

@@ -55,8 +55,8 @@ _LAZY = {"AsyncFakeClient", "FakeClient", "text_reply", "tool_reply"}
 
 
 def __getattr__(name: str):
-    # the scripted clients build openai's response types: imported only when asked for, so
-    # loading the plugin does not pay for the openai SDK
+    # the scripted clients live in the testing feature: imported only when asked for, so
+    # loading the plugin pays nothing for them
     if name in _LAZY:
         from .testing import fake as testing
 

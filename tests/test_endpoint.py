@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletion
 
 from pytest_commerce_evals.agent import InfraError
 from pytest_commerce_evals.models import embedded as _local_model
-from pytest_commerce_evals.models.chat_client import ChatClient
 from pytest_commerce_evals.models.endpoint import (
     AsyncRetryingClient,
     EndpointError,
@@ -24,6 +25,8 @@ from pytest_commerce_evals.models.endpoint import (
     resolve_endpoint,
     retrying_create,
 )
+from pytest_commerce_evals.models.http_client import HTTPChatClient
+from pytest_commerce_evals.models.replies import Record
 from pytest_commerce_evals.testing.fake import AsyncFakeClient, FakeClient, text_reply
 
 try:  # the HTTP library the installed openai SDK is built on
@@ -274,15 +277,19 @@ def _loopback_config(config, monkeypatch):
     )
 
 
-def test_make_client_points_the_lean_client_at_the_endpoint(config, monkeypatch):
+def test_make_client_points_the_default_client_at_the_endpoint(config, monkeypatch):
     cfg = _loopback_config(config, monkeypatch)
     with make_client(cfg, "agent") as client:
         assert isinstance(client, RetryingClient)
-        assert isinstance(client.raw, ChatClient)
+        assert isinstance(client.raw, HTTPChatClient)
         assert client.raw.base_url == "http://127.0.0.1:9/v1"
-        assert client.raw.api_key == SECRET
+        assert client.raw.api_key == SECRET  # the SDK client's, underneath
         assert client.raw.timeout == 33.0
         assert client.raw.connect_timeout == 10.0
+        assert isinstance(client.raw.sdk, openai.OpenAI)
+        assert client.raw.sdk.max_retries == 0  # tenacity retries, never the SDK on top
+        assert client.raw.sdk.timeout.read == 33.0
+        assert client.raw.sdk.timeout.connect == 10.0
         assert client.policy.attempts == 7
         assert client.model == "m1"
 
@@ -306,7 +313,7 @@ def test_make_client_uses_the_judges_key(config, monkeypatch):
     monkeypatch.setenv("COMMERCE_JUDGE_API_KEY", "sk-judge")
     cfg = config("--commerce-judge-base-url=http://127.0.0.1:9/v1", "--commerce-judge-model=j")
     with make_client(cfg, "judge", retrying=False) as client:
-        assert isinstance(client, ChatClient)
+        assert isinstance(client, HTTPChatClient)
         assert client.api_key == "sk-judge"
     with make_client(cfg, "judge", retrying=False, sdk=True) as client:
         assert isinstance(client, openai.OpenAI)
@@ -399,13 +406,13 @@ def test_real_call_retries_5xx_then_succeeds(config, stub_server, sdk):
                 model=client.model, messages=[{"role": "user", "content": "hi"}]
             )
     assert reply.choices[0].message.content == "hello"
+    # the plugin's own client gives the reply type FakeClient gives; the SDK its own
+    assert type(reply) is (ChatCompletion if sdk else Record)
     assert server.paths == ["/v1/chat/completions"] * 3
 
 
-@pytest.mark.parametrize(
-    "sdk, error", [(False, "ChatStatusError: HTTP 502"), (True, "InternalServerError:")]
-)
-def test_real_call_exhausted_is_an_infra_error(config, stub_server, sdk, error):
+@pytest.mark.parametrize("sdk", [False, True])
+def test_real_call_exhausted_is_an_infra_error(config, stub_server, sdk):
     with stub_server([502, 502]) as server:
         cfg = config(
             f"--commerce-base-url={server.url}",
@@ -415,8 +422,27 @@ def test_real_call_exhausted_is_an_infra_error(config, stub_server, sdk, error):
         with make_client(cfg, "agent", sdk=sdk) as client, pytest.raises(InfraError) as info:
             client.chat.completions.create(model="stub", messages=[])
     assert str(info.value).startswith(
-        f"agent model stub at {server.url}: gave up after 2 attempts: {error}"
+        f"agent model stub at {server.url}: gave up after 2 attempts: "
+        "InternalServerError: Error code: 502 - busy"
     )
+
+
+def test_an_unreachable_endpoint_says_why_once_retries_run_out(config):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the socket is closed
+    cfg = config(
+        f"--commerce-base-url=http://127.0.0.1:{port}/v1",
+        "--commerce-model=stub",
+        ini="commerce_retry_attempts = 2\ncommerce_retry_wait_max = 0",
+    )
+    with make_client(cfg, "agent") as client, pytest.raises(InfraError) as info:
+        client.chat.completions.create(model="stub", messages=[])
+    # the SDK's error says only "Connection error."; its cause says what happened
+    assert "gave up after 2 attempts: APIConnectionError: Connection error. (ConnectError: " in str(
+        info.value
+    )
+    assert "refused" in str(info.value).lower()
 
 
 def test_a_malformed_body_from_the_sdk_is_retried_then_an_infra_error():

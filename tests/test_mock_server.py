@@ -7,15 +7,11 @@ import subprocess
 import sys
 import urllib.request
 
+import openai
 import pytest
 
-from pytest_commerce_evals.models.chat_client import (
-    ChatClient,
-    ChatStatusError,
-    ChatTimeoutError,
-    MalformedResponse,
-)
 from pytest_commerce_evals.models.endpoint import RetryingClient, RetryPolicy, is_retryable
+from pytest_commerce_evals.models.http_client import HTTPChatClient, http_library
 from pytest_commerce_evals.testing.mock_server import MockServer
 
 SCRIPT = [
@@ -32,7 +28,7 @@ def _assistant() -> dict:
 
 
 def test_the_step_is_the_number_of_assistant_messages_since_the_user_spoke():
-    with MockServer(SCRIPT, pattern=PATTERN) as server, ChatClient(server.base_url) as client:
+    with MockServer(SCRIPT, pattern=PATTERN) as server, HTTPChatClient(server.base_url) as client:
         first = client.chat.completions.create(model="m", messages=[USER])
         call = first.choices[0].message.tool_calls[0]
         assert (call.function.name, json.loads(call.function.arguments)) == (
@@ -59,20 +55,20 @@ def test_faults_come_every_nth_request_in_turn():
     faults = ("429", "500", "malformed", "stall")
     with (
         MockServer(SCRIPT, fault_every=2, faults=faults, stall_s=1.0, retry_after_s=0.25) as server,
-        ChatClient(server.base_url, timeout=0.3) as client,
+        HTTPChatClient(server.base_url, timeout=0.3) as client,
     ):
         seen = []
         for _ in range(8):
             try:
                 client.chat.completions.create(model="m", messages=[USER])
                 seen.append("ok")
-            except ChatStatusError as exc:
+            except openai.APIStatusError as exc:
                 seen.append(str(exc.status_code))
                 if exc.status_code == 429:
-                    assert exc.headers["retry-after"] == "0.25"
-            except MalformedResponse:
+                    assert exc.response.headers["retry-after"] == "0.25"
+            except openai.APIResponseValidationError:
                 seen.append("malformed")
-            except ChatTimeoutError:
+            except openai.APITimeoutError:
                 seen.append("stall")
         assert seen == ["ok", "429", "ok", "500", "ok", "malformed", "ok", "stall"]
         stats = server.stats()
@@ -83,7 +79,7 @@ def test_faults_come_every_nth_request_in_turn():
 def test_every_injected_fault_is_retryable_and_a_retrying_client_gets_through():
     with (
         MockServer(SCRIPT, fault_every=2, stall_s=1.0, retry_after_s=0.0) as server,
-        ChatClient(server.base_url, timeout=0.3) as raw,
+        HTTPChatClient(server.base_url, timeout=0.3) as raw,
     ):
         client = RetryingClient(raw, RetryPolicy(attempts=3, wait_initial=0.0, wait_max=0.0))
         for _ in range(8):
@@ -96,12 +92,21 @@ def test_every_injected_fault_is_retryable_and_a_retrying_client_gets_through():
         assert stats["requests"] == 15
 
 
+def _response(status: int):
+    http = http_library()
+    request = http.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    return http.Response(status, request=request)
+
+
 def test_a_fault_is_classified_as_the_endpoints_not_the_callers():
-    assert is_retryable(ChatStatusError(429, "slow down", {}))
-    assert is_retryable(ChatStatusError(503, "down", {}))
-    assert is_retryable(MalformedResponse("not json"))
-    assert is_retryable(ChatTimeoutError("stalled"))
-    assert not is_retryable(ChatStatusError(400, "bad request", {}))
+    def status(cls, code):
+        return cls(f"HTTP {code}", response=_response(code), body=None)
+
+    assert is_retryable(status(openai.RateLimitError, 429))
+    assert is_retryable(status(openai.InternalServerError, 503))
+    assert is_retryable(openai.APIResponseValidationError(_response(200), b"{", message="not json"))
+    assert is_retryable(openai.APITimeoutError(request=_response(200).request))
+    assert not is_retryable(status(openai.BadRequestError, 400))
     assert not is_retryable(ValueError("the agent's own bug"))
 
 
@@ -121,7 +126,7 @@ def test_the_command_line_server_reports_its_address_and_counts():
     try:
         word, url = proc.stdout.readline().split()
         assert word == "ready" and url.startswith("http://127.0.0.1:")
-        with ChatClient(url) as client:
+        with HTTPChatClient(url) as client:
             assert client.chat.completions.create(model="m", messages=[USER]).choices
         with urllib.request.urlopen(url + "/stats", timeout=5) as response:
             stats = json.loads(response.read())

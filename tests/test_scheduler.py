@@ -131,7 +131,9 @@ def test_faults_past_the_retries_are_infra_errors_not_failures(mocked, pytester)
     assert outcomes.get("infra_error") == 4
     assert "failed" not in outcomes and "passed" not in outcomes
     assert server.stats()["500"] == 8  # two attempts for each trial's first call
-    result.stdout.fnmatch_lines(["*gave up after 2 attempts: ChatStatusError: HTTP 500*"])
+    result.stdout.fnmatch_lines(
+        ["*gave up after 2 attempts: InternalServerError: Error code: 500*"]
+    )
 
 
 def test_stopping_early_abandons_the_queued_trials(mocked, pytester):

@@ -12,7 +12,7 @@ from pytest_commerce_evals.testing.fake import (
 )
 
 
-def test_queue_replies_with_real_completion_objects_and_records_requests():
+def test_queue_replies_shaped_like_completions_and_records_requests():
     client = FakeClient(
         [tool_reply("search_products", query="trail").also("search_products", query="road"), "done"]
     )
@@ -62,3 +62,29 @@ def test_async_client():
     out = asyncio.run(client.chat.completions.create(model="m", messages=[]))
     assert out.choices[0].message.content == "hi"
     assert len(client.requests) == 1
+
+
+def test_replies_are_the_type_the_default_client_returns():
+    from pytest_commerce_evals.models.http_client import HTTPChatClient
+    from pytest_commerce_evals.models.replies import Record
+    from pytest_commerce_evals.testing.mock_server import MockServer
+
+    script = [{"tool": "search_products", "arguments": {"query": "x"}}, {"text": "hi"}]
+    user = {"role": "user", "content": "x"}
+    assistant = {"role": "assistant", "content": None}
+    with MockServer(script) as server, HTTPChatClient(server.base_url) as real:
+        live_tool = real.chat.completions.create(model="m", messages=[user])
+        live_text = real.chat.completions.create(model="m", messages=[user, assistant])
+    fake = FakeClient([tool_reply("search_products", query="x"), "hi"])
+    fake_tool = fake.chat.completions.create(model="m", messages=[user])
+    fake_text = fake.chat.completions.create(model="m", messages=[user, assistant])
+    assert type(fake_tool) is type(live_tool) is Record
+    assert type(fake_text) is type(live_text) is Record
+    live_call, fake_call = (r.choices[0].message.tool_calls[0] for r in (live_tool, fake_tool))
+    assert type(fake_call) is type(live_call)
+    assert (fake_call.function.name, fake_call.function.arguments) == (
+        live_call.function.name,
+        live_call.function.arguments,
+    )
+    assert fake_text.choices[0].message.content == live_text.choices[0].message.content == "hi"
+    assert fake_text.choices[0].finish_reason == live_text.choices[0].finish_reason == "stop"

@@ -36,14 +36,8 @@ import pytest
 import tenacity
 
 from ..agent import InfraError
-from ..settings import settings
-from .chat_client import (
-    ChatAPIError,
-    ChatClient,
-    ChatConnectionError,
-    ChatStatusError,
-    MalformedResponse,
-)
+from ..settings import BY_NAME, settings
+from .http_client import NO_KEY, HTTPChatClient
 
 if TYPE_CHECKING:
     import openai
@@ -79,28 +73,12 @@ CONNECT_TIMEOUT_S = 10.0
 
 # Sent to servers that need no key (the embedded model, most vLLM/Ollama/llama.cpp set-ups): the
 # SDK refuses to build a client without one, and the user's real key must not go to them.
-_NO_KEY = "no-key-required"
+_NO_KEY = NO_KEY
 
-# The option's dest, the ini key and the environment variable for each field, per purpose.
-_SOURCES: dict[str, dict[str, tuple[str, str, str]]] = {
-    "agent": {
-        "model": ("commerce_model", "commerce_model", "OPENAI_MODEL"),
-        "base_url": ("commerce_base_url", "commerce_base_url", "OPENAI_BASE_URL"),
-    },
-    "judge": {
-        "model": ("commerce_judge_model", "commerce_judge_model", "COMMERCE_JUDGE_MODEL"),
-        "base_url": (
-            "commerce_judge_base_url",
-            "commerce_judge_base_url",
-            "COMMERCE_JUDGE_BASE_URL",
-        ),
-    },
-}
-_FLAGS = {
-    "commerce_model": "--commerce-model",
-    "commerce_base_url": "--commerce-base-url",
-    "commerce_judge_model": "--commerce-judge-model",
-    "commerce_judge_base_url": "--commerce-judge-base-url",
+# The setting (settings.TABLE) behind each field, per purpose.
+_SETTING: dict[str, dict[str, str]] = {
+    "agent": {"model": "model", "base_url": "base_url"},
+    "judge": {"model": "judge_model", "base_url": "judge_base_url"},
 }
 _KEY_ENV: dict[str, tuple[str, ...]] = {
     "agent": ("OPENAI_API_KEY",),
@@ -179,7 +157,7 @@ _ORIGIN = {"option": "cli", "ini": "ini", "env": "env"}
 def _pick(config: Any, purpose: str, field: str) -> tuple[str, str] | None:
     """The value of `field` for `purpose` (from the run's settings: command line, ini, then
     environment), and where it came from; None when not given."""
-    name = _SOURCES[purpose][field][0].removeprefix("commerce_")
+    name = _SETTING[purpose][field]
     found = settings(config)
     value = getattr(found, name)
     return None if value is None else (_ORIGIN[found.origin(name)], value)
@@ -217,7 +195,7 @@ def resolve_endpoint(config: pytest.Config | None, purpose: Purpose) -> Endpoint
     Raises `EndpointError` when the settings contradict each other (a base URL with no model, a
     hosted model with no key), naming the setting to add.
     """
-    if purpose not in _SOURCES:
+    if purpose not in _SETTING:
         raise ValueError(f"purpose must be 'agent' or 'judge', not {purpose!r}")
     if purpose == "judge":
         return _resolve_judge(config)
@@ -282,12 +260,12 @@ def _resolve_judge(config: Any) -> Endpoint:
 
 
 def _model_setting(purpose: str) -> tuple[str, str]:
-    dest, _, env = _SOURCES[purpose]["model"]
-    return _FLAGS[dest], env
+    setting = BY_NAME[_SETTING[purpose]["model"]]
+    return setting.option, setting.env
 
 
 def _url_flag(purpose: str) -> str:
-    return _FLAGS[_SOURCES[purpose]["base_url"][0]]
+    return BY_NAME[_SETTING[purpose]["base_url"]].option
 
 
 # --- clients ----------------------------------------------------------------------------------
@@ -328,13 +306,13 @@ def make_client(
 ) -> Any:
     """A chat client for `purpose`'s endpoint; starts the embedded model if that is the one.
 
-    By default a `ChatClient` (the plugin's lean client: a fraction of the openai SDK's CPU per
-    call, see `chat_client`); with `sdk=True` or `async_=True` an `openai.OpenAI` /
-    `openai.AsyncOpenAI` with the SDK's own retries off. With `retrying` (the default) it comes
-    wrapped in a `RetryingClient` (or `AsyncRetryingClient`) whose `chat.completions.create`
-    retries per the config's `RetryPolicy` and raises `InfraError` when retries run out;
-    `.endpoint` says where it points and `.raw` is the wrapped client. The caller closes it
-    (`close()`, or `with`; `await aclose()` for the async one).
+    By default an `HTTPChatClient` (the SDK's HTTP library and errors without its per-call work
+    or its import: a fraction of the CPU per call, see `http_client`); with `sdk=True` or
+    `async_=True` an `openai.OpenAI` / `openai.AsyncOpenAI`, whose own retries are off. With
+    `retrying` (the default) it comes wrapped in a `RetryingClient` (or `AsyncRetryingClient`)
+    whose `chat.completions.create` retries per the config's `RetryPolicy` and raises
+    `InfraError` when retries run out; `.endpoint` says where it points and `.raw` is the wrapped
+    client. The caller closes it (`close()`, or `with`; `await aclose()` for the async one).
     """
     endpoint, conn = _connect(config, purpose)
     if config is not None:
@@ -358,7 +336,7 @@ def make_client(
             kwargs["http_client"] = http_cls(trust_env=False, timeout=kwargs["timeout"])
         client: Any = (openai.AsyncOpenAI if async_ else openai.OpenAI)(**kwargs)
     else:
-        client = ChatClient(
+        client = HTTPChatClient(
             base_url,
             conn["api_key"],
             timeout=total,
@@ -412,10 +390,10 @@ _CONFIG_STATUS = {401, 403, 404}
 
 
 def api_errors() -> tuple[type[BaseException], ...]:
-    """What a model call raises when the endpoint, not the caller, failed: the lean client's
-    errors, a malformed body from the SDK, and the SDK's API errors (if it is loaded at all)."""
-    errors: tuple[type[BaseException], ...] = (ChatAPIError, json.JSONDecodeError)
-    openai = sys.modules.get("openai")
+    """What a model call raises when the endpoint, not the caller, failed: the openai SDK's API
+    errors (every client the plugin makes raises those) and a body the SDK could not decode."""
+    errors: tuple[type[BaseException], ...] = (json.JSONDecodeError,)
+    openai = sys.modules.get("openai")  # not loaded: none of its errors can have been raised
     if openai is not None:
         errors += (openai.APIError,)
     return errors
@@ -423,25 +401,22 @@ def api_errors() -> tuple[type[BaseException], ...]:
 
 def is_retryable(exc: BaseException) -> bool:
     """Rate limits, 5xx, timeouts, connection errors and malformed bodies."""
-    if isinstance(exc, (ChatConnectionError, MalformedResponse, json.JSONDecodeError)):
+    if isinstance(exc, json.JSONDecodeError):
         return True
-    status_error = isinstance(exc, ChatStatusError)
     openai = sys.modules.get("openai")
-    if openai is not None:
-        if isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
-            return True  # APIConnectionError includes APITimeoutError
-        status_error = status_error or isinstance(exc, openai.APIStatusError)
-    if not status_error:
+    if openai is None:
         return False
-    status = getattr(exc, "status_code", None)
+    if isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
+        return True  # APIConnectionError includes APITimeoutError
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    status = exc.status_code
     return isinstance(status, int) and (status in _RETRY_STATUS or status >= 500)
 
 
 def _retry_after(exc: BaseException | None) -> float | None:
-    headers = getattr(exc, "headers", None)
-    if not isinstance(exc, ChatStatusError):
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
     if not headers:
         return None
     try:
@@ -463,7 +438,17 @@ def _infra(exc: BaseException, what: str, attempts: int) -> InfraError:
             "check the model name, base URL and API key"
         )
     tries = "attempt" if attempts == 1 else "attempts"
-    return InfraError(f"{what}: gave up after {attempts} {tries}: {type(exc).__name__}: {exc}")
+    return InfraError(f"{what}: gave up after {attempts} {tries}: {_describe(exc)}")
+
+
+def _describe(exc: BaseException) -> str:
+    """`Type: message`, and what lies under it: the SDK's connection errors say only
+    "Connection error." or "Request timed out.", their cause says which (refused, reset, ...)."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" ({type(cause).__name__}: {cause})"
+    return text
 
 
 def _retrying(policy: RetryPolicy, cls: type, sleep: Callable | None) -> Any:

@@ -1,9 +1,9 @@
 """The reference commerce agent: a tool-calling loop on an OpenAI-compatible chat client.
 
-It works with the plugin's `ChatClient` or `openai.OpenAI` against any OpenAI-compatible endpoint,
-and with the scripted `pytest_commerce_evals.testing.FakeClient`. One `run_turn` call handles one
-user message and returns the turn's events; the conversation is kept in `session.history` across
-turns.
+It works with the plugin's `HTTPChatClient` or `openai.OpenAI` against any OpenAI-compatible
+endpoint, and with the scripted `pytest_commerce_evals.testing.FakeClient`. One `run_turn` call
+handles one user message and returns the turn's events; the conversation is kept in
+`session.history` across turns.
 """
 
 from __future__ import annotations

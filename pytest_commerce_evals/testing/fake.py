@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from openai.types.chat import ChatCompletion
+from ..models.replies import Record
 
 __all__ = [
     "AsyncFakeClient",
@@ -70,12 +70,12 @@ class _Completions:
     def __init__(self, owner: FakeClient) -> None:
         self._owner = owner
 
-    def create(self, **kwargs: Any) -> ChatCompletion:
+    def create(self, **kwargs: Any) -> Record:
         return self._owner._respond(kwargs)
 
 
 class _AsyncCompletions(_Completions):
-    async def create(self, **kwargs: Any) -> ChatCompletion:  # type: ignore[override]
+    async def create(self, **kwargs: Any) -> Record:  # type: ignore[override]
         return self._owner._respond(kwargs)
 
 
@@ -85,7 +85,10 @@ class _Chat:
 
 
 class FakeClient:
-    """Mirrors `openai.OpenAI().chat.completions.create`; returns real `ChatCompletion` objects.
+    """Mirrors `openai.OpenAI().chat.completions.create`. Replies are `models.replies.Record`s,
+    the type the plugin's own client (`models.http_client.HTTPChatClient`) returns, shaped like a
+    complete chat completion (id, created, model, one choice with its finish reason, usage) and
+    read like the SDK's `ChatCompletion`.
 
     A script item may be a `FakeReply`, a plain string (a text reply), a mapping shaped like an
     assistant message (`{"content": ..., "tool_calls": [...]}`), or an exception instance, which
@@ -111,7 +114,7 @@ class FakeClient:
     def remaining(self) -> int:
         return len(self._queue)
 
-    def _respond(self, request: dict[str, Any]) -> ChatCompletion:
+    def _respond(self, request: dict[str, Any]) -> Record:
         self.requests.append(copy.deepcopy(request))
         if self._fn is not None:
             item = self._fn(request)
@@ -126,7 +129,7 @@ class FakeClient:
             raise item
         return self._completion(item, request)
 
-    def _completion(self, item: Any, request: dict[str, Any]) -> ChatCompletion:
+    def _completion(self, item: Any, request: dict[str, Any]) -> Record:
         if isinstance(item, str):
             item = FakeReply(content=item)
         elif isinstance(item, dict):
@@ -149,7 +152,7 @@ class FakeClient:
             for i, (name, args) in enumerate(item.tool_calls)
         ]
         finish = item.finish_reason or ("tool_calls" if tool_calls else "stop")
-        return ChatCompletion.model_validate(
+        return Record(
             {
                 "id": f"fake-{n}",
                 "object": "chat.completion",

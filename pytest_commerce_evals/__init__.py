@@ -98,6 +98,16 @@ class _MovedModuleFinder:
         return None
 
     @staticmethod
+    def get_code(fullname: str):
+        # `python -m pytest_commerce_evals.<old name>` runs the module at its new home
+        leaf = fullname.rpartition(".")[2]
+        target = f"{__name__}.{_MOVED[leaf]}"
+        source = (
+            f"import runpy\nrunpy.run_module({target!r}, run_name='__main__', alter_sys=True)\n"
+        )
+        return compile(source, f"<{fullname}: moved to {target}>", "exec")
+
+    @staticmethod
     def exec_module(module) -> None:
         import sys
         from importlib import import_module

@@ -12,7 +12,15 @@ from dataclasses import fields as dc_fields
 from math import comb
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from .backend import Snapshot
 from .events import Event
@@ -309,6 +317,7 @@ class TrialRecord(BaseModel):
     duration_s: float = 0.0
     file: str | None = None
     line: int | None = None
+    _rubric_not_judged: bool = PrivateAttr(default=False)
 
     @field_validator("grader_results", mode="before")
     @classmethod
@@ -330,29 +339,53 @@ class TrialRecord(BaseModel):
         from .store.run_store import MAX_DEPTH, clean_json
 
         data = result.to_dict()
-        del data["rubric_not_judged"]  # the summary's business, not the record's
+        # the summary's business, not the stored record's; kept for hooks that still read it
+        not_judged = data.pop("rubric_not_judged")
         data["threshold"] = threshold
         data["failures"] = failure_lines(result.grader_results, result.error, result.verdicts)
         data["messages"] = list(messages)
         # a trial is level 3 of a run record (the record, its trials, the trial)
-        return cls.model_validate(clean_json(data, MAX_DEPTH - 2))
+        record = cls.model_validate(clean_json(data, MAX_DEPTH - 2))
+        record._rubric_not_judged = not_judged
+        return record
 
-    def __getitem__(self, key: str) -> Any:
+    # -- the dict the hook received before the record was typed (deprecated) ----------------
+
+    def _dict_keys(self) -> list[str]:
+        return [*type(self).model_fields, "rubric_not_judged"]
+
+    @staticmethod
+    def _warn_dict(read: str) -> None:
         warnings.warn(
             f"the trial record is a pytest_commerce_evals.results.TrialRecord, no longer a "
-            f"dict: read record.{key} instead of record[{key!r}]",
+            f"dict: read its attributes instead of {read}",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
+
+    def __getitem__(self, key: str) -> Any:
+        self._warn_dict(f"record[{key!r}]")
+        if key == "rubric_not_judged":
+            return self._rubric_not_judged
         if key not in type(self).model_fields:
             raise KeyError(key)
         return self.model_dump(mode="json", include={key})[key]
 
     def get(self, key: str, default: Any = None) -> Any:
         """`record[key]`, or `default` for a key the record has not (deprecated as `[]` is)."""
-        if key not in type(self).model_fields:
+        if key not in self._dict_keys():
+            self._warn_dict(f"record.get({key!r})")
             return default
         return self[key]
+
+    def __contains__(self, key: object) -> bool:
+        self._warn_dict(f"{key!r} in record")
+        return key in self._dict_keys()
+
+    def keys(self) -> list[str]:
+        """The keys the dict payload had (deprecated)."""
+        self._warn_dict("record.keys()")
+        return self._dict_keys()
 
 
 _GRADER_DATA = _data_model(GraderResult)

@@ -171,3 +171,51 @@ def test_a_module_that_became_a_package_still_answers_its_names(package, name, h
     assert getattr(old, name) is getattr(importlib.import_module(f"{NAME}.{home}"), name)
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         old.no_such_name  # noqa: B018
+
+
+# raised and caught inside the plugin to end an item, or the reference system's own tool errors
+_NOT_THE_PLUGINS_ERRORS = {"TrialFailed", "VacuityFinding", "ToolError"}
+
+
+def test_every_error_the_plugin_raises_on_purpose_has_one_base_class():
+    import inspect
+    import pkgutil
+
+    from pytest_commerce_evals.errors import CommerceEvalsError
+
+    checked = []
+    for info in pkgutil.walk_packages(pytest_commerce_evals.__path__, f"{NAME}."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, Exception)
+                and not issubclass(value, Warning)
+                and value.__module__ == module.__name__
+                and not name.startswith("_")
+                and name not in _NOT_THE_PLUGINS_ERRORS
+            ):
+                checked.append(name)
+                assert issubclass(value, CommerceEvalsError), f"{info.name}.{name}"
+    assert {"ConfigurationError", "InfraError", "StoreError", "UnknownDimension"} <= set(checked)
+
+
+def test_python_dash_m_on_an_old_path_runs_the_module_at_its_new_home(tmp_path):
+    import subprocess
+    import sys
+
+    def schema(module: str) -> str:
+        out = tmp_path / f"{module}.json"
+        done = subprocess.run(
+            [sys.executable, "-m", f"{NAME}.{module}", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return out.read_text(encoding="utf-8")
+
+    written = schema("schema")
+    assert written == schema("cases.schema") and '"Case"' in written

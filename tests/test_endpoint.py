@@ -236,7 +236,7 @@ def test_options_are_listed_in_help(pytester: pytest.Pytester):
     result = pytester.runpytest(*PLUGIN, "--help")
     result.stdout.fnmatch_lines(
         [
-            "commerce agent evals:",  # the group `commerce-evals`, titled by the entry plugin
+            "commerce-evals:",  # the group `commerce-evals`, as before the settings table
             "*--commerce-model=VALUE*",
             "*--commerce-base-url=VALUE*",
             "*--commerce-judge-model=VALUE*",

@@ -103,7 +103,7 @@ def test_the_entry_plugin_and_the_store_read_settings_not_other_features_private
 def test_help_lists_every_option_and_ini_key_in_the_group(pytester: pytest.Pytester):
     result = pytester.runpytest("--help")
     out = result.stdout.str()
-    group = out.split("commerce agent evals:", 1)[1].split("\n\n", 1)[0]
+    group = out.split("commerce-evals:", 1)[1].split("\n\n", 1)[0]
     for s in TABLE:
         if s.option:
             assert re.search(rf"^  {re.escape(s.option)}\b", group, re.M), s.option
@@ -319,9 +319,16 @@ def test_a_bad_retry_attempts_in_the_ini_stops_the_run_before_any_trial(
         # path / URL
         (
             (),
-            {"OPENAI_BASE_URL": "localhost:8000"},
+            {"OPENAI_BASE_URL": "localhost:8000", "OPENAI_MODEL": "m"},
             "",
-            "env OPENAI_BASE_URL: expected an http(s) URL, e.g. http://localhost:11434/v1; "
+            "*agent base URL 'localhost:8000' (from env) is not an http(s) URL; give the "
+            "server's OpenAI-compatible root, e.g. http://localhost:11434/v1*",
+        ),
+        (
+            ("--commerce-base-url=localhost:8000",),
+            {},
+            "",
+            "--commerce-base-url: expected an http(s) URL, e.g. http://localhost:11434/v1; "
             "found 'localhost:8000'",
         ),
         (
@@ -368,9 +375,55 @@ def test_a_bad_value_names_where_it_came_from_the_value_and_what_is_allowed(
     result.stderr.fnmatch_lines([pattern])
 
 
+def test_a_bad_endpoint_variable_stops_only_a_run_whose_trials_need_it(
+    pytester: pytest.Pytester, monkeypatch
+):
+    """OPENAI_BASE_URL is the openai SDK's variable too: a project's plain tests still run."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:8000")
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest("test_plain.py", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, warnings=None)
+    assert result.ret == 0
+
+
 def test_a_bad_value_is_refused_even_when_its_feature_is_not_used(pytester: pytest.Pytester):
     """Checked at configure time, not when the feature first reads it (here: the judge)."""
     result = _run_cases(pytester, "--commerce-no-judge", ini="commerce_judge_max_tokens = 0")
     result.stderr.fnmatch_lines(
         ["ERROR: ini commerce_judge_max_tokens: expected 1 or more; found 0"]
     )
+
+
+def test_an_ini_key_the_project_does_not_set_is_not_where_a_value_came_from(
+    pytester: pytest.Pytester,
+):
+    found = settings(pytester.parseconfigure())
+    assert (found.trials, found.origin("trials")) == (1, "default")
+    assert (found.redact, found.origin("redact")) == (("email", "phone", "card"), "default")
+    pytester.makeini("[pytest]\ncommerce_trials = 3\ncommerce_redact =\n")
+    found = settings(pytester.parseconfigure())
+    assert (found.trials, found.origin("trials")) == (3, "ini")
+    assert (found.redact, found.origin("redact")) == ((), "ini")  # an empty list: no redaction
+
+
+def test_an_ini_default_means_what_the_settings_default_means():
+    from pytest_commerce_evals.settings._resolve import _default, _parse
+
+    root = Path("/project")
+    for s in TABLE:
+        if s.ini and s.ini_default not in ("", None) and s.stored:
+            assert _parse(s, "ini", s.ini_default, root) == _default(s, root), s.name
+
+
+def test_redaction_kinds_are_checked_at_configure(pytester: pytest.Pytester):
+    from pytest_commerce_evals.live.traffic import REDACTION_KINDS
+
+    assert set(BY_NAME["redact"].choices) == set(REDACTION_KINDS)
+    result = _run_cases(pytester, ini="commerce_redact = email emial")
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: ini commerce_redact: expected email, phone, card (any of them), or none; "
+            "found emial"
+        ]
+    )
+    assert "trial" not in result.stdout.str()

@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ..errors import CommerceEvalsError
 from . import yaml_cache as _yaml_cache
 from .case import Case
 
@@ -101,7 +102,7 @@ class LoadedFile:
     """Not errors, but worth saying (`path:line: message`): a file that holds an empty list."""
 
 
-class DocumentTooLarge(Exception):
+class DocumentTooLarge(CommerceEvalsError):
     """The document went past a bound (nesting, aliases): the read stopped at `line`."""
 
     def __init__(self, line: int, message: str) -> None:

@@ -214,7 +214,7 @@ def agreement_table(
     return dict(sorted(table.items()))
 
 
-class CalibrationAborted(RuntimeError):
+class CalibrationAborted(CommerceEvalsError, RuntimeError):
     """The judge endpoint failed; calibrating further would only wait on retries."""
 
 

@@ -21,6 +21,8 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from ..errors import CommerceEvalsError
+
 __all__ = [
     "STANDARD",
     "STANDARD_REFERENCE",
@@ -35,7 +37,7 @@ STANDARD_REFERENCE = "standard"
 """The mapping value that stands for a standard dimension's own text."""
 
 
-class UnknownDimension(ValueError):
+class UnknownDimension(CommerceEvalsError, ValueError):
     """A rubric named a standard dimension that does not exist."""
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..cases import yaml_cache as _yaml_cache
 from ..cases.case import State
+from ..errors import CommerceEvalsError
 from ..events import event_from_json
 
 __all__ = [
@@ -44,7 +45,7 @@ PRODUCT_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d{3}$")
 ORDER_ID = re.compile(r"^ord-\d{4}$")
 
 
-class FixtureError(ValueError):
+class FixtureError(CommerceEvalsError, ValueError):
     """A fixture file is malformed: the message names the file, the key path and what was found."""
 
     def __init__(self, path: Path | str, problems: list[str]) -> None:

@@ -19,7 +19,7 @@ from .table import GROUP, NO_STORE, TABLE, Setting, bounds_text
 
 def register(parser: pytest.Parser) -> None:
     """Every option (in the `commerce-evals` group) and ini key of TABLE."""
-    group = parser.getgroup(GROUP, "commerce agent evals")
+    group = parser.getgroup(GROUP)
     for s in TABLE:
         if s.option:
             kwargs: dict[str, Any] = {"dest": s.dest, "help": s.help}
@@ -66,8 +66,10 @@ def _given(s: Setting, config: Any, environ: Mapping[str, str]) -> tuple[str, An
                 value = config.getini(s.ini)
             except (ValueError, AttributeError):  # the ini keys are not registered
                 continue
+            if value == s.ini_default:
+                continue  # what pytest answers for a key the ini does not set: not given here
             if s.ini_type != "string":
-                return origin, value  # a list: the ini's own default when not set
+                return origin, value  # a list, as the ini gives it (`commerce_redact =`: none)
             if value is None or not str(value).strip():
                 continue
             return origin, value
@@ -159,9 +161,18 @@ def _parse(s: Setting, origin: str, raw: Any, root: Path | None) -> Any:
         return text
     if kind == "url":
         text = str(raw).strip()
-        if not text.startswith(("http://", "https://")):
+        if not text.startswith(("http://", "https://")) and origin != "env":
             raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}")
+        # a variable the openai SDK and other tools share is not this plugin's to refuse in
+        # every run: a bad one stops a run only when its trials need the endpoint
+        # (models.endpoint says which variable and what to set)
         return text
+    if kind == "list" and s.choices:
+        values = tuple(str(v) for v in raw)
+        unknown = [v for v in values if v not in s.choices and v.lower() != "none"]
+        if unknown:
+            raise _fail(s, origin, f"expected {s.describe_allowed()}; found {', '.join(unknown)}")
+        return values
     if kind == "store":
         text = str(raw)
         if text.strip().lower() in NO_STORE:

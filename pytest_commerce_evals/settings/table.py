@@ -476,6 +476,7 @@ TABLE: tuple[Setting, ...] = (
         ini="commerce_redact",
         ini_type="args",
         ini_default=["email", "phone", "card"],
+        choices=("email", "phone", "card"),
         allowed="email, phone, card (any of them), or none",
     ),
     Setting(

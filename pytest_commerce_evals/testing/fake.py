@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import CommerceEvalsError
 from ..models.replies import Record
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 
-class FakeClientExhausted(AssertionError):
+class FakeClientExhausted(CommerceEvalsError, AssertionError):
     """The script ran out: the code under test made more model calls than the test planned."""
 
 

@@ -25,9 +25,10 @@ from pytest_commerce_evals.models.endpoint import (
     resolve_endpoint,
     retrying_create,
 )
-from pytest_commerce_evals.models.http_client import HTTPChatClient
+from pytest_commerce_evals.models.http_client import AsyncHTTPChatClient, HTTPChatClient
 from pytest_commerce_evals.models.replies import Record
 from pytest_commerce_evals.testing.fake import AsyncFakeClient, FakeClient, text_reply
+from pytest_commerce_evals.testing.mock_server import MockServer
 
 try:  # the HTTP library the installed openai SDK is built on
     import httpx2 as httpx
@@ -320,14 +321,36 @@ def test_make_client_uses_the_judges_key(config, monkeypatch):
         assert client.api_key == "sk-judge"
 
 
-def test_make_client_async(config):
-    cfg = config("--commerce-base-url=http://127.0.0.1:9/v1", "--commerce-model=m")
+def test_make_client_async_is_the_async_twin_of_the_default_client(config, monkeypatch):
+    cfg = _loopback_config(config, monkeypatch)
 
     async def main() -> None:
         async with make_client(cfg, "agent", async_=True) as client:
             assert isinstance(client, AsyncRetryingClient)
+            assert type(client.raw) is AsyncHTTPChatClient  # not the SDK's AsyncOpenAI
+            assert client.raw.base_url == "http://127.0.0.1:9/v1"
+            assert client.raw.api_key == SECRET
+            assert client.raw.timeout == 33.0
+            assert client.raw.connect_timeout == 10.0
+            assert isinstance(client.raw.sdk, openai.AsyncOpenAI)
+            assert client.raw.sdk.timeout.read == 33.0
+            assert client.policy.attempts == 7
+            assert client.model == "m1"
+        assert client.raw._http.is_closed  # `async with` closed its connections
+
+    asyncio.run(main())
+
+
+def test_make_client_async_sdk_is_the_sdks_async_client(config, monkeypatch):
+    cfg = _loopback_config(config, monkeypatch)
+
+    async def main() -> None:
+        async with make_client(cfg, "agent", async_=True, sdk=True) as client:
+            assert isinstance(client, AsyncRetryingClient)
             assert isinstance(client.raw, openai.AsyncOpenAI)
-            assert client.raw.api_key == "no-key-required"
+            assert client.raw.api_key == SECRET
+            assert client.raw.max_retries == 0  # tenacity retries, never the SDK on top
+            assert client.raw.timeout.read == 33.0
 
     asyncio.run(main())
 
@@ -425,6 +448,101 @@ def test_real_call_exhausted_is_an_infra_error(config, stub_server, sdk):
         f"agent model stub at {server.url}: gave up after 2 attempts: "
         "InternalServerError: Error code: 502 - busy"
     )
+
+
+# --- the async client against a loopback server ------------------------------------------------
+
+
+def _async_create(client, **kwargs):
+    """`await client.chat.completions.create(**kwargs)` on a fresh event loop, then close."""
+
+    async def main():
+        async with client:
+            return await client.chat.completions.create(**kwargs)
+
+    return asyncio.run(main())
+
+
+def _stub_config(config, url: str, attempts: int = 3, wait_max: float = 0, timeout: float = 30):
+    return config(
+        f"--commerce-base-url={url}",
+        "--commerce-model=stub",
+        ini=f"commerce_retry_attempts = {attempts}\ncommerce_retry_wait_max = {wait_max}\n"
+        f"commerce_request_timeout = {timeout}",
+    )
+
+
+@pytest.mark.parametrize("sdk", [False, True])
+def test_async_real_call_retries_5xx_then_replies_with_async_fake_clients_type(
+    config, stub_server, sdk
+):
+    with stub_server([503, 500, 200]) as server:
+        client = make_client(_stub_config(config, server.url), "agent", async_=True, sdk=sdk)
+        reply = _async_create(client, model="stub", messages=[{"role": "user", "content": "hi"}])
+    assert reply.choices[0].message.content == "hello"
+    fake = asyncio.run(AsyncFakeClient(["x"]).chat.completions.create(model="m", messages=[]))
+    # the plugin's async client gives the reply type AsyncFakeClient gives; the SDK its own
+    if sdk:
+        assert type(reply) is ChatCompletion
+    else:
+        assert type(reply) is type(fake) is Record
+    assert server.paths == ["/v1/chat/completions"] * 3
+
+
+def test_async_rate_limits_are_retried_after_the_servers_retry_after(config):
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    # every second request is a 429 with Retry-After: 0.25
+    with MockServer(fault_every=2, faults=("429",), retry_after_s=0.25) as server:
+        raw = make_client(
+            _stub_config(config, server.base_url), "agent", async_=True, retrying=False
+        )
+        policy = RetryPolicy(attempts=3, wait_initial=0.0, wait_max=60.0)
+        client = AsyncRetryingClient(raw, policy, sleep=sleep)
+
+        async def main() -> list[str]:
+            async with client:
+                replies = [
+                    await client.chat.completions.create(model="stub", messages=[])
+                    for _ in range(2)
+                ]
+            return [r.choices[0].message.content for r in replies]
+
+        assert asyncio.run(main()) == ["ok", "ok"]
+        assert server.stats()["429"] == 1 and server.stats()["requests"] == 3
+    assert slept == [0.25]
+
+
+def test_async_auth_failure_is_an_endpoint_error_without_retry(config, stub_server):
+    with stub_server([401, 200]) as server:
+        client = make_client(_stub_config(config, server.url), "agent", async_=True)
+        with pytest.raises(EndpointError, match="HTTP 401 \\(AuthenticationError\\)") as info:
+            _async_create(client, model="stub", messages=[])
+    assert isinstance(info.value.__cause__, openai.AuthenticationError)
+    assert server.paths == ["/v1/chat/completions"]
+
+
+def test_async_malformed_body_is_retried_then_reported(config):
+    with MockServer(fault_every=1, faults=("malformed",)) as server:
+        client = make_client(_stub_config(config, server.base_url, 2), "agent", async_=True)
+        with pytest.raises(InfraError) as info:
+            _async_create(client, model="stub", messages=[])
+        assert server.stats()["malformed"] == 2
+    assert "gave up after 2 attempts: APIResponseValidationError: HTTP 200 body is not JSON" in (
+        str(info.value)
+    )
+
+
+def test_async_timeouts_are_retried_then_an_infra_error(config):
+    with MockServer(latency_s=1.0) as server:
+        cfg = _stub_config(config, server.base_url, attempts=2, timeout=0.2)
+        client = make_client(cfg, "agent", async_=True)
+        with pytest.raises(InfraError, match="gave up after 2 attempts: APITimeoutError"):
+            _async_create(client, model="stub", messages=[])
+        assert server.stats()["requests"] == 2
 
 
 def test_an_unreachable_endpoint_says_why_once_retries_run_out(config):

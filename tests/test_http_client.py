@@ -1,8 +1,9 @@
 """The default chat client (the openai SDK's transport, its low-level path): requests, replies,
-errors, connections, threads."""
+errors, connections, threads; and its async twin, which must send, reply and fail alike."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -14,9 +15,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import openai
 import pytest
 
-from pytest_commerce_evals.models.http_client import HTTPChatClient
+from pytest_commerce_evals.models.http_client import (
+    AsyncHTTPChatClient,
+    HTTPChatClient,
+    http_library,
+)
 from pytest_commerce_evals.models.replies import Record
+from pytest_commerce_evals.testing.fake import AsyncFakeClient
 from pytest_commerce_evals.testing.mock_server import MockServer
+
+httpx = http_library()  # the HTTP library the installed openai SDK is built on
 
 
 class _Echo:
@@ -68,6 +76,29 @@ class _Echo:
         self.httpd.server_close()
 
 
+@pytest.fixture(params=["sync", "async"])
+def create(request):
+    """`create(base_url, client options..., **call)`: one `chat.completions.create` on a fresh
+    `HTTPChatClient`, or on a fresh `AsyncHTTPChatClient` (awaited, then closed) in the async
+    run of the test: what holds for one client holds for the other."""
+    if request.param == "sync":
+
+        def call_sync(url, *, client=None, **kwargs):
+            with HTTPChatClient(url, **(client or {})) as c:
+                return c.chat.completions.create(**kwargs)
+
+        return call_sync
+
+    def call_async(url, *, client=None, **kwargs):
+        async def main():
+            async with AsyncHTTPChatClient(url, **(client or {})) as c:
+                return await c.chat.completions.create(**kwargs)
+
+        return asyncio.run(main())
+
+    return call_async
+
+
 @pytest.fixture
 def echo():
     servers = []
@@ -81,18 +112,19 @@ def echo():
         server.close()
 
 
-def test_a_request_carries_the_body_the_key_and_extra_body(echo):
+def test_a_request_carries_the_body_the_key_and_extra_body(echo, create):
     server = echo()
-    with HTTPChatClient(server.url, api_key="sk-test-123") as client:
-        reply = client.chat.completions.create(
-            model="m",
-            messages=[{"role": "user", "content": "hi"}],
-            temperature=None,  # unset fields are not sent
-            max_tokens=Decimal("64"),
-            extra_body={"seed": 7},
-            extra_headers={"x-trace": "t1"},
-            timeout=5,
-        )
+    reply = create(
+        server.url,
+        client={"api_key": "sk-test-123"},
+        model="m",
+        messages=[{"role": "user", "content": "hi"}],
+        temperature=None,  # unset fields are not sent
+        max_tokens=Decimal("64"),
+        extra_body={"seed": 7},
+        extra_headers={"x-trace": "t1"},
+        timeout=5,
+    )
     path, headers, body = server.requests[0]
     assert path == "/v1/chat/completions"
     assert headers["authorization"] == "Bearer sk-test-123"
@@ -104,6 +136,7 @@ def test_a_request_carries_the_body_the_key_and_extra_body(echo):
         "seed": 7,
     }
     assert reply.choices[0].message.content == "hi"
+    assert type(reply) is Record
 
 
 def test_no_key_sends_a_placeholder_never_the_environments(echo, monkeypatch):
@@ -186,20 +219,20 @@ def test_a_message_from_a_reply_can_go_back_into_the_history(echo):
         (503, openai.InternalServerError),
     ],
 )
-def test_an_error_status_is_the_sdks_error_with_the_servers_message(echo, status, cls):
+def test_an_error_status_is_the_sdks_error_with_the_servers_message(echo, create, status, cls):
     server = echo([(status, {"error": {"message": "bad key"}}, False)])
-    with HTTPChatClient(server.url) as client, pytest.raises(cls) as info:
-        client.chat.completions.create(model="m", messages=[])
+    with pytest.raises(cls) as info:
+        create(server.url, model="m", messages=[])
     assert type(info.value) is cls  # the class the SDK's own client raises for the status
     assert info.value.status_code == status
     assert info.value.message == f"Error code: {status} - bad key"
     assert info.value.body == {"message": "bad key"}
 
 
-def test_an_error_body_that_is_not_json_is_kept_as_text(echo):
+def test_an_error_body_that_is_not_json_is_kept_as_text(echo, create):
     server = echo([(502, b"<html>Bad gateway</html>", False)])
-    with HTTPChatClient(server.url) as client, pytest.raises(openai.InternalServerError) as info:
-        client.chat.completions.create(model="m", messages=[])
+    with pytest.raises(openai.InternalServerError) as info:
+        create(server.url, model="m", messages=[])
     assert info.value.message == "Error code: 502"
     assert info.value.body == "<html>Bad gateway</html>"
 
@@ -226,13 +259,10 @@ def test_the_sdks_headers_and_the_clients_own_go_with_every_call(echo, monkeypat
         (b'{"choices": [{"text": "legacy"}]}', "a choice has no message"),
     ],
 )
-def test_a_body_that_is_not_a_chat_completion_is_malformed(echo, body, message):
+def test_a_body_that_is_not_a_chat_completion_is_malformed(echo, create, body, message):
     server = echo([(200, body, False)])
-    with (
-        HTTPChatClient(server.url) as client,
-        pytest.raises(openai.APIResponseValidationError, match=message) as info,
-    ):
-        client.chat.completions.create(model="m", messages=[])
+    with pytest.raises(openai.APIResponseValidationError, match=message) as info:
+        create(server.url, model="m", messages=[])
     assert info.value.status_code == 200
 
 
@@ -246,45 +276,53 @@ def test_a_connection_the_server_closed_is_replaced(echo):
     assert len(server.requests) == 2
 
 
-def test_nothing_listening_is_a_connection_error():
+def test_nothing_listening_is_a_connection_error(create):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with (
-        HTTPChatClient(f"http://127.0.0.1:{port}/v1") as client,
-        pytest.raises(openai.APIConnectionError) as info,
-    ):
-        client.chat.completions.create(model="m", messages=[])
+    with pytest.raises(openai.APIConnectionError) as info:
+        create(f"http://127.0.0.1:{port}/v1", model="m", messages=[])
     assert not isinstance(info.value, openai.APITimeoutError)
-    assert "refused" in str(info.value.__cause__).lower()
+    causes = []  # the HTTP library's error, and under it (the async one wraps it) the refusal
+    cause = info.value.__cause__
+    while cause is not None:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    assert isinstance(causes[0], httpx.ConnectError)
+    assert any(isinstance(c, ConnectionRefusedError) for c in causes)
 
 
-def test_a_server_that_stalls_past_the_timeout_is_a_timeout_error():
+def test_a_server_that_stalls_past_the_timeout_is_a_timeout_error(create):
     with (
         MockServer([{"text": "late"}], latency_s=2.0) as server,
-        HTTPChatClient(server.base_url, timeout=0.3) as client,
-        pytest.raises(openai.APITimeoutError),
+        pytest.raises(openai.APITimeoutError) as info,
     ):
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        create(
+            server.base_url,
+            client={"timeout": 0.3},
+            model="m",
+            messages=[{"role": "user", "content": "x"}],
+        )
+    assert "timeout" in type(info.value.__cause__).__name__.lower()
 
 
-def test_a_calls_own_timeout_overrides_the_clients():
-    with (
-        MockServer([{"text": "late"}], latency_s=0.5) as server,
-        HTTPChatClient(server.base_url, timeout=0.1) as client,
-    ):
-        reply = client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "x"}], timeout=5
+def test_a_calls_own_timeout_overrides_the_clients(create):
+    with MockServer([{"text": "late"}], latency_s=0.5) as server:
+        reply = create(
+            server.base_url,
+            client={"timeout": 0.1},
+            model="m",
+            messages=[{"role": "user", "content": "x"}],
+            timeout=5,
         )
     assert reply.choices[0].message.content == "late"
 
 
-def test_the_loopback_server_is_never_proxied(echo, monkeypatch):
+def test_the_loopback_server_is_never_proxied(echo, create, monkeypatch):
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "")
     server = echo()
-    with HTTPChatClient(server.url) as client:
-        reply = client.chat.completions.create(model="m", messages=[])
+    reply = create(server.url, model="m", messages=[])
     assert reply.choices[0].message.content == "hi"
 
 
@@ -304,12 +342,9 @@ def test_other_calls_are_an_sdk_clients_on_the_same_endpoint(echo):
         assert client.api_key == "sk-x"
 
 
-def test_streaming_is_refused_with_what_to_use_instead():
-    with (
-        HTTPChatClient("http://127.0.0.1:9/v1") as client,
-        pytest.raises(ValueError, match="use the openai SDK"),
-    ):
-        client.chat.completions.create(model="m", messages=[], stream=True)
+def test_streaming_is_refused_with_what_to_use_instead(create):
+    with pytest.raises(ValueError, match="Client does not stream; use the openai SDK"):
+        create("http://127.0.0.1:9/v1", model="m", messages=[], stream=True)
 
 
 def test_one_client_serves_many_threads_at_once():
@@ -384,15 +419,118 @@ def test_a_reply_dumps_to_a_copy_and_reads_by_key():
 def test_a_successful_call_does_not_import_the_sdk():
     """`import openai` (0.3-0.5 s) is paid only when an error is raised or `.sdk` is used."""
     code = """
+import asyncio
 import sys
-from pytest_commerce_evals.models.http_client import HTTPChatClient
+from pytest_commerce_evals.models.http_client import AsyncHTTPChatClient, HTTPChatClient
 from pytest_commerce_evals.testing.fake import FakeClient
 from pytest_commerce_evals.testing.mock_server import MockServer
 with MockServer([{"text": "hi"}]) as server, HTTPChatClient(server.base_url) as client:
     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
 assert reply.choices[0].message.content == "hi"
 assert FakeClient(["hi"]).chat.completions.create(model="m", messages=[]).choices
+
+async def main(url):
+    async with AsyncHTTPChatClient(url) as client:
+        return await client.chat.completions.create(model="m", messages=[])
+with MockServer([{"text": "hi"}]) as server:
+    assert asyncio.run(main(server.base_url)).choices[0].message.content == "hi"
 print("openai" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# --- the async client -----------------------------------------------------------------------------
+
+
+def test_the_async_client_sends_what_the_sync_one_sends_and_replies_like_async_fake_client(echo):
+    server = echo()
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
+    call = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    with HTTPChatClient(server.url, "sk-1", headers={"x-team": "a"}) as client:
+        sync_reply = client.chat.completions.create(**call)
+
+    async def main():
+        async with AsyncHTTPChatClient(server.url, "sk-1", headers={"x-team": "a"}) as client:
+            reply = await client.chat.completions.create(**call)
+        fake = await AsyncFakeClient(["hi"]).chat.completions.create(**call)
+        return reply, fake
+
+    reply, fake = asyncio.run(main())
+    assert type(reply) is type(fake) is type(sync_reply) is Record
+    assert reply == sync_reply
+    assert reply.choices[0].message.content == fake.choices[0].message.content == "hi"
+    (path, sync_headers, sync_body), (async_path, headers, body) = server.requests
+    assert async_path == path and body == sync_body
+    assert headers == sync_headers
+
+
+def test_the_async_client_closes_its_connections_on_leaving_async_with(echo):
+    server = echo()
+
+    async def main():
+        async with AsyncHTTPChatClient(server.url) as client:
+            await client.chat.completions.create(model="m", messages=[])
+            assert not client._http.is_closed
+        assert client._http.is_closed
+        with pytest.raises(RuntimeError, match="closed"):  # no call after close
+            await client.chat.completions.create(model="m", messages=[])
+        other = AsyncHTTPChatClient(server.url)
+        await other.close()  # the SDK's AsyncOpenAI spelling closes it too
+        assert other._http.is_closed
+
+    asyncio.run(main())
+    assert len(server.requests) == 1
+
+
+def test_the_async_clients_other_calls_are_an_async_sdk_clients_on_the_same_connections():
+    async def main():
+        async with AsyncHTTPChatClient("http://127.0.0.1:9/v1", "sk-x", timeout=7) as client:
+            assert isinstance(client.sdk, openai.AsyncOpenAI)
+            assert client.sdk is client.sdk
+            assert client.models is client.sdk.models
+            assert client.sdk._client is client._http  # the same connection pool
+            assert str(client.sdk.base_url) == "http://127.0.0.1:9/v1/"
+            assert client.sdk.max_retries == 0
+            assert client.sdk.timeout.read == 7
+            assert repr(client) == "AsyncHTTPChatClient('http://127.0.0.1:9/v1')"
+
+    asyncio.run(main())
+
+
+def test_one_async_client_serves_many_calls_at_once():
+    async def main(url):
+        async with AsyncHTTPChatClient(url) as client:
+            replies = await asyncio.gather(
+                *(
+                    client.chat.completions.create(
+                        model="m", messages=[{"role": "user", "content": f"c{n}"}]
+                    )
+                    for n in range(16)
+                )
+            )
+        return [r.choices[0].message.content for r in replies]
+
+    with MockServer([{"text": "{message}"}], latency_s=0.1) as server:
+        contents = asyncio.run(main(server.base_url))
+        assert contents == [f"c{n}" for n in range(16)]
+        assert server.stats()["max_in_flight"] > 1
+
+
+def test_an_async_tls_failure_is_a_connection_error(monkeypatch):
+    import ssl
+
+    async def main():
+        async with AsyncHTTPChatClient("https://127.0.0.1:9/v1") as client:
+
+            async def handshake_fails(*args, **kwargs):
+                raise ssl.SSLError("certificate verify failed")
+
+            monkeypatch.setattr(client._http, "post", handshake_fails)
+            with pytest.raises(openai.APIConnectionError) as info:
+                await client.chat.completions.create(model="m", messages=[])
+        return info.value
+
+    error = asyncio.run(main())
+    assert isinstance(error.__cause__, ssl.SSLError)
+    assert str(error.request.url) == "https://127.0.0.1:9/v1/chat/completions"

@@ -37,7 +37,7 @@ import tenacity
 
 from ..agent import InfraError
 from ..settings import BY_NAME, settings
-from .http_client import NO_KEY, HTTPChatClient
+from .http_client import NO_KEY, AsyncHTTPChatClient, HTTPChatClient
 
 if TYPE_CHECKING:
     import openai
@@ -307,12 +307,14 @@ def make_client(
     """A chat client for `purpose`'s endpoint; starts the embedded model if that is the one.
 
     By default an `HTTPChatClient` (the SDK's HTTP library and errors without its per-call work
-    or its import: a fraction of the CPU per call, see `http_client`); with `sdk=True` or
-    `async_=True` an `openai.OpenAI` / `openai.AsyncOpenAI`, whose own retries are off. With
-    `retrying` (the default) it comes wrapped in a `RetryingClient` (or `AsyncRetryingClient`)
-    whose `chat.completions.create` retries per the config's `RetryPolicy` and raises
-    `InfraError` when retries run out; `.endpoint` says where it points and `.raw` is the wrapped
-    client. The caller closes it (`close()`, or `with`; `await aclose()` for the async one).
+    or its import: a fraction of the CPU per call, see `http_client`), with `async_=True` its
+    async twin `AsyncHTTPChatClient`; both reply with `Record`s, as `FakeClient` and
+    `AsyncFakeClient` do. With `sdk=True` an `openai.OpenAI` / `openai.AsyncOpenAI` (replies are
+    the SDK's `ChatCompletion`), whose own retries are off. With `retrying` (the default) it
+    comes wrapped in a `RetryingClient` (or `AsyncRetryingClient`) whose
+    `chat.completions.create` retries per the config's `RetryPolicy` and raises `InfraError`
+    when retries run out; `.endpoint` says where it points and `.raw` is the wrapped client. The
+    caller closes it (`close()`, or `with`; `await aclose()` or `async with` for the async one).
     """
     endpoint, conn = _connect(config, purpose)
     if config is not None:
@@ -320,7 +322,7 @@ def make_client(
     local = conn["local"]
     base_url = endpoint.base_url or HOSTED_BASE_URL
     total = _timeout_s(config, local)
-    if async_ or sdk:
+    if sdk:
         import openai
 
         kwargs: dict[str, Any] = {
@@ -336,7 +338,7 @@ def make_client(
             kwargs["http_client"] = http_cls(trust_env=False, timeout=kwargs["timeout"])
         client: Any = (openai.AsyncOpenAI if async_ else openai.OpenAI)(**kwargs)
     else:
-        client = HTTPChatClient(
+        client = (AsyncHTTPChatClient if async_ else HTTPChatClient)(
             base_url,
             conn["api_key"],
             timeout=total,

@@ -27,6 +27,14 @@ threads). Tool schemas are encoded once per schema object: to change a tool, pas
 rather than editing the one already sent. Proxies come from the environment (`HTTPS_PROXY`,
 `NO_PROXY`) unless `trust_env=False`; a loopback server is never proxied. Anything other than
 `chat` (`client.models.list()`, ...) is an `openai.OpenAI`'s (`.sdk`) on the same connections.
+
+`AsyncHTTPChatClient` is the same client on the HTTP library's `AsyncClient`: the same request,
+the same `Record` replies (`AsyncFakeClient`'s type too), the same errors; `.sdk` is an
+`openai.AsyncOpenAI`. Both build the request, read the reply and map the errors with the same
+code (`_ChatClientBase`); only the call itself differs.
+
+    async with AsyncHTTPChatClient("http://localhost:8000/v1") as client:
+        reply = await client.chat.completions.create(model="m", messages=[...])
 """
 
 from __future__ import annotations
@@ -44,7 +52,14 @@ from .replies import Record
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["NO_KEY", "HTTPChatClient", "completion_from_response", "http_library", "status_error"]
+__all__ = [
+    "NO_KEY",
+    "AsyncHTTPChatClient",
+    "HTTPChatClient",
+    "completion_from_response",
+    "http_library",
+    "status_error",
+]
 
 NO_KEY = "no-key-required"
 """The API key sent where none is given (servers that need none; the SDK requires one)."""
@@ -77,19 +92,27 @@ class _Completions:
         return self._client._create(kwargs)
 
 
+class _AsyncCompletions:
+    def __init__(self, client: AsyncHTTPChatClient) -> None:
+        self._client = client
+
+    async def create(self, **kwargs: Any) -> Record:
+        return await self._client._create(kwargs)
+
+
 class _Chat:
-    def __init__(self, client: HTTPChatClient) -> None:
-        self.completions = _Completions(client)
+    def __init__(self, completions: Any) -> None:
+        self.completions = completions
 
 
-class HTTPChatClient:
-    """`HTTPChatClient(base_url, api_key=None, *, timeout=120.0, connect_timeout=10.0)`.
+class _ChatClientBase:
+    """What the sync and the async client share: the connection settings, the request as sent
+    (body, headers, query, timeout), the reply as read and the errors as the SDK raises them.
+    A subclass names its HTTP client class and SDK class, and makes the call."""
 
-    `timeout` bounds each wait on the socket (connecting within `connect_timeout`, sending, each
-    read), so a server that stalls longer fails with `openai.APITimeoutError`; a call's own
-    `timeout=` overrides it. No key sends `no-key-required`, never `OPENAI_API_KEY`. Nothing is
-    retried here (the endpoint's `RetryingClient` retries). `close()` closes the connections.
-    """
+    _http_class = "Client"  # the HTTP library's client class
+    _sdk_class = "OpenAI"  # the openai SDK's client class, for `.sdk`
+    _completions_class: Any = _Completions
 
     def __init__(
         self,
@@ -109,7 +132,7 @@ class HTTPChatClient:
         self.timeout = timeout
         self.connect_timeout = min(connect_timeout, timeout)
         self._lib = lib = http_library()
-        self._http = lib.Client(
+        self._http = getattr(lib, self._http_class)(
             timeout=lib.Timeout(timeout, connect=self.connect_timeout),
             limits=lib.Limits(
                 max_connections=_MAX_CONNECTIONS, max_keepalive_connections=_MAX_KEEPALIVE
@@ -121,16 +144,17 @@ class HTTPChatClient:
         self._headers = _headers(self.api_key, self._custom_headers)
         self._url = f"{self.base_url}/chat/completions"
         self._tools_cache: dict[tuple[int, ...], tuple[tuple[Any, ...], str]] = {}
-        self._sdk: openai.OpenAI | None = None
+        self._sdk: Any = None
         self._sdk_lock = threading.Lock()
-        self.chat = _Chat(self)
+        self.chat = _Chat(self._completions_class(self))
 
-    # --- one call --------------------------------------------------------------------------------
+    # --- one call: the request, the reply, the errors --------------------------------------------
 
-    def _create(self, kwargs: dict[str, Any]) -> Record:
+    def _request(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of the HTTP client's `post` for a `create(**kwargs)`."""
         if kwargs.get("stream"):
             raise ValueError(
-                "HTTPChatClient does not stream; use the openai SDK for stream=True "
+                f"{type(self).__name__} does not stream; use the openai SDK for stream=True "
                 "(make_client(config, purpose, sdk=True))"
             )
         body = {k: v for k, v in kwargs.items() if k not in _CONTROL and v is not None}
@@ -139,28 +163,30 @@ class HTTPChatClient:
         if kwargs.get("extra_headers"):
             headers = {**headers, **kwargs["extra_headers"]}
         timeout = kwargs.get("timeout")
-        lib = self._lib
-        try:
-            response = self._http.post(
-                self._url,
-                content=self._encode(body),
-                headers=headers,
-                params=kwargs.get("extra_query") or None,
-                timeout=lib.USE_CLIENT_DEFAULT if timeout is None else timeout,
-            )
-        except lib.TimeoutException as exc:
-            import openai
+        return {
+            "url": self._url,
+            "content": self._encode(body),
+            "headers": headers,
+            "params": kwargs.get("extra_query") or None,
+            "timeout": self._lib.USE_CLIENT_DEFAULT if timeout is None else timeout,
+        }
 
-            raise openai.APITimeoutError(request=exc.request) from exc
-        except lib.RequestError as exc:  # refused, reset, a protocol or a proxy's error, ...
-            import openai
+    def _transport_error(self, exc: BaseException) -> openai.APIConnectionError:
+        """The SDK's exception for a request that got no response: `APITimeoutError` for a
+        timeout, `APIConnectionError` for the rest (refused, reset, a protocol or a proxy's
+        error, a TLS failure the HTTP library let through), as the SDK's client raises them."""
+        import openai
 
-            raise openai.APIConnectionError(request=exc.request) from exc
-        except ssl.SSLError as exc:  # a TLS failure the HTTP library let through, as the SDK
-            import openai
+        if isinstance(exc, self._lib.TimeoutException):
+            return openai.APITimeoutError(request=exc.request)
+        if isinstance(exc, self._lib.RequestError):
+            return openai.APIConnectionError(request=exc.request)
+        return openai.APIConnectionError(request=self._http.build_request("POST", self._url))
 
-            request = self._http.build_request("POST", self._url)
-            raise openai.APIConnectionError(request=request) from exc
+    def _transport_errors(self) -> tuple[type[BaseException], ...]:
+        return (self._lib.RequestError, ssl.SSLError)
+
+    def _reply(self, response: Any) -> Record:
         if response.status_code >= 400:
             raise status_error(response)
         return completion_from_response(response)
@@ -189,15 +215,12 @@ class HTTPChatClient:
 
     # --- the rest is the SDK's -------------------------------------------------------------------
 
-    @property
-    def sdk(self) -> openai.OpenAI:
-        """An `openai.OpenAI` for this endpoint on the same connections (made on first use): for
-        anything other than `chat.completions.create`, e.g. `client.sdk.models.list()`."""
+    def _make_sdk(self) -> Any:
         with self._sdk_lock:
             if self._sdk is None:
                 import openai
 
-                self._sdk = openai.OpenAI(
+                self._sdk = getattr(openai, self._sdk_class)(
                     api_key=self.api_key,
                     base_url=self.base_url,
                     timeout=openai.Timeout(self.timeout, connect=self.connect_timeout),
@@ -210,7 +233,36 @@ class HTTPChatClient:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):  # not yet set (copy, pickle): no recursion
             raise AttributeError(name)
-        return getattr(self.sdk, name)
+        return getattr(self._make_sdk(), name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base_url!r})"
+
+
+class HTTPChatClient(_ChatClientBase):
+    """`HTTPChatClient(base_url, api_key=None, *, timeout=120.0, connect_timeout=10.0)`.
+
+    `timeout` bounds each wait on the socket (connecting within `connect_timeout`, sending, each
+    read), so a server that stalls longer fails with `openai.APITimeoutError`; a call's own
+    `timeout=` overrides it. No key sends `no-key-required`, never `OPENAI_API_KEY`. Nothing is
+    retried here (the endpoint's `RetryingClient` retries). `close()` closes the connections.
+    """
+
+    _completions_class = _Completions
+
+    def _create(self, kwargs: dict[str, Any]) -> Record:
+        request = self._request(kwargs)
+        try:
+            response = self._http.post(**request)
+        except self._transport_errors() as exc:
+            raise self._transport_error(exc) from exc
+        return self._reply(response)
+
+    @property
+    def sdk(self) -> openai.OpenAI:
+        """An `openai.OpenAI` for this endpoint on the same connections (made on first use): for
+        anything other than `chat.completions.create`, e.g. `client.sdk.models.list()`."""
+        return self._make_sdk()
 
     def close(self) -> None:
         """Close the connections (the `.sdk` client's too: they are the same)."""
@@ -222,8 +274,44 @@ class HTTPChatClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self) -> str:
-        return f"HTTPChatClient({self.base_url!r})"
+
+class AsyncHTTPChatClient(_ChatClientBase):
+    """The async twin of `HTTPChatClient`, on the HTTP library's `AsyncClient`:
+    `await client.chat.completions.create(...)` returns the same `Record` and raises the same
+    SDK exceptions, with the same request, headers, timeouts and proxies. Close it with
+    `await client.aclose()` (or `await client.close()`, as the SDK's `AsyncOpenAI`) or
+    `async with`; `.sdk` is an `openai.AsyncOpenAI` on the same connections. Use it from one
+    event loop at a time."""
+
+    _http_class = "AsyncClient"
+    _sdk_class = "AsyncOpenAI"
+    _completions_class = _AsyncCompletions
+
+    async def _create(self, kwargs: dict[str, Any]) -> Record:
+        request = self._request(kwargs)
+        try:
+            response = await self._http.post(**request)
+        except self._transport_errors() as exc:
+            raise self._transport_error(exc) from exc
+        return self._reply(response)
+
+    @property
+    def sdk(self) -> openai.AsyncOpenAI:
+        """An `openai.AsyncOpenAI` for this endpoint on the same connections (made on first
+        use), e.g. `await client.sdk.models.list()`."""
+        return self._make_sdk()
+
+    async def aclose(self) -> None:
+        """Close the connections (the `.sdk` client's too: they are the same)."""
+        await self._http.aclose()
+
+    close = aclose
+
+    async def __aenter__(self) -> AsyncHTTPChatClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def _headers(api_key: str, custom: dict[str, str]) -> dict[str, str]:

@@ -69,6 +69,7 @@ def __getattr__(name: str):
 _MOVED = {
     "calibration": "judge.calibration",
     "case": "cases.case",
+    "chat_client": "models.chat_client",
     "endpoint": "models.endpoint",
     "history": "store.history",
     "lint": "authoring.lint",

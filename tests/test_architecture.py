@@ -141,6 +141,7 @@ def test_the_import_check_sees_private_imports():
     [
         ("calibration", "judge.calibration"),
         ("case", "cases.case"),
+        ("chat_client", "models.chat_client"),
         ("endpoint", "models.endpoint"),
         ("history", "store.history"),
         ("lint", "authoring.lint"),
@@ -219,3 +220,17 @@ def test_python_dash_m_on_an_old_path_runs_the_module_at_its_new_home(tmp_path):
 
     written = schema("schema")
     assert written == schema("cases.schema") and '"Case"' in written
+
+
+def test_the_old_clients_names_resolve_to_what_replaced_them_with_a_warning():
+    import openai
+
+    from pytest_commerce_evals.models.http_client import HTTPChatClient
+
+    old = importlib.import_module(f"{NAME}.chat_client")
+    with pytest.warns(DeprecationWarning, match="use pytest_commerce_evals.models.http_client"):
+        assert old.ChatClient is HTTPChatClient
+    with pytest.warns(DeprecationWarning, match="use openai.APIStatusError"):
+        assert old.ChatStatusError is openai.APIStatusError
+    with pytest.raises(AttributeError):
+        old.ChatNothing  # noqa: B018

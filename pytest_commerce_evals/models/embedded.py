@@ -153,8 +153,9 @@ def locate_gguf(config: Any = None) -> Path:
     )
 
 
-def _threads() -> int:
-    explicit = settings().local_threads  # env COMMERCE_LOCAL_THREADS
+def _threads(explicit: int | None = None) -> int:
+    """`explicit` (the run's `local_threads`, env COMMERCE_LOCAL_THREADS), else the CPUs this
+    process may use, shared among the xdist workers."""
     if explicit:
         return explicit
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
@@ -382,7 +383,12 @@ def ensure_server(config: Any, purpose: str = "agent") -> LocalServer:
             server.stop()  # it died: start a fresh one
         gguf = locate_gguf(config)
         timeout = settings(config).local_startup_timeout
-        server = LocalServer(gguf, model_alias=model_id(config), n_ctx=n_ctx(config))
+        server = LocalServer(
+            gguf,
+            model_alias=model_id(config),
+            n_ctx=n_ctx(config),
+            n_threads=_threads(settings(config).local_threads),
+        )
         server.start(timeout or DEFAULT_STARTUP_TIMEOUT_S)
         servers[purpose] = server
         return server

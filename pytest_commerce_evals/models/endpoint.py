@@ -80,9 +80,10 @@ _SETTING: dict[str, dict[str, str]] = {
     "agent": {"model": "model", "base_url": "base_url"},
     "judge": {"model": "judge_model", "base_url": "judge_base_url"},
 }
+# the variables holding each purpose's key, in the order they are tried (settings.TABLE)
 _KEY_ENV: dict[str, tuple[str, ...]] = {
-    "agent": ("OPENAI_API_KEY",),
-    "judge": ("COMMERCE_JUDGE_API_KEY", "OPENAI_API_KEY"),
+    "agent": (BY_NAME["openai_api_key"].env,),
+    "judge": (BY_NAME["judge_api_key"].env, BY_NAME["openai_api_key"].env),
 }
 
 

@@ -47,6 +47,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..settings import BY_NAME
 from .replies import Record
 
 if TYPE_CHECKING:
@@ -70,8 +71,11 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 # openai's DefaultHttpxClient: its connection limits, and it follows redirects
 _MAX_CONNECTIONS = 1000
 _MAX_KEEPALIVE = 100
-# headers the SDK sends from the environment
-_ENV_HEADERS = (("OPENAI_ORG_ID", "openai-organization"), ("OPENAI_PROJECT_ID", "openai-project"))
+# headers the SDK sends from the environment (declared in settings.TABLE)
+_ENV_HEADERS = (
+    (BY_NAME["openai_org_id"].env, "openai-organization"),
+    (BY_NAME["openai_project_id"].env, "openai-project"),
+)
 
 
 def http_library() -> Any:

@@ -547,6 +547,21 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_CACHE_DIR",
         allowed="a folder, or off",
     ),
+    # -- read where a model client is made, as the openai SDK reads them ----------------------
+    Setting(
+        "openai_org_id",
+        "env",
+        "sent as the openai-organization header of every model call, as the openai SDK does",
+        env="OPENAI_ORG_ID",
+        allowed="an organization id",
+    ),
+    Setting(
+        "openai_project_id",
+        "env",
+        "sent as the openai-project header of every model call, as the openai SDK does",
+        env="OPENAI_PROJECT_ID",
+        allowed="a project id",
+    ),
 )
 
 BY_NAME: Mapping[str, Setting] = MappingProxyType({s.name: s for s in TABLE})

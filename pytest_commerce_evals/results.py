@@ -329,6 +329,19 @@ class TrialRecord(BaseModel):
     def _verdicts(cls, value: Any) -> Any:
         return _as_dataclasses(value, _VERDICT_DATA, RubricVerdict)
 
+    @field_validator("turns", mode="before")
+    @classmethod
+    def _turns(cls, value: Any) -> Any:
+        # Schema-2 records written before the record was typed hold an event JSON could not
+        # write as {"type": ..., "unserializable": "<repr>"}: it reads back as a text note
+        # saying so, so the rest of the record still loads.
+        if not isinstance(value, list):
+            return value
+        return [
+            [_unserializable_note(e) for e in turn] if isinstance(turn, list) else turn
+            for turn in value
+        ]
+
     @classmethod
     def from_result(
         cls, result: TrialResult, *, threshold: float, messages: Iterable[str] = ()
@@ -386,6 +399,16 @@ class TrialRecord(BaseModel):
         """The keys the dict payload had (deprecated)."""
         self._warn_dict("record.keys()")
         return self._dict_keys()
+
+
+def _unserializable_note(event: Any) -> Any:
+    if isinstance(event, dict) and set(event) == {"type", "unserializable"}:
+        return {
+            "type": "text",
+            "text": f"[a {event['type']} event that could not be recorded: "
+            f"{event['unserializable']}]",
+        }
+    return event
 
 
 _GRADER_DATA = _data_model(GraderResult)

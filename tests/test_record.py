@@ -270,6 +270,33 @@ def test_a_schema_2_record_written_before_the_record_was_typed_reads_as_the_type
     assert load_record(path).trials == [a_record()]
 
 
+def test_an_event_an_older_version_could_not_record_reads_back_as_a_note(tmp_path):
+    """Schema-2 writers before the typed record put {"type", "unserializable"} in place of an
+    event JSON could not hold; such a record and such a stored trial still load."""
+    import copy
+    import sqlite3
+    from contextlib import closing
+
+    trial = copy.deepcopy(SCHEMA_2_TRIAL)
+    trial["turns"][0][1] = {"type": "tool_result", "unserializable": "ToolResult(result={1j: 2})"}
+    data = json.loads(run([a_record()]).model_dump_json())
+    data["trials"] = [trial]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    [loaded] = load_record(path).trials
+    note = loaded.turns[0][1]
+    assert isinstance(note, Text)
+    assert note.text == (
+        "[a tool_result event that could not be recorded: ToolResult(result={1j: 2})]"
+    )
+    assert loaded.turns[0][0] == a_record().turns[0][0]  # the rest of the turn is untouched
+    store = RunStore(tmp_path / "runs")
+    store.import_record(run([a_record()]))
+    with closing(sqlite3.connect(tmp_path / "runs" / "runs.sqlite")) as conn, conn:
+        conn.execute("UPDATE trials SET transcript = ?", (json.dumps(trial["turns"]),))
+    assert store.load_run(run([a_record()]).run_id).trials[0].turns[0][1] == note
+
+
 def test_the_store_columns_hold_the_json_they_held_before(tmp_path):
     import sqlite3
     from contextlib import closing

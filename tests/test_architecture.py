@@ -26,6 +26,7 @@ CONTRACT = {
 }
 CONTRACT_PACKAGES = {"settings"}  # the settings table, its resolution and its docs
 FEATURES = {
+    "adapters",
     "authoring",
     "cases",
     "graders",

@@ -435,3 +435,89 @@ def check_the_failing_tool_was_graded(result, record):
 def test_a_plain_chat_completions_agent_is_graded_through_the_plugin(pytester):
     result, record = run_suite(pytester, SHOP + CHAT_AGENT)
     check_the_failing_tool_was_graded(result, record)
+
+
+RESPONSES_AGENT = '''
+import httpx2  # the HTTP library openai 3.x is built on (httpx before)
+import openai
+
+from pytest_commerce_evals.adapters.openai_responses import events_from_responses_items
+
+TOOLS = [
+    {"type": "function", "name": "search_products", "parameters": {
+        "type": "object", "properties": {"query": {"type": "string"}}}},
+    {"type": "function", "name": "add_to_cart", "parameters": {
+        "type": "object", "properties": {"product_id": {"type": "string"}}}},
+]
+
+
+def run_agent(client, shop, items, message):
+    """The team's agent: the Responses API with tools, in a loop. Returns this turn's items."""
+    start = len(items)
+    items.append({"role": "user", "content": message})
+    while True:
+        response = client.responses.create(model="shop-agent", input=items, tools=TOOLS)
+        items.extend(response.output)
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return items[start:]
+        for call in calls:
+            output = shop.run_tool(call.name, call.arguments)
+            items.append({"type": "function_call_output", "call_id": call.call_id, "output": output})
+
+
+def scripted_openai(outputs):
+    """A real openai.OpenAI whose Responses calls are answered offline, one output list each."""
+    replies = iter(outputs)
+
+    def answer(request):
+        return httpx2.Response(200, json={
+            "id": "resp", "object": "response", "created_at": 0, "model": "shop-agent",
+            "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto",
+            "tools": [], "output": next(replies),
+        })
+
+    transport = httpx2.MockTransport(answer)
+    return openai.OpenAI(api_key="scripted", base_url="http://scripted.invalid/v1",
+                         max_retries=0, http_client=httpx2.Client(transport=transport))
+
+
+def call(n, name, **arguments):
+    return {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": name,
+            "arguments": json.dumps(arguments), "status": "completed"}
+
+
+def say(text):
+    return {"type": "message", "id": "msg", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+THINK = {"type": "reasoning", "id": "rs", "summary": []}
+SCRIPTS = {
+    "cart-001-add-trail": [
+        [THINK, call(1, "search_products", query="trail")],
+        [call(2, "add_to_cart", product_id="shoe-001")],
+        [say("Added the Trail runner.")],
+    ],
+    "cart-002-add-unknown": [
+        [THINK, call(1, "search_products", query="trail")],
+        [call(2, "add_to_cart", product_id="shoe-404")],
+        [THINK, say("Sorry, I could not add it.")],
+    ],
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_commerce_evals_make_agent(config, case, backend):
+    client = scripted_openai(SCRIPTS[case.id])
+    def run(session, message):
+        return run_agent(client, backend, session.scratch.setdefault("items", []), message)
+    return framework_agent(run, events_from_responses_items)
+'''
+
+
+def test_a_responses_api_agent_on_the_real_sdk_is_graded_through_the_plugin(pytester):
+    """The SDK's own client, answered offline by its HTTP library's mock transport: the items
+    the converter reads are the SDK's parsed `ResponseFunctionToolCall`s and messages."""
+    result, record = run_suite(pytester, SHOP + RESPONSES_AGENT)
+    check_the_failing_tool_was_graded(result, record)

@@ -387,12 +387,20 @@ SCRIPTS = {  # the model's replies, scripted (in production: openai.OpenAI())
 }
 
 
+def chat_agent(client, shop):
+    def run(session, message):
+        return run_agent(client, shop, session.scratch.setdefault("messages", []), message)
+    return framework_agent(run, events_from_chat_messages)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_commerce_evals_make_agent(config, case, backend):
-    client = FakeClient(SCRIPTS[case.id])
-    def run(session, message):
-        return run_agent(client, backend, session.scratch.setdefault("messages", []), message)
-    return framework_agent(run, events_from_chat_messages)
+    return chat_agent(FakeClient(SCRIPTS[case.id]), backend)  # in production: openai.OpenAI()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_commerce_evals_make_scripted_agent(config, case, backend, client):
+    return chat_agent(client, backend)  # --commerce-vacuity drives it with a FakeClient
 '''
 
 
@@ -521,3 +529,23 @@ def test_a_responses_api_agent_on_the_real_sdk_is_graded_through_the_plugin(pyte
     the converter reads are the SDK's parsed `ResponseFunctionToolCall`s and messages."""
     result, record = run_suite(pytester, SHOP + RESPONSES_AGENT)
     check_the_failing_tool_was_graded(result, record)
+
+
+def test_the_vacuity_check_drives_the_chat_agent_with_scripted_models(pytester):
+    """The same agent, given the check's FakeClient: the real cases fail every degenerate agent
+    and the case asserting nothing is found."""
+    script = 'SCRIPTS["cart-003-vacuous"] = ["Hello!"]\n'
+    pytester.makeconftest(textwrap.dedent(SHOP + CHAT_AGENT) + script)
+    (pytester.path / "cases").mkdir()
+    vacuous = "\n- id: cart-003-vacuous\n  priority: low\n  difficulty: easy\n  tags: [cart]\n"
+    vacuous += '  turns: ["Hi"]\n  expected: {never_calls: [save_memory]}\n'
+    (pytester.path / "cases" / "cart.yaml").write_text(CASES + vacuous)
+    result = pytester.runpytest("cases", "--commerce-vacuity")
+    result.stdout.fnmatch_lines(
+        [
+            "3 cases checked against 5 degenerate agents; 1 with findings",
+            "*cart_adder  fails    2 of 3 cases",
+            "*cart-003-vacuous: vacuous: every degenerate agent passes it*",
+        ]
+    )
+    result.assert_outcomes(passed=2, failed=1)

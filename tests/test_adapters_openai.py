@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 from openai.types.chat import ChatCompletionMessage
@@ -549,3 +550,26 @@ def test_the_vacuity_check_drives_the_chat_agent_with_scripted_models(pytester):
         ]
     )
     result.assert_outcomes(passed=2, failed=1)
+
+
+def _block(text, start):
+    """The lines from the one starting with `start` to the next blank line."""
+    lines = text[text.index(start) :].splitlines()
+    return "\n".join(lines[: lines.index("")])
+
+
+@pytest.mark.parametrize(
+    ("heading", "source", "blocks"),
+    [
+        ("### Plain OpenAI calls", CHAT_AGENT, ["def run_agent(", "def chat_agent("]),
+        ("### OpenAI Responses API", RESPONSES_AGENT, ["def run_agent("]),
+    ],
+    ids=["chat", "responses"],
+)
+def test_the_recipes_are_the_code_the_tests_run(heading, source, blocks):
+    """docs/plugging-in.md shows the agent and the glue these tests run, line for line."""
+    docs = (Path(__file__).parents[1] / "docs" / "plugging-in.md").read_text()
+    section = docs.split(heading, 1)[1].split("\n## ", 1)[0]  # the recipe and what follows it
+    for start in blocks:
+        assert _block(section, start) in source
+    assert "framework_agent(run, events_from_" in section

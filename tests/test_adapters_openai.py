@@ -169,6 +169,34 @@ def test_what_is_not_a_chat_message_is_refused_with_what_was_found(message, says
     assert "system, developer, user, assistant, tool" in str(raised.value) or "function" in says
 
 
+def test_custom_tool_calls_keep_their_free_text_input():
+    chat = [
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "c1", "type": "custom", "custom": {"name": "sql", "input": "SELECT 1"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": '{"error": "read-only"}'},
+    ]
+    responses = [
+        {"type": "custom_tool_call", "call_id": "c1", "name": "sql", "input": "SELECT 1"},
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": '{"error": "read-only"}'},
+    ]
+    expected = [
+        ToolCall(call_id="c1", name="sql", arguments={"_raw": "SELECT 1"}),
+        ToolResult(
+            call_id="c1",
+            name="sql",
+            status="error",
+            reason="read-only",
+            result={"error": "read-only"},
+        ),
+    ]
+    assert events_from_chat_messages(chat) == expected
+    assert events_from_responses_items(responses) == expected
+
+
 # -- Responses API ----------------------------------------------------------------------------
 
 

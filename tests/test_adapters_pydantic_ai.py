@@ -155,6 +155,11 @@ def test_a_legacy_retry_prompt_answers_its_call_once():
     events = events_from_pydantic_ai(messages)
     assert [type(e) for e in events] == [ToolCall, ToolResult]
     assert (events[1].status, events[1].reason) == ("error", "retried: out of stock")
+    alone = events_from_pydantic_ai([messages[0], ModelRequest(parts=[prompt, feedback])])
+    assert [(type(e), getattr(e, "status", None)) for e in alone] == [
+        (ToolCall, None),
+        (ToolResult, "error"),
+    ]
 
 
 def test_a_call_made_again_with_the_same_id_gets_its_own_result():

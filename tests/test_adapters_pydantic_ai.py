@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -271,6 +272,38 @@ def test_the_scripted_model_answers_with_text_and_works_async():
 
 # -- through the plugin ----------------------------------------------------------------------
 
+# the glue, as docs/plugging-in.md ("pydantic-ai") shows it
+HOOKS = '''
+from pytest_commerce_evals.adapters.core import framework_agent
+from pytest_commerce_evals.adapters.pydantic_ai import events_from_pydantic_ai, pydantic_ai_model
+
+
+def turns(agent, **override):
+    """One turn of your agent; its history is kept in `session.scratch` between turns."""
+
+    async def run(session, message):
+        with agent.override(**override):
+            result = await agent.run(message, message_history=session.scratch.get("history"))
+        session.scratch["history"] = result.all_messages()
+        return result.new_messages()
+
+    return run
+
+
+def pytest_commerce_evals_make_backend(config, case):
+    return make_backend()
+
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    return framework_agent(turns(build_agent(backend)), events_from_pydantic_ai)
+
+
+def pytest_commerce_evals_make_scripted_agent(config, case, backend, client):
+    """--commerce-vacuity: the same agent, its model replaced by the scripted `client`."""
+    run = turns(build_agent(backend), model=pydantic_ai_model(client))
+    return framework_agent(run, events_from_pydantic_ai)
+'''
+
 CONFTEST = '''
 from helpers import PRODUCTS, ToyBackend
 from pydantic_ai import Agent, ModelRetry
@@ -278,13 +311,21 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
 from pytest_commerce_evals import CartLine
-from pytest_commerce_evals.adapters.core import framework_agent
-from pytest_commerce_evals.adapters.pydantic_ai import events_from_pydantic_ai, pydantic_ai_model
+
+
+def the_model(messages, info):
+    """Stands in for the team's model: search, add to cart, answer."""
+    step = sum(isinstance(m, ModelResponse) for m in messages)
+    if step == 0:
+        return ModelResponse(parts=[ToolCallPart("search_products", {"query": "trail"})])
+    if step == 1:
+        return ModelResponse(parts=[ToolCallPart("add_to_cart", {"product_id": "shoe-001"})])
+    return ModelResponse(parts=[TextPart("I added the trail runner to your cart.")])
 
 
 def build_agent(backend):
     """The team's agent: its tools work on the backend the plugin built for the trial."""
-    agent = Agent("test", instructions="You help shoppers.")
+    agent = Agent(FunctionModel(the_model), instructions="You help shoppers.")
 
     @agent.tool_plain
     def search_products(query: str) -> dict:
@@ -301,39 +342,12 @@ def build_agent(backend):
     return agent
 
 
-def the_model(messages, info):
-    """Stands in for the team's real model: search, add to cart, answer."""
-    step = sum(isinstance(m, ModelResponse) for m in messages)
-    if step == 0:
-        return ModelResponse(parts=[ToolCallPart("search_products", {"query": "trail"})])
-    if step == 1:
-        return ModelResponse(parts=[ToolCallPart("add_to_cart", {"product_id": "shoe-001"})])
-    return ModelResponse(parts=[TextPart("I added the trail runner to your cart.")])
-
-
-def turns(agent, **override):
-    async def run(session, message):
-        with agent.override(**override):
-            result = await agent.run(message, message_history=session.scratch.get("history"))
-        session.scratch["history"] = result.all_messages()
-        return result.new_messages()
-
-    return run
-
-
-def pytest_commerce_evals_make_backend(config, case):
+def make_backend():
     return ToyBackend()
 
 
-def pytest_commerce_evals_make_agent(config, case, backend):
-    run = turns(build_agent(backend), model=FunctionModel(the_model))
-    return framework_agent(run, events_from_pydantic_ai)
+''' + HOOKS
 
-
-def pytest_commerce_evals_make_scripted_agent(config, case, backend, client):
-    run = turns(build_agent(backend), model=pydantic_ai_model(client))
-    return framework_agent(run, events_from_pydantic_ai)
-'''
 
 CASE = """
 id: chat-001-trail
@@ -354,6 +368,12 @@ def shop(pytester: pytest.Pytester) -> pytest.Pytester:
     (pytester.path / "cases").mkdir()
     (pytester.path / "cases" / "a.yaml").write_text(textwrap.dedent(CASE))
     return pytester
+
+
+def test_the_recipe_in_the_docs_is_the_glue_these_tests_run():
+    docs = (HERE.parent / "docs" / "plugging-in.md").read_text()
+    section = re.split(r"\n##+ ", docs.split("\n### pydantic-ai\n", 1)[1])[0]
+    assert HOOKS.strip() in section
 
 
 def test_a_retried_tool_through_the_plugin_fails_the_case_and_shows_as_an_error(shop):

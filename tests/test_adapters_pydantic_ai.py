@@ -304,7 +304,7 @@ def pytest_commerce_evals_make_scripted_agent(config, case, backend, client):
     return framework_agent(run, events_from_pydantic_ai)
 '''
 
-CONFTEST = '''
+TEAM = '''
 from helpers import PRODUCTS, ToyBackend
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
@@ -345,8 +345,9 @@ def build_agent(backend):
 def make_backend():
     return ToyBackend()
 
+'''
 
-''' + HOOKS
+CONFTEST = TEAM + HOOKS
 
 
 CASE = """

@@ -18,6 +18,8 @@ How the parts read (by class name, so this module imports without pydantic-ai):
 - a call gets one result: a second answer to an already answered call is dropped;
 - `TextPart` is `Text`; user and system prompt parts, instructions, thinking and file parts are
   skipped (they are the input or the model's private reasoning, not what it did).
+- a structured `output_type` arrives through an output tool (`final_result` by default), whose
+  call and return read like any other tool's (a case's `max_tool_calls` counts it).
 
 A tool that raises any other exception makes pydantic-ai raise it out of `agent.run`, so the
 trial fails as the agent's own error; there is no part to convert.

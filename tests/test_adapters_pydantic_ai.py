@@ -141,6 +141,16 @@ def test_an_interrupted_call_is_an_error_and_unknown_outcomes_never_read_as_succ
     assert (result.status, result.reason) == ("error", "interrupted: no result")
 
 
+def test_a_subclass_of_a_tool_part_reads_as_its_base():
+    class OrderReturnPart(ToolReturnPart):
+        pass
+
+    call = ModelResponse(parts=[ToolCallPart("get_order", {}, tool_call_id="o1")])
+    failed = OrderReturnPart("get_order", "no such order", tool_call_id="o1", outcome="failed")
+    result = results(events_from_pydantic_ai([call, ModelRequest(parts=[failed])]))["o1"]
+    assert (result.status, result.reason) == ("error", "failed: no such order")
+
+
 def test_a_legacy_retry_prompt_answers_its_call_once():
     from pydantic_ai.messages import RetryPromptPart
 

@@ -4,7 +4,8 @@ pydantic-ai agent.
     result = await agent.run(message, message_history=history)
     events = events_from_pydantic_ai(result.new_messages())
 
-How the parts read (by class name, so this module imports without pydantic-ai):
+How the parts read (by their `part_kind`, or their class name, so this module imports without
+pydantic-ai; a typed subclass of a tool part reads as its base):
 - `ToolCallPart` (and a provider's `NativeToolCallPart`) is a `ToolCall` (`args` a JSON string
   or a dict);
 - `ToolReturnPart` (and `NativeToolReturnPart`) is the call's `ToolResult`, by its `outcome`:
@@ -42,8 +43,25 @@ from .core import ConvertOptions, EventBuilder
 
 __all__ = ["events_from_pydantic_ai", "pydantic_ai_model"]
 
-_CALLS = {"ToolCallPart", "NativeToolCallPart", "BuiltinToolCallPart"}
-_RETURNS = {"ToolReturnPart", "NativeToolReturnPart", "BuiltinToolReturnPart"}
+_CALLS = {"tool-call", "builtin-tool-call"}
+_RETURNS = {"tool-return", "builtin-tool-return"}
+_BY_CLASS = {
+    "ToolCallPart": "tool-call",
+    "NativeToolCallPart": "builtin-tool-call",
+    "ToolReturnPart": "tool-return",
+    "NativeToolReturnPart": "builtin-tool-return",
+    "RetryPromptPart": "retry-prompt",
+    "RetryFeedbackPart": "retry-feedback",
+    "TextPart": "text",
+    "UserPromptPart": "user-prompt",
+    "SystemPromptPart": "system-prompt",
+}
+
+
+def _kind(part: Any) -> str | None:
+    """A part's `part_kind` (typed subclasses keep their base's), else read off its class name."""
+    kind = getattr(part, "part_kind", None)
+    return kind if isinstance(kind, str) else _BY_CLASS.get(type(part).__name__)
 
 
 def _parts(messages: Iterable[Any]) -> Iterable[Any]:
@@ -77,7 +95,7 @@ def events_from_pydantic_ai(
         builder.result(call_id, output, name=name, **status)
 
     for part in _parts(messages):
-        kind = type(part).__name__
+        kind = _kind(part)
         if kind in _CALLS:
             call_id = str(part.tool_call_id)
             builder.call(call_id, part.tool_name, part.args)
@@ -92,13 +110,13 @@ def events_from_pydantic_ai(
                 answer(call_id, name, part.content, blocked=f"approval: {text}")
             else:  # failed, retried, interrupted, or an outcome added later: never a success
                 answer(call_id, name, part.content, error=f"{outcome}: {text}")
-        elif kind == "RetryPromptPart":
+        elif kind == "retry-prompt":
             if getattr(part, "tool_name", None):
                 text = _content_text(part.content)
                 answer(
                     str(part.tool_call_id), part.tool_name, part.content, error=f"retried: {text}"
                 )
-        elif kind == "TextPart":
+        elif kind == "text":
             builder.text(part.content)
     return builder.finish()
 
@@ -113,17 +131,17 @@ def _chat_messages(messages: Iterable[Any], instructions: str | None) -> list[di
         calls: list[dict[str, Any]] = []
         texts: list[str] = []
         for part in getattr(message, "parts", None) or ():
-            kind = type(part).__name__
-            if kind == "SystemPromptPart":
+            kind = _kind(part)
+            if kind == "system-prompt":
                 out.append({"role": "system", "content": _content_text(part.content)})
-            elif kind in ("UserPromptPart", "RetryFeedbackPart") or (
-                kind == "RetryPromptPart" and not getattr(part, "tool_name", None)
+            elif kind in ("user-prompt", "retry-feedback") or (
+                kind == "retry-prompt" and not getattr(part, "tool_name", None)
             ):
                 content = part.content
-                if isinstance(content, list) and kind == "UserPromptPart":
+                if isinstance(content, list) and kind == "user-prompt":
                     content = " ".join(c for c in content if isinstance(c, str))
                 out.append({"role": "user", "content": _content_text(content)})
-            elif kind in _RETURNS or kind == "RetryPromptPart":
+            elif kind in _RETURNS or kind == "retry-prompt":
                 out.append(
                     {
                         "role": "tool",
@@ -143,7 +161,7 @@ def _chat_messages(messages: Iterable[Any], instructions: str | None) -> list[di
                         },
                     }
                 )
-            elif kind == "TextPart":
+            elif kind == "text":
                 texts.append(part.content)
         if calls or texts:
             reply: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}

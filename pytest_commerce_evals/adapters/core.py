@@ -130,14 +130,18 @@ class EventBuilder:
         *,
         name: str | None = None,
         error: str | None = None,
+        blocked: str | None = None,
     ) -> ToolResult:
-        """The result of call `call_id`; `error` (the failure's text) makes it a failed call."""
+        """The result of call `call_id`; `error` (the failure's text) makes it a failed call,
+        `blocked` (the gate and why, `"approval: ..."`) a call a gate stopped."""
         call_id = str(call_id)
         known = self._calls.get(call_id)
         name = name or (known[0] if known else None)
         value = parse_output(output)
         status, reason = ("error", error) if error is not None else ("ok", None)
-        if error is None and self.options.classify is not None and name is not None:
+        if error is None and blocked is not None:
+            status, reason = "blocked", blocked
+        if status == "ok" and self.options.classify is not None and name is not None:
             verdict = self.options.classify(name, value)
             if verdict is not None:
                 status, reason = verdict

@@ -39,7 +39,9 @@ TURN = [
     ),
     ToolMessage('{"products": [{"id": "shoe-001"}]}', tool_call_id="c1", name="search_products"),
     ToolMessage("Error: LookupError('no skill')", tool_call_id="c2", status="error"),
-    AIMessage(content=[{"type": "text", "text": "Here is "}, {"type": "text", "text": "shoe-001."}]),
+    AIMessage(
+        content=[{"type": "text", "text": "Here is "}, {"type": "text", "text": "shoe-001."}]
+    ),
 ]
 
 
@@ -197,7 +199,7 @@ def pytest_commerce_evals_make_scripted_agent(config, case, backend, client):
 '''
 
 # What stands in for the team's chat model (`ChatOpenAI(...)` in production) in these tests.
-SCRIPTED_MODEL = '''
+SCRIPTED_MODEL = """
 
 class ScriptedModel(GenericFakeChatModel):
     def bind_tools(self, tools, **kwargs):  # the fake answers from its script
@@ -213,7 +215,7 @@ def make_model():
         ]),
         AIMessage("The Trail runner (shoe-001) is in stock."),
     ]))
-'''
+"""
 
 
 @pytest.fixture
@@ -274,7 +276,7 @@ def test_the_plugin_grades_a_langgraph_agent_and_a_failed_tool_is_no_skill_load(
             "*✗ skill_loaded: expected skill 'returns' to be loaded; "
             "skills loaded: returns [[]error]",  # fnmatch: [[] is a literal [
             "*passed: calls_tool, reply_includes",
-            "*turn 2 of 2: search_products(query=\"trail\"), load_skill(name=\"returns\")",
+            '*turn 2 of 2: search_products(query="trail"), load_skill(name="returns")',
         ]
     )
 
@@ -328,7 +330,12 @@ def test_the_scripted_model_sends_the_conversation_and_bound_tools_in_the_openai
     model = langchain_chat_model(client).bind_tools([search_products])
     first = model.invoke([SystemMessage("Be brief."), HumanMessage("trail shoes")])
     assert first.tool_calls == [
-        {"id": "call_1_0", "name": "search_products", "args": {"query": "trail"}, "type": "tool_call"}
+        {
+            "id": "call_1_0",
+            "name": "search_products",
+            "args": {"query": "trail"},
+            "type": "tool_call",
+        }
     ]
     tool_message = ToolMessage("{}", tool_call_id="call_1_0")
     assert model.invoke([HumanMessage("trail shoes"), first, tool_message]).content == "Done."
@@ -373,3 +380,12 @@ def test_the_module_needs_no_framework_to_import():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "text='hi'" in out.stdout
 
+
+def test_the_recipe_in_the_docs_is_the_conftest_these_tests_run():
+    from pathlib import Path
+
+    docs = (Path(__file__).parent.parent / "docs" / "plugging-in.md").read_text()
+    section = docs.split("### LangChain / LangGraph", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert block.strip("\n") == CONFTEST.strip("\n")
+    assert CASE.strip() in section

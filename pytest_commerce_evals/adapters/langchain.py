@@ -108,7 +108,7 @@ def events_from_langchain(
         elif kind == "tool":
             content = _output(_get(fields, "content", ""))
             failed = _get(fields, "status", "success") == "error"
-            reason = (content if isinstance(content, str) else json.dumps(content, default=str))
+            reason = content if isinstance(content, str) else json.dumps(content, default=str)
             builder.result(
                 _get(fields, "tool_call_id", ""),
                 content,

@@ -104,6 +104,18 @@ def test_the_shared_options_apply_presentation_tools_and_the_classifier():
     assert [e.call_id for e in blocked] == ["a"]
 
 
+def test_streamed_chunks_read_as_their_messages():
+    from langchain_core.messages import AIMessageChunk, ToolMessageChunk
+
+    chunks = [
+        AIMessageChunk(content="On it.", tool_calls=[{"id": "c1", "name": "t", "args": {}}]),
+        ToolMessageChunk(content="boom", tool_call_id="c1", status="error"),
+    ]
+    events = events_from_langchain(chunks)
+    assert [e.type for e in events] == ["text", "tool_call", "tool_result"]
+    assert (events[2].status, events[2].reason, events[2].name) == ("error", "boom", "t")
+
+
 def test_something_that_is_not_a_message_is_named():
     with pytest.raises(TypeError, match=r"item 2 is str 'hi'.*expected a LangChain message"):
         events_from_langchain([HumanMessage("x"), "hi"])

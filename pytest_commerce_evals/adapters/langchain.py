@@ -15,6 +15,7 @@ What reads how:
 - a `ToolMessage` is the `ToolResult` of its `tool_call_id`; `status="error"` (what LangGraph's
   `ToolNode(handle_tool_errors=...)` writes when a tool raises) is `status="error"` with the
   message's content as the reason, whatever the content says;
+- a streamed chunk (`AIMessageChunk`, `ToolMessageChunk`) reads as its message;
 - human, system and other messages (`HumanMessage`, `SystemMessage`, `RemoveMessage`, the
   legacy `FunctionMessage`, `ChatMessage`) are not events and are skipped, so the slice of a
   graph's `messages` state added in a turn (the user's message included) converts as it is.
@@ -50,6 +51,9 @@ def _kind_and_fields(message: Any, index: int) -> tuple[str, Mapping[str, Any] |
     else:
         kind = getattr(message, "type", None)
         if isinstance(kind, str) and hasattr(message, "content"):
+            # a streamed chunk reads as its message: AIMessageChunk is ai, ToolMessageChunk tool
+            if kind.endswith("MessageChunk"):
+                kind = kind.removesuffix("MessageChunk").lower()
             return kind, message
     raise TypeError(
         f"events_from_langchain: item {index + 1} is {type(message).__name__} {message!r:.80}; "
@@ -96,7 +100,7 @@ def events_from_langchain(
     builder = EventBuilder(options)
     for index, message in enumerate(messages):
         kind, fields = _kind_and_fields(message, index)
-        if kind in ("ai", "AIMessageChunk"):
+        if kind == "ai":
             builder.text(_text(_get(fields, "content", "")))
             for call in _get(fields, "tool_calls", []):
                 builder.call(_get(call, "id", ""), _get(call, "name", ""), _get(call, "args"))

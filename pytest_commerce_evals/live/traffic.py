@@ -591,6 +591,8 @@ class _Turns:
         self.turns: dict[str, list[tuple[CapturedTurn, str, int]]] = {}
         self.spoiled: dict[str, CaptureProblem] = {}
         self.decided: dict[str, bool] = {}
+        self.pending: list[Any] = []
+        """What a reader of another format keeps until every file is read (spans)."""
 
     def problem(self, shown: str, n: int, message: str) -> None:
         self.capture.problems.append(CaptureProblem(shown, n, message))
@@ -615,7 +617,6 @@ class _Turns:
         cid = data["conversation_id"]
         if not self.wanted(cid):
             return
-        shown_id = self.shown_id(cid)
         problem = _structure_problem(raw, data)
         if problem is None:
             try:
@@ -645,9 +646,7 @@ class _Turns:
             numbers = [t.turn for t, _, _ in found]
             shown_id = self.shown_id(cid)
             first = found[0]
-            repeated = next(
-                (i for i in range(1, len(found)) if numbers[i] == numbers[i - 1]), None
-            )
+            repeated = next((i for i in range(1, len(found)) if numbers[i] == numbers[i - 1]), None)
             if repeated is not None:
                 t, where, n = found[repeated]
                 spoiled[cid] = CaptureProblem(

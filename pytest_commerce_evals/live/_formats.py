@@ -304,9 +304,8 @@ def _read_openai(fh: IO[bytes], shown: str, found: _Turns) -> None:
             found.problem(shown, n, error)
             continue
         metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-        cid = _conversation_id(
-            data.get("conversation_id", data.get("id", metadata.get("conversation_id")))
-        )
+        given = (data.get("conversation_id"), data.get("id"), metadata.get("conversation_id"))
+        cid = _conversation_id(next((v for v in given if v is not None), None))
         if cid is None:
             found.problem(
                 shown,

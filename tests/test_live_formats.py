@@ -144,6 +144,32 @@ def test_bad_openai_lines_are_reported_by_file_and_line_and_the_rest_is_read(tmp
     assert all(str(p).startswith("chat.jsonl:") for p in capture.problems)
 
 
+def test_openai_lines_are_checked_like_native_ones_for_surrogates_and_depth(tmp_path):
+    messages = json.loads(chat_line())["messages"]
+    deep: object = "write to a@b.io"
+    for _ in range(300):
+        deep = [deep]
+    lines = [
+        chat_line("cut", messages=[{"role": "user", "content": "cut \ud83e emoji"}]),
+        chat_line(
+            "deep",
+            messages=[*messages[:3], {"role": "tool", "tool_call_id": "call_1", "content": deep}],
+        ),
+    ]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(lines) + "\n")  # the surrogate is written as a JSON escape
+    capture = read_capture([path], redactor=Redactor(), format="openai")
+    [problem] = capture.problems
+    assert problem.line == 1
+    assert problem.message.startswith("conversation 'cut': user: a lone surrogate \\ud83e")
+    [conv] = capture.conversations  # a deep tool output is kept, past 200 levels as JSON text
+    result = next(e for e in conv.events[0] if e.type == "tool_result").result
+    levels = 0
+    while isinstance(result, list):
+        result, levels = result[0], levels + 1
+    assert levels < 200 and "[email]" in result and "a@b.io" not in result
+
+
 def test_openai_conversations_are_sampled_like_native_ones(tmp_path):
     path = tmp_path / "chat.jsonl"
     ids = [f"conv-{i:03d}" for i in range(80)]

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from ..adapters.core import EventBuilder
 from ..events import TurnEnd
-from .traffic import _id_problem, _parse_line, _Turns
+from .traffic import _event_json, _id_problem, _parse_line, _Turns
 
 __all__ = ["detect_format", "finish", "read_file"]
 
@@ -225,7 +225,7 @@ def _records(cid: str, role: str, turns: list[_Turn]) -> list[tuple[_Turn, dict[
             "role": role,
             "turn": k + 1,
             "user": turn.user,
-            "events": [e.model_dump(mode="json") for e in events],
+            "events": [_event_json(e) for e in events],  # deep values kept as JSON text
         }
         out.append((turn, record))
     return out
@@ -233,7 +233,7 @@ def _records(cid: str, role: str, turns: list[_Turn]) -> list[tuple[_Turn, dict[
 
 def _offer(found: _Turns, records: list[tuple[_Turn, dict[str, Any]]]) -> None:
     for turn, record in records:
-        raw = json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        raw = json.dumps(record).encode()  # escaped: lone surrogates show as \\udXXX
         found.offer(turn.shown, turn.line, raw, record)
 
 

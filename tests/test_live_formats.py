@@ -326,6 +326,51 @@ def test_spans_in_jsonl_documents_across_files_make_one_conversation(tmp_path):
     ]
 
 
+def test_agent_spans_stand_in_when_no_model_call_records_messages(tmp_path):
+    asked = [user("Espresso machine under $300")]
+    called = [*asked, reply(call_part("e1", "search_products"), call_part("e2", "check_stock"))[0]]
+    answered = [
+        *called,
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "e1", "response": "[]"}]},
+    ]
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "ag-1"}
+    failed = tool("check_stock", "e2", 2)
+    failed["status"] = {"code": "STATUS_CODE_ERROR"}  # protobuf's JSON mapping names enums
+    failed["attributes"].append(attr("error.type", "TimeoutError"))
+    spans = [
+        span("chat shop-7b", 0, {"gen_ai.operation.name": "chat"}),  # no messages recorded
+        span(
+            "invoke_agent shop",
+            1,
+            {
+                **agent,
+                "gen_ai.input.messages": json.dumps(asked),
+                "gen_ai.output.messages": json.dumps(
+                    reply(call_part("e1", "search_products"), call_part("e2", "check_stock"))
+                ),
+            },
+        ),
+        failed,
+        span(
+            "invoke_agent shop",
+            3,
+            {
+                **agent,
+                "gen_ai.input.messages": json.dumps(answered),
+                "gen_ai.output.messages": json.dumps(reply({"type": "text", "content": "None."})),
+            },
+        ),
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(otlp(*spans)))
+    capture = read_capture([path], format="otel")
+    assert capture.problems == []
+    [conv] = capture.conversations
+    results = [(e.call_id, e.status, e.reason) for e in conv.events[0] if e.type == "tool_result"]
+    # e2 from its failed tool span, e1 from the tool message the model was sent next
+    assert results == [("e2", "error", "TimeoutError"), ("e1", "ok", None)]
+
+
 def test_the_older_per_message_span_events_are_read(tmp_path):
     events_chat = span(
         "chat shop-7b",

@@ -48,6 +48,7 @@ class LiveConfig:
     dimensions: list[str]
     redactor: Redactor
     threshold: float
+    format: str = "auto"
 
 
 LIVE_CONFIG = pytest.StashKey["LiveConfig | None"]()
@@ -90,6 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
         dimensions=list(found.live_dimensions or STANDARD),
         redactor=redactor_from_config(config),
         threshold=found.live_threshold,
+        format=found.live_format,
     )
     # live mode judges captured traffic only: the capture files are what pytest collects
     if config.args_source == pytest.Config.ArgsSource.ARGS:
@@ -117,7 +119,12 @@ def capture_for(config: pytest.Config) -> Capture:
             return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
         capture = config.stash[CAPTURE] = read_capture(
-            lc.paths, rate=lc.rate, seed=lc.seed, redactor=lc.redactor, display=display
+            lc.paths,
+            rate=lc.rate,
+            seed=lc.seed,
+            redactor=lc.redactor,
+            display=display,
+            format=lc.format,
         )
     return capture
 
@@ -130,7 +137,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     lc = live_config(parent.config)
     if lc is None or not _under(file_path.resolve(), lc.paths):
         return None
-    if file_path.suffix != ".jsonl" and file_path.resolve() not in lc.paths:
+    suffixes = (".jsonl", ".json") if lc.format == "otel" else (".jsonl",)
+    if file_path.suffix not in suffixes and file_path.resolve() not in lc.paths:
         return None
     return LiveCaptureFile.from_parent(parent, path=file_path)
 

@@ -44,6 +44,7 @@ __all__ = [
     "CAPTURE_SCHEMA_VERSION",
     "CAPTURE_SCHEMA_VERSIONS",
     "DEFAULT_REDACT",
+    "LIVE_FORMATS",
     "NOISE_POINTS",
     "REDACTION_KINDS",
     "Capture",
@@ -454,13 +455,17 @@ class Capture:
     conversations_seen: int = 0
 
 
-def capture_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files named, and the `*.jsonl` files under folders named, in a stable order."""
+def capture_files(
+    paths: Iterable[str | os.PathLike[str]], suffixes: Sequence[str] | None = None
+) -> list[Path]:
+    """Files named, and the files under folders named whose names end in one of `suffixes`
+    (default `.jsonl`), in a stable order."""
+    suffixes = tuple(suffixes or (".jsonl",))
     out: list[Path] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            out += sorted(q for q in path.rglob("*.jsonl") if q.is_file())
+            out += sorted(q for q in path.rglob("*") if q.suffix in suffixes and q.is_file())
         else:
             out.append(path)
     return out
@@ -570,6 +575,133 @@ def _missing_turns(numbers: list[int], most: int = 5) -> tuple[list[int], int]:
     return missing, numbers[-1] - len(numbers)
 
 
+LIVE_FORMATS = ("auto", "native", "openai", "otel")
+"""The formats `read_capture` reads: the plugin's capture lines, OpenAI chat-completions logs,
+OpenTelemetry GenAI spans as OTLP JSON, or `auto` (decided per file, `live._formats`)."""
+
+
+class _Turns:
+    """Collects capture records (the native line's JSON object, however it was read), samples
+    them by conversation id, validates the sampled ones and builds the redacted conversations.
+    Every format is read through one, so sampling, validation and redaction are the same."""
+
+    def __init__(self, rate: float, seed: str | int, redactor: Redactor) -> None:
+        self.rate, self.seed, self.redactor = rate, seed, redactor
+        self.capture = Capture()
+        self.turns: dict[str, list[tuple[CapturedTurn, str, int]]] = {}
+        self.spoiled: dict[str, CaptureProblem] = {}
+        self.decided: dict[str, bool] = {}
+        self.pending: list[Any] = []
+        """What a reader of another format keeps until every file is read (spans)."""
+
+    def problem(self, shown: str, n: int, message: str) -> None:
+        self.capture.problems.append(CaptureProblem(shown, n, message))
+
+    def wanted(self, cid: str) -> bool:
+        """Whether conversation `cid` is in the sample (and not already left out)."""
+        take = self.decided.get(cid)
+        if take is None:
+            take = self.decided[cid] = is_sampled(cid, self.rate, self.seed)
+        return take and cid not in self.spoiled
+
+    def shown_id(self, cid: str) -> str:
+        return self.redactor.text(cid) if self.redactor.active else cid
+
+    def offer(self, shown: str, n: int, raw: bytes, data: Any) -> None:
+        """One record read at `shown`:`n`; `raw` is the text it came from (a cheap pre-check of
+        its nesting and surrogates)."""
+        error = _id_problem(data)
+        if error is not None:
+            self.problem(shown, n, f"{error}; line skipped")
+            return
+        cid = data["conversation_id"]
+        if not self.wanted(cid):
+            return
+        problem = _structure_problem(raw, data)
+        if problem is None:
+            try:
+                turn = CapturedTurn.model_validate(data, strict=True)
+            except ValidationError as exc:
+                problem = _validation_message(exc)
+        if problem is not None:
+            self.spoil(cid, shown, n, f"{problem}; the conversation is left out of the sample")
+            return
+        self.turns.setdefault(cid, []).append((turn, shown, n))
+
+    def spoil(self, cid: str, shown: str, n: int, message: str) -> None:
+        """Leave conversation `cid` out of the sample, for `message` found at `shown`:`n`."""
+        if cid not in self.spoiled:
+            shown_id = self.shown_id(cid)
+            self.spoiled[cid] = CaptureProblem(
+                shown, n, f"conversation {shown_id!r}: {message}", shown_id
+            )
+
+    def finish(self) -> Capture:
+        capture, spoiled, redactor = self.capture, self.spoiled, self.redactor
+        capture.conversations_seen = len(self.decided)
+        for cid, found in self.turns.items():
+            if cid in spoiled:
+                continue
+            found.sort(key=lambda t: (t[0].turn, t[0].timestamp))
+            numbers = [t.turn for t, _, _ in found]
+            shown_id = self.shown_id(cid)
+            first = found[0]
+            repeated = next((i for i in range(1, len(found)) if numbers[i] == numbers[i - 1]), None)
+            if repeated is not None:
+                t, where, n = found[repeated]
+                spoiled[cid] = CaptureProblem(
+                    where,
+                    n,
+                    f"conversation {shown_id!r}: turn {t.turn} appears twice (first at "
+                    f"{found[repeated - 1][1]}:{found[repeated - 1][2]}); the conversation is "
+                    "left out",
+                    shown_id,
+                )
+                continue
+            roles = {t.role for t, _, _ in found}
+            if len(roles) > 1:
+                t, where, n = next(x for x in found if x[0].role != first[0].role)
+                spoiled[cid] = CaptureProblem(
+                    where,
+                    n,
+                    f"conversation {shown_id!r}: turn {t.turn} is {t.role} but turn "
+                    f"{first[0].turn} is {first[0].role}; the conversation is left out",
+                    shown_id,
+                )
+                continue
+            if numbers[-1] != len(numbers):
+                missing, count = _missing_turns(numbers)
+                more = f" ({count} in all)" if count > len(missing) else ""
+                spoiled[cid] = CaptureProblem(
+                    first[1],
+                    first[2],
+                    f"conversation {shown_id!r}: turn(s) "
+                    f"{', '.join(map(str, missing))}{more} missing from the capture; the "
+                    "conversation is left out",
+                    shown_id,
+                )
+                continue
+            try:
+                clean = [_redacted(t, shown_id, redactor) for t, _, _ in found]
+            except ValidationError as exc:
+                # a redaction made a value its type does not allow (a card-shaped quantity)
+                spoiled[cid] = CaptureProblem(
+                    first[1],
+                    first[2],
+                    f"conversation {shown_id!r}: redacting it leaves an invalid event "
+                    f"({_validation_message(exc)}); the conversation is left out",
+                    shown_id,
+                )
+                continue
+            capture.conversations.append(
+                Conversation(shown_id, first[0].role, clean, first[1], first[2])
+            )
+        capture.problems += spoiled.values()
+        capture.problems.sort(key=lambda p: (p.path, p.line))
+        capture.conversations.sort(key=lambda c: (c.started_at, c.conversation_id))
+        return capture
+
+
 def read_capture(
     paths: Iterable[str | os.PathLike[str]],
     *,
@@ -577,6 +709,7 @@ def read_capture(
     seed: str | int = 0,
     redactor: Redactor | None = None,
     display: Callable[[Path], str] = str,
+    format: str = "native",
 ) -> Capture:
     """Read capture files, keep the sampled conversations, and report every unusable line.
 
@@ -588,13 +721,19 @@ def read_capture(
     with a turn missing would grade something that never happened. Conversations outside the
     sample are not validated at all. Every problem names the file and the line; none quotes the
     line's content.
+
+    `format` (one of `LIVE_FORMATS`) reads OpenAI chat-completions logs or OpenTelemetry GenAI
+    spans instead (`live._formats`); their conversations are sampled, validated and redacted
+    the same way.
     """
-    redactor = redactor or NO_REDACTION
-    capture = Capture()
-    turns: dict[str, list[tuple[CapturedTurn, str, int]]] = {}
-    spoiled: dict[str, CaptureProblem] = {}
-    decided: dict[str, bool] = {}
-    for path in capture_files(paths):
+    if format not in LIVE_FORMATS:
+        raise ValueError(
+            f"unknown live traffic format {format!r}; known: {', '.join(LIVE_FORMATS)}"
+        )
+    found = _Turns(rate, seed, redactor or NO_REDACTION)
+    capture = found.capture
+    foreign = None
+    for path in capture_files(paths, suffixes=(".jsonl", ".json") if format == "otel" else None):
         shown = printable(display(path))
         if path.exists() and not path.is_file():  # a folder, or a pipe that would block
             capture.problems.append(CaptureProblem(shown, 0, "cannot read: not a regular file"))
@@ -605,101 +744,23 @@ def read_capture(
             capture.problems.append(CaptureProblem(shown, 0, f"cannot read: {exc.strerror or exc}"))
             continue
         with fh:
+            if format != "native":
+                if foreign is None:
+                    from . import _formats as foreign
+                if foreign.read_file(fh, shown, found, format):
+                    continue  # read as a foreign format
             for n, raw in enumerate(fh, 1):
                 capture.lines += 1
                 if not raw.strip():
                     continue
                 data, error = _parse_line(raw)
-                if error is None:
-                    error = _id_problem(data)
-                    error = None if error is None else f"{error}; line skipped"
                 if error is not None:
                     capture.problems.append(CaptureProblem(shown, n, error))
                     continue
-                cid = data["conversation_id"]
-                take = decided.get(cid)
-                if take is None:
-                    take = decided[cid] = is_sampled(cid, rate, seed)
-                if not take or cid in spoiled:
-                    continue
-                shown_id = redactor.text(cid) if redactor.active else cid
-                problem = _structure_problem(raw, data)
-                if problem is None:
-                    try:
-                        turn = CapturedTurn.model_validate(data, strict=True)
-                    except ValidationError as exc:
-                        problem = _validation_message(exc)
-                if problem is not None:
-                    spoiled[cid] = CaptureProblem(
-                        shown,
-                        n,
-                        f"conversation {shown_id!r}: {problem}; "
-                        "the conversation is left out of the sample",
-                        shown_id,
-                    )
-                    continue
-                turns.setdefault(cid, []).append((turn, shown, n))
-    capture.conversations_seen = len(decided)
-    for cid, found in turns.items():
-        if cid in spoiled:
-            continue
-        found.sort(key=lambda t: (t[0].turn, t[0].timestamp))
-        numbers = [t.turn for t, _, _ in found]
-        shown_id = redactor.text(cid) if redactor.active else cid
-        first = found[0]
-        repeated = next((i for i in range(1, len(found)) if numbers[i] == numbers[i - 1]), None)
-        if repeated is not None:
-            t, where, n = found[repeated]
-            spoiled[cid] = CaptureProblem(
-                where,
-                n,
-                f"conversation {shown_id!r}: turn {t.turn} appears twice (first at "
-                f"{found[repeated - 1][1]}:{found[repeated - 1][2]}); the conversation is left out",
-                shown_id,
-            )
-            continue
-        roles = {t.role for t, _, _ in found}
-        if len(roles) > 1:
-            t, where, n = next(x for x in found if x[0].role != first[0].role)
-            spoiled[cid] = CaptureProblem(
-                where,
-                n,
-                f"conversation {shown_id!r}: turn {t.turn} is {t.role} but turn "
-                f"{first[0].turn} is {first[0].role}; the conversation is left out",
-                shown_id,
-            )
-            continue
-        if numbers[-1] != len(numbers):
-            missing, count = _missing_turns(numbers)
-            more = f" ({count} in all)" if count > len(missing) else ""
-            spoiled[cid] = CaptureProblem(
-                first[1],
-                first[2],
-                f"conversation {shown_id!r}: turn(s) "
-                f"{', '.join(map(str, missing))}{more} missing from the capture; the "
-                "conversation is left out",
-                shown_id,
-            )
-            continue
-        try:
-            clean = [_redacted(t, shown_id, redactor) for t, _, _ in found]
-        except ValidationError as exc:
-            # a redaction made a value its type does not allow (a card-shaped quantity)
-            spoiled[cid] = CaptureProblem(
-                first[1],
-                first[2],
-                f"conversation {shown_id!r}: redacting it leaves an invalid event "
-                f"({_validation_message(exc)}); the conversation is left out",
-                shown_id,
-            )
-            continue
-        capture.conversations.append(
-            Conversation(shown_id, first[0].role, clean, first[1], first[2])
-        )
-    capture.problems += spoiled.values()
-    capture.problems.sort(key=lambda p: (p.path, p.line))
-    capture.conversations.sort(key=lambda c: (c.started_at, c.conversation_id))
-    return capture
+                found.offer(shown, n, raw, data)
+    if foreign is not None:
+        foreign.finish(found)
+    return found.finish()
 
 
 def _redacted(turn: CapturedTurn, shown_id: str, redactor: Redactor) -> CapturedTurn:

@@ -419,6 +419,19 @@ TABLE: tuple[Setting, ...] = (
         metavar="PATH",
     ),
     Setting(
+        "live_format",
+        "choice",
+        "format of the --commerce-live files: native (the plugin's capture lines), openai "
+        "(one chat-completions conversation per line), otel (OpenTelemetry GenAI spans as OTLP "
+        "JSON), or auto (decided per file from its content)",
+        default="auto",
+        option="--commerce-live-format",
+        ini="commerce_live_format",
+        choices=("auto", "native", "openai", "otel"),
+        ini_default="auto",
+        ini_help="auto, native, openai or otel",
+    ),
+    Setting(
         "sample_rate",
         "float",
         "share of conversations to judge, 0..1, decided per conversation id "

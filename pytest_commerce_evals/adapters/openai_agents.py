@@ -77,7 +77,11 @@ def failure_error_function(*, include_error: bool = True) -> Any:
         kind = type(error).__name__
         if include_error:
             detail = str(error)
-            return f"{TOOL_FAILURE_MARKER} {kind}: {detail}" if detail else f"{TOOL_FAILURE_MARKER} {kind}"
+            return (
+                f"{TOOL_FAILURE_MARKER} {kind}: {detail}"
+                if detail
+                else f"{TOOL_FAILURE_MARKER} {kind}"
+            )
         return f"{TOOL_FAILURE_MARKER} the tool raised {kind}."
 
     return mark

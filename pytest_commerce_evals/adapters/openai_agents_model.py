@@ -6,9 +6,11 @@ so `--commerce-vacuity` drives a team's own Agents SDK agent from the plugin's s
     def pytest_commerce_evals_make_scripted_agent(config, case, backend, client):
         async def run(session, message):
             scripted = shop_agent(backend).clone(model=agents_model(client))
-            result = await Runner.run(scripted, message, run_config=RunConfig(tracing_disabled=True))
+            result = await Runner.run(scripted, message, run_config=NO_TRACING)
             return result.new_items
         return framework_agent(run, events_from_agents_items)
+
+(`NO_TRACING = RunConfig(tracing_disabled=True)`: a scripted run exports no traces.)
 
 Each model call becomes one `client.chat.completions.create(model=..., messages=..., tools=...)`
 request in chat-completions form (the SDK's own Chat Completions converter builds the messages

@@ -295,8 +295,8 @@ def test_agents_model_awaits_an_async_client_and_refuses_streaming():
         asyncio.run(stream())
 
 
-# The recipe in docs/plugging-in.md ("OpenAI Agents SDK") is this conftest; only the model
-# differs: the team's agent runs on its own model ("gpt-4o"), here a scripted one.
+# The recipe in docs/plugging-in.md ("OpenAI Agents SDK") is CONFTEST; the test appends
+# TEAM_MODEL, which swaps the team's model for a scripted one.
 TEAM_MODEL = """
 from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
 
@@ -308,7 +308,7 @@ SCRIPT = [
 ]
 
 
-def team_model():
+def team_model():  # replaces the recipe's: no network in tests
     return agents_model(FakeClient(list(SCRIPT)))
 """
 
@@ -358,6 +358,10 @@ def agent_for(shop, model):
         return result.new_items
 
     return framework_agent(run, events_from_agents_items)
+
+
+def team_model():
+    return "gpt-4o"  # the model your agent runs on: a name or any agents.Model
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -471,3 +475,12 @@ def test_agents_model_names_a_reply_that_is_not_a_chat_completion():
         ConfigurationError, match=r"no choices \(.*\); it must read like a chat completion"
     ):
         run(agent, "hi")
+
+
+def test_the_docs_recipe_is_the_conftest_tested_here():
+    from pathlib import Path
+
+    docs = (Path(__file__).parent.parent / "docs" / "plugging-in.md").read_text()
+    section = docs.split("### OpenAI Agents SDK", 1)[1]
+    recipe = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert recipe.strip() == CONFTEST.strip()

@@ -118,7 +118,7 @@ def python_literal(text: Any) -> Any:
     """`str(output)` of a tool that returned a dict or a list (how the SDK writes it into the
     model's input), read back as that value; any other text as it is. JSON is left to
     `parse_output`."""
-    if not isinstance(text, str) or text[:1] not in "{[" or not text:
+    if not isinstance(text, str) or not text or text[0] not in "{[":
         return text
     try:
         json.loads(text)
@@ -150,6 +150,8 @@ def _message_text(content: Any) -> str:
 
 
 class _Reader:
+    """Reads run items and input dicts into one `EventBuilder`, each call once."""
+
     def __init__(self, options: ConvertOptions | None) -> None:
         self.builder = EventBuilder(options)
         self.called: set[str] = set()

@@ -1,0 +1,224 @@
+"""OpenAI Agents SDK (`openai-agents`, import name `agents`): a run's items as the event stream.
+
+    result = await Runner.run(agent, message)
+    events = events_from_agents_items(result.new_items)
+
+What is read:
+- `ToolCallItem` (its `raw_item` a function call: `call_id`, `name`, `arguments`) → `ToolCall`;
+- `ToolCallOutputItem` (`output`, the call's `call_id` in `raw_item`) → `ToolResult`;
+- `MessageOutputItem` → `Text` (its `output_text` parts, and a refusal's text);
+- a handoff is a function call the model made (`transfer_to_<agent>`): `HandoffCallItem` and
+  `HandoffOutputItem` read as a tool call and its result, as they do in `to_input_list()`;
+- `ToolApprovalItem` (a tool with `needs_approval`: the run stops, the item is in `new_items`
+  and in `result.interruptions`) → the call and a `blocked` result with the gate `approval`, so
+  `gate_blocked: [name]` grades it (once, however often the item is passed);
+- reasoning items, MCP listings and anything else carry no event and are skipped.
+
+The same run as plain dicts (`result.to_input_list()`, sliced to this turn's items) reads the
+same: `function_call`, `function_call_output` and assistant `message` items; user, system and
+developer messages are the turn's input and are skipped. A tool returning a dict or a list
+reaches these items as the SDK writes it, `str(output)`; that text is read back as the value it
+shows (`ast.literal_eval`: literals only, nothing runs), so it grades as the run items do.
+
+**A failing tool.** A `function_tool` that raises does not fail the run: the SDK hands the model
+a string instead, by default exactly `"An error occurred while running the tool. Please try
+again."` (no exception text, so nothing private reaches the model), and a timed-out tool gets
+`"Tool '<name>' timed out after <n> seconds."`. Both are recognised here and become
+`ToolResult(status="error")`. To see *which* error it was, set the tool's failure function to
+`failure_error_function()` from this module: its output starts with `TOOL_FAILURE_MARKER` and
+the rest (`ValueError: no such product`) becomes the result's `reason`. A custom failure function
+or `RunConfig.tool_error_formatter` of your own writes other text: mark it with the same prefix,
+or tell it apart with `ConvertOptions(classify=...)` returning `("error", reason)`.
+
+The SDK is imported lazily: this module imports without it. `agents_model(client)` (from
+`openai_agents_model`, re-exported here) drives an Agents SDK agent from the plugin's scripted
+`FakeClient`, for `--commerce-vacuity`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..events import Event, ToolResult
+from .core import ConvertOptions, EventBuilder
+from .openai_agents_model import agents_model
+
+__all__ = [
+    "SDK_FAILURE_MESSAGE",
+    "TOOL_FAILURE_MARKER",
+    "agents_model",
+    "events_from_agents_items",
+    "failure_error_function",
+    "python_literal",
+    "tool_failure_reason",
+]
+
+SDK_FAILURE_MESSAGE = "An error occurred while running the tool."
+"""How the SDK's default failure function's text starts (0.24 adds `" Please try again."`;
+earlier releases appended the error)."""
+
+TOOL_FAILURE_MARKER = "Tool failed:"
+"""The prefix `failure_error_function()` writes, and the converter reads as a failed call."""
+
+_TIMEOUT = re.compile(r"^Tool '[^']*' timed out after [0-9.e+-]+ seconds\.$")
+
+
+def failure_error_function(*, include_error: bool = True) -> Any:
+    """A failure function for `function_tool(..., failure_error_function=...)` whose text the
+    converter reads as a failed call: `"Tool failed: ValueError: no such product"`. With
+    `include_error=False` the model sees only `"Tool failed: the tool raised ValueError."`
+    (the exception's message kept out of the model's context, as the SDK's default does)."""
+
+    def mark(context: Any, error: Exception) -> str:
+        kind = type(error).__name__
+        if include_error:
+            detail = str(error)
+            return (
+                f"{TOOL_FAILURE_MARKER} {kind}: {detail}"
+                if detail
+                else f"{TOOL_FAILURE_MARKER} {kind}"
+            )
+        return f"{TOOL_FAILURE_MARKER} the tool raised {kind}."
+
+    return mark
+
+
+def tool_failure_reason(output: Any) -> str | None:
+    """The failure a tool output reports (the SDK's default failure or timeout text, or the
+    marker of `failure_error_function()`), or None for an ordinary output."""
+    if not isinstance(output, str):
+        return None
+    text = output.strip()
+    if text.startswith(TOOL_FAILURE_MARKER):
+        return text[len(TOOL_FAILURE_MARKER) :].strip() or text
+    if text.startswith(SDK_FAILURE_MESSAGE) or _TIMEOUT.match(text):
+        return text
+    return None
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def _output_text(output: Any) -> Any:
+    """A `function_call_output`'s output: a string, or a list of content parts (their text)."""
+    if isinstance(output, list):
+        texts = [_get(part, "text") for part in output]
+        return "".join(t for t in texts if isinstance(t, str))
+    return output
+
+
+def python_literal(text: Any) -> Any:
+    """`str(output)` of a tool that returned a dict or a list (how the SDK writes it into the
+    model's input), read back as that value; any other text as it is. JSON is left to
+    `parse_output`."""
+    if not isinstance(text, str) or not text or text[0] not in "{[":
+        return text
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        pass
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return value if isinstance(value, (dict, list)) else text
+
+
+def _message_text(content: Any) -> str:
+    """An assistant message's text: a string, or its `output_text`/`text` and refusal parts."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for part in content or []:
+        if isinstance(part, str):
+            parts.append(part)
+            continue
+        text = _get(part, "text")
+        if not isinstance(text, str):
+            text = _get(part, "refusal")
+        if isinstance(text, str):
+            parts.append(text)
+    return "".join(parts)
+
+
+class _Reader:
+    """Reads run items and input dicts into one `EventBuilder`, each call once."""
+
+    def __init__(self, options: ConvertOptions | None) -> None:
+        self.builder = EventBuilder(options)
+        self.called: set[str] = set()
+        self.blocked: set[str] = set()
+
+    def call(self, raw: Any, name: str | None = None) -> str:
+        call_id = str(_get(raw, "call_id") or _get(raw, "id") or "")
+        name = name or _get(raw, "name") or _get(raw, "type") or "unknown_tool"
+        if call_id not in self.called:
+            self.builder.call(call_id, name, _get(raw, "arguments"))
+            self.called.add(call_id)
+        return call_id
+
+    def result(self, call_id: Any, output: Any) -> None:
+        value = _output_text(output)
+        reason = tool_failure_reason(value)
+        self.builder.result(str(call_id or ""), value, error=reason)
+
+    def approval(self, item: Any) -> None:
+        raw = _get(item, "raw_item")
+        name = _get(item, "tool_name") or _get(raw, "name")
+        call_id = self.call(raw, name)
+        if call_id in self.blocked:
+            return
+        self.blocked.add(call_id)
+        self.builder.add(
+            ToolResult(
+                call_id=call_id,
+                name=name,
+                status="blocked",
+                reason=f"approval: {name} waits for a person to approve it",
+            )
+        )
+
+    def run_item(self, item: Any) -> None:
+        kind = _get(item, "type")
+        raw = _get(item, "raw_item")
+        if kind in ("tool_call_item", "handoff_call_item"):
+            self.call(raw, _get(item, "tool_name", None) if kind == "tool_call_item" else None)
+        elif kind == "tool_call_output_item":
+            self.result(_get(raw, "call_id") or _get(item, "call_id"), _get(item, "output"))
+        elif kind == "handoff_output_item":
+            self.result(_get(raw, "call_id"), python_literal(_get(raw, "output")))
+        elif kind == "message_output_item":
+            self.builder.text(_message_text(_get(raw, "content")))
+        elif kind == "tool_approval_item":
+            self.approval(item)
+
+    def input_item(self, item: Mapping[str, Any]) -> None:
+        kind = item.get("type")
+        if kind == "function_call":
+            self.call(item)
+        elif kind == "function_call_output":
+            self.result(item.get("call_id"), python_literal(_output_text(item.get("output"))))
+        elif kind in ("message", None) and item.get("role") == "assistant":
+            self.builder.text(_message_text(item.get("content")))
+
+
+def events_from_agents_items(
+    items: Iterable[Any], *, options: ConvertOptions | None = None
+) -> list[Event]:
+    """One turn's events from an Agents SDK run: `result.new_items` (run items), or the same
+    turn as `to_input_list()` dicts. Pure: no model call, no import of the SDK."""
+    reader = _Reader(options)
+    for item in items:
+        if isinstance(item, Mapping) and "raw_item" not in item:
+            reader.input_item(item)
+        else:
+            reader.run_item(item)
+    return reader.builder.finish()

@@ -91,6 +91,22 @@ def test_an_openai_line_reads_as_turns_with_events_and_is_redacted(tmp_path):
     assert text.text == "The Trail Runner 2 is $129." and end.turn == 0
 
 
+def test_an_openai_log_reads_a_failed_tool_by_the_converters_rule(tmp_path):
+    """Live logs and `adapters.openai_chat` share one failure convention: a tool message whose
+    content is {"error": ...} failed, though it says no status."""
+    from pytest_commerce_evals.adapters.openai_chat import events_from_chat_messages
+
+    messages = json.loads(chat_line())["messages"]
+    messages[4] = {"role": "tool", "tool_call_id": "call_2", "content": '{"error": "no sku s-1"}'}
+    path = tmp_path / "chat.jsonl"
+    path.write_text(chat_line(messages=messages) + "\n")
+    [conversation] = read_capture([path], format="openai").conversations
+    failed = conversation.events[0][3]
+    assert (failed.type, failed.status, failed.reason) == ("tool_result", "error", "no sku s-1")
+    converted = events_from_chat_messages(messages[2:6])
+    assert [e for e in converted if e.type == "tool_result"][1] == failed
+
+
 def test_openai_lines_take_ids_times_and_roles_from_the_line(tmp_path):
     path = tmp_path / "chat.jsonl"
     lines = [

@@ -34,7 +34,11 @@ from ..events import Event
 from ._openai import failure, field, parts_text, tool_output
 from .core import ConvertOptions, EventBuilder
 
-__all__ = ["events_from_chat_messages"]
+__all__ = ["events_from_chat_messages", "tool_failure"]
+
+tool_failure = failure
+"""`tool_failure(message, output)`: why a `tool` message says its call failed, or None (the
+convention above; live logs in the OpenAI format are read by the same rule)."""
 
 _INPUT_ROLES = ("system", "developer", "user")
 _ROLES = (*_INPUT_ROLES, "assistant", "tool")

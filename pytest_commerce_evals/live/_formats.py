@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from ..adapters.core import EventBuilder
+from ..adapters.openai_chat import tool_failure
 from ..events import TurnEnd
 from .traffic import _event_json, _id_problem, _parse_line, _Turns
 
@@ -277,11 +278,10 @@ def _openai_turns(data: dict[str, Any], shown: str, n: int) -> tuple[str, list[_
         elif msg.role == "assistant":
             turns[-1].reply(msg)
         elif msg.role == "tool":
-            status = m.get("status")
             for call_id, output in msg.responses:
-                error = None
-                if status == "error":
-                    error = output if isinstance(output, str) and output else "tool failed"
+                # the chat-completions converter's failure convention, so a log and a live
+                # agent's messages grade alike
+                error = tool_failure(m, output)
                 turns[-1].result(call_id, output, name=m.get("name"), error=error)
         else:
             raise _Bad(f"messages.{i}: unknown role {msg.role[:40]!r}")

@@ -407,12 +407,8 @@ class _Span:
         return (
             "gen_ai.input.messages" in self.attrs
             or "gen_ai.output.messages" in self.attrs
-            or any(name.startswith(("gen_ai.", "gen_ai_")) for name, _ in self.events)
+            or any(name in _EVENT_ROLES or name == "gen_ai.choice" for name, _ in self.events)
         )
-
-    @property
-    def is_genai(self) -> bool:
-        return any(k.startswith("gen_ai.") for k in self.attrs)
 
     def messages(self, key: str) -> list[_Message]:
         """`gen_ai.input.messages` or `gen_ai.output.messages`, else the older span events."""

@@ -484,3 +484,56 @@ def test_the_docs_recipe_is_the_conftest_tested_here():
     section = docs.split("### OpenAI Agents SDK", 1)[1]
     recipe = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert recipe.strip() == CONFTEST.strip()
+
+
+def test_a_refused_approval_is_blocked_and_a_decided_call_has_one_result():
+    from agents import Agent, function_tool
+    from agents.items import ToolApprovalItem, ToolCallItem, ToolCallOutputItem
+    from agents.tool import DEFAULT_APPROVAL_REJECTION_MESSAGE
+    from openai.types.responses import ResponseFunctionToolCall
+
+    from pytest_commerce_evals.adapters.openai_agents import events_from_agents_items
+    from pytest_commerce_evals.events import ToolResult, Ui
+
+    @function_tool
+    def present_suggestions(component: str) -> str:
+        return "shown"
+
+    agent = Agent(name="shop", tools=[present_suggestions])
+
+    def call(call_id, name, arguments):
+        return ResponseFunctionToolCall(
+            type="function_call",
+            call_id=call_id,
+            name=name,
+            arguments=arguments,
+            id=f"fc_{call_id}",
+        )
+
+    def output(call_id, text):
+        raw = {"type": "function_call_output", "call_id": call_id, "output": text}
+        return ToolCallOutputItem(agent=agent, raw_item=raw, output=text)
+
+    refused = call("c1", "apply_changes", "{}")
+    shown = call("c2", "present_suggestions", '{"component": "product_card"}')
+    waiting = call("c3", "present_suggestions", '{"component": "product_carousel"}')
+    items = [
+        ToolCallItem(agent=agent, raw_item=refused),
+        ToolApprovalItem(agent=agent, raw_item=refused),
+        output("c1", DEFAULT_APPROVAL_REJECTION_MESSAGE),  # a person said no
+        ToolCallItem(agent=agent, raw_item=shown),
+        ToolApprovalItem(agent=agent, raw_item=shown),
+        output("c2", "shown"),  # approved, then run
+        ToolCallItem(agent=agent, raw_item=waiting),
+        ToolApprovalItem(agent=agent, raw_item=waiting),  # still waiting at the turn's end
+    ]
+    events = events_from_agents_items(items)
+    results = {e.call_id: e for e in events if isinstance(e, ToolResult)}
+    assert len([e for e in events if isinstance(e, ToolResult)]) == 3  # one per call
+    assert (results["c1"].status, results["c1"].reason) == (
+        "blocked",
+        f"approval: {DEFAULT_APPROVAL_REJECTION_MESSAGE}",
+    )
+    assert results["c2"].status == "ok" and results["c3"].status == "blocked"
+    # only the call that was approved and ran shows its component
+    assert [e.component for e in events if isinstance(e, Ui)] == ["product_card"]

@@ -729,3 +729,74 @@ def test_sdk_spans_exported_as_otlp_json_are_read_redacted_judged_and_trended(py
         ("check_stock", "error", "inventory service timed out"),
     ]
     assert [e.text for e in second if e.type == "text"] == ["Yes, $129."]
+
+
+# -- review fixes: failures read alike, bad values reported, good lines kept ----------------------
+
+
+def test_a_log_tool_error_in_text_parts_fails_as_the_converter_reads_it(tmp_path):
+    from pytest_commerce_evals.adapters.openai_chat import events_from_chat_messages
+
+    messages = json.loads(chat_line())["messages"]
+    content = [{"type": "text", "text": '{"error": "x"}'}]
+    messages[4] = {"role": "tool", "tool_call_id": "call_2", "content": content}
+    path = tmp_path / "chat.jsonl"
+    path.write_text(chat_line(messages=messages) + "\n")
+    [conversation] = read_capture([path], format="openai").conversations
+    failed = conversation.events[0][3]
+    assert (failed.status, failed.reason) == ("error", "x")
+    assert [e for e in events_from_chat_messages(messages[2:6]) if e.type == "tool_result"][
+        1
+    ] == failed
+
+
+def test_a_span_tool_result_sent_to_the_model_reads_its_error(tmp_path):
+    cid = "conv-err"
+    first = [user("Trail shoes?")]
+    called = [*first, reply(call_part("c1", "search_products", query="trail"))[0]]
+    answered = [
+        *called,
+        {
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool_call_response",
+                    "id": "c1",
+                    "response": {"error": "ValueError: boom"},
+                }
+            ],
+        },
+    ]
+    spans = [
+        chat(cid, 1, first, reply(call_part("c1", "search_products", query="trail"))),
+        chat(cid, 2, answered, reply({"type": "text", "content": "Sorry."})),
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(otlp(*spans)))
+    [conversation] = read_capture([path], format="otel").conversations
+    [result] = [e for e in conversation.events[0] if e.type == "tool_result"]
+    assert (result.status, result.reason) == ("error", "ValueError: boom")
+
+
+def test_bad_otlp_values_are_reported_by_span_and_do_not_stop_the_run(tmp_path):
+    good = two_turns("conv-good", trace="g1")
+    far = two_turns("conv-far", trace="f1")
+    far[1]["startTimeUnixNano"] = "99999999999999999999999"
+    odd = two_turns("conv-odd", trace="o1")
+    odd[1]["attributes"].append({"key": "x", "value": {"arrayValue": "not an object"}})
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(otlp(*good, *far, *odd)))
+    capture = read_capture([path], format="otel", display=lambda p: p.name)
+    assert [c.conversation_id for c in capture.conversations] == ["conv-good"]
+    messages = " ".join(p.message for p in capture.problems)
+    assert "not a time in nanoseconds since 1970" in messages
+    assert "arrayValue without a values list" in messages
+
+
+def test_a_corrupt_first_line_of_otlp_json_lines_loses_only_that_line(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    good = json.dumps(otlp(*two_turns("conv-1", trace="t1")))
+    path.write_text('{"resourceSpans": [{"scopeSp\n' + good + "\n")
+    capture = read_capture([path], format="otel", display=lambda p: p.name)
+    assert [c.conversation_id for c in capture.conversations] == ["conv-1"]
+    assert [(p.line, "file skipped" in p.message) for p in capture.problems] == [(1, False)]

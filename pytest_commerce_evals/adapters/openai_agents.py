@@ -100,6 +100,12 @@ def tool_failure_reason(output: Any) -> str | None:
     return None
 
 
+APPROVAL_REJECTED_MESSAGE = "Tool execution was not approved."
+"""What the SDK (0.24, `agents.tool.DEFAULT_APPROVAL_REJECTION_MESSAGE`) writes as the output of
+a call a person refused to approve: read as `blocked` (`approval: ...`), as pydantic-ai's denied
+calls are."""
+
+
 def _get(obj: Any, key: str, default: Any = None) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(key, default)
@@ -166,9 +172,26 @@ class _Reader:
         return call_id
 
     def result(self, call_id: Any, output: Any) -> None:
+        call_id = str(call_id or "")
+        if call_id in self.blocked:
+            # a call that waited for approval and was then decided (approved and run, or
+            # refused): its final result replaces the waiting one
+            self.blocked.discard(call_id)
+            self.builder.events = [
+                e
+                for e in self.builder.events
+                if not (
+                    isinstance(e, ToolResult) and e.call_id == call_id and e.status == "blocked"
+                )
+            ]
         value = _output_text(output)
+        if isinstance(value, str) and value.strip() == APPROVAL_REJECTED_MESSAGE:
+            # the SDK's output for a call a person refused to approve
+            self.blocked.add(call_id)
+            self.builder.result(call_id, value, blocked=f"approval: {value.strip()}")
+            return
         reason = tool_failure_reason(value)
-        self.builder.result(str(call_id or ""), value, error=reason)
+        self.builder.result(call_id, value, error=reason)
 
     def approval(self, item: Any) -> None:
         raw = _get(item, "raw_item")
@@ -177,13 +200,8 @@ class _Reader:
         if call_id in self.blocked:
             return
         self.blocked.add(call_id)
-        self.builder.add(
-            ToolResult(
-                call_id=call_id,
-                name=name,
-                status="blocked",
-                reason=f"approval: {name} waits for a person to approve it",
-            )
+        self.builder.result(
+            call_id, None, name=name, blocked=f"approval: {name} waits for a person to approve it"
         )
 
     def run_item(self, item: Any) -> None:

@@ -34,11 +34,15 @@ from ..events import Event
 from ._openai import failure, field, parts_text, tool_output
 from .core import ConvertOptions, EventBuilder
 
-__all__ = ["events_from_chat_messages", "tool_failure"]
+__all__ = ["events_from_chat_messages", "tool_failure", "tool_output"]
 
-tool_failure = failure
-"""`tool_failure(message, output)`: why a `tool` message says its call failed, or None (the
-convention above; live logs in the OpenAI format are read by the same rule)."""
+
+def tool_failure(message: Any, output: Any) -> str | None:
+    """Why a `tool` message (or a message part) says its call failed, or None: the convention
+    above, on the output as the converter reads it (a list of text parts joined). Live logs in
+    the OpenAI format and the tool results of GenAI spans are read by the same rule."""
+    return failure(message, tool_output(output))
+
 
 _INPUT_ROLES = ("system", "developer", "user")
 _ROLES = (*_INPUT_ROLES, "assistant", "tool")

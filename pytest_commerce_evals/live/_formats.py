@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from ..adapters.core import EventBuilder
-from ..adapters.openai_chat import tool_failure
+from ..adapters.openai_chat import tool_failure, tool_output
 from ..events import TurnEnd
 from .traffic import _event_json, _id_problem, _parse_line, _Turns
 
@@ -279,8 +279,9 @@ def _openai_turns(data: dict[str, Any], shown: str, n: int) -> tuple[str, list[_
             turns[-1].reply(msg)
         elif msg.role == "tool":
             for call_id, output in msg.responses:
-                # the chat-completions converter's failure convention, so a log and a live
-                # agent's messages grade alike
+                # the chat-completions converter's reading of an output and its failure
+                # convention, so a log and a live agent's messages grade alike
+                output = tool_output(output)
                 error = tool_failure(m, output)
                 turns[-1].result(call_id, output, name=m.get("name"), error=error)
         else:
@@ -347,9 +348,16 @@ def _any_value(value: Any) -> Any:
     if "doubleValue" in value:
         return value["doubleValue"]
     if "arrayValue" in value:
-        return [_any_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+        array = value["arrayValue"] or {}
+        values = array.get("values", []) if isinstance(array, dict) else None
+        if not isinstance(values, list):
+            raise _Bad("an arrayValue without a values list")
+        return [_any_value(v) for v in values]
     if "kvlistValue" in value:
-        return _attributes((value["kvlistValue"] or {}).get("values", []))
+        kvlist = value["kvlistValue"] or {}
+        if not isinstance(kvlist, dict):
+            raise _Bad("a kvlistValue that is not an object")
+        return _attributes(kvlist.get("values", []))
     if "bytesValue" in value:
         return value["bytesValue"]
     return None
@@ -372,9 +380,15 @@ def _nanos(value: Any, what: str) -> int:
     if isinstance(value, bool):
         raise _Bad(f"{what} is not a time")
     try:
-        return int(value)
+        nanos = int(value)
     except (TypeError, ValueError):
         raise _Bad(f"{what} is missing or not a time in nanoseconds") from None
+    if not 0 <= nanos < _LATEST_NANOS:
+        raise _Bad(f"{what} is not a time in nanoseconds since 1970 (found {nanos})")
+    return nanos
+
+
+_LATEST_NANOS = 253402300799 * 10**9  # the end of year 9999, the latest time Python can show
 
 
 @dataclass
@@ -486,8 +500,14 @@ def _documents(fh: IO[bytes], shown: str, found: _Turns) -> list[tuple[int, Any]
     first, first_error = next(
         ((n, _parse_line(raw)[1]) for n, raw in enumerate(lines, 1) if raw.strip()), (1, error)
     )
-    if first_error is not None and len(lines) > 1 and text.lstrip().startswith(b"{"):
-        # neither one document nor JSON lines: report the document once
+    if (
+        first_error is not None
+        and len(lines) > 1
+        and text.lstrip().startswith(b"{")
+        and not any(isinstance(_parse_line(raw)[0], dict) for raw in lines[first:])
+    ):
+        # neither one document nor JSON lines (no line of it is a JSON object): report the
+        # document once; otherwise each bad line is reported below and the good ones are read
         found.problem(shown, first, f"{error}; file skipped")
         return []
     out = []
@@ -613,7 +633,9 @@ def _span_turns(spans: list[_Span]) -> list[_Turn]:
             for m in inputs[last + 1 :]:
                 for call_id, output in m.responses:
                     if call_id in turns[-1].called:
-                        turns[-1].result(call_id, output, name=None, error=None)
+                        output = tool_output(output)
+                        error = tool_failure({}, output)  # the {"error": ...} convention
+                        turns[-1].result(call_id, output, name=None, error=error)
         for m in outputs:
             turns[-1].reply(m)
     return turns

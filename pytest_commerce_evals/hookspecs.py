@@ -97,3 +97,14 @@ def pytest_commerce_evals_run_metadata(config: pytest.Config) -> dict | None:
     Return a mapping with `kind` ("regression" or "live") and/or `options` (merged into the
     record's options). Live sampling marks its runs here.
     """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_commerce_evals_case_history(config: pytest.Config) -> dict | None:
+    """Each selected case's graded trials in earlier comparable runs, newest run first:
+    ``{case_id: [(passed, graded), ...]}``, or None when there is no history.
+
+    The run store answers it (in the controlling process) from the last comparable complete runs;
+    adaptive trials (`--commerce-trials=auto`) pool it into each case's baseline with
+    `stats.pool_baseline`.
+    """

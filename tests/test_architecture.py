@@ -15,6 +15,7 @@ from pytest_commerce_evals import plugin
 PACKAGE = Path(pytest_commerce_evals.__file__).parent
 NAME = "pytest_commerce_evals"
 CONTRACT = {
+    "stats",
     "__init__",
     "agent",
     "backend",

@@ -1,0 +1,171 @@
+"""The statistics every verdict about a pass rate uses (docs/run-history.md explains the method).
+
+Pure functions on counts, no model and no store: the interval shown beside a pass rate, the
+one-sided exact test that says whether a case's pass rate dropped (or rose) against its
+baseline, and the Beta/beta-binomial arithmetic that adaptive trials decide with.
+
+- **Interval:** Wilson's score interval. It stays inside [0, 1], does not collapse to a point at
+  0/n or n/n (where the textbook Wald interval says "100% ± 0"), has close to nominal coverage at
+  the small counts a case has (2 to 10 trials), and is the interval the live trend already shows.
+- **Drop test:** Fisher's exact test, one-sided: the chance, if both runs had the same pass rate,
+  of the current run passing this few of its trials given the pooled counts (the hypergeometric
+  lower tail). Exact at any count, and conservative: it never says "dropped" more often than its
+  level. 0/5 against 5/5 gives p = 1/252 ≈ 0.004.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+Z95 = 1.959963984540054  # the two-sided 95% quantile of the standard normal
+
+
+def wilson_interval(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson's score interval (95% by default) of ``passed`` out of ``n``; (0, 1) when n is 0."""
+    _check_counts(passed, n)
+    if n == 0:
+        return 0.0, 1.0
+    p = passed / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    if passed == 0:
+        low = 0.0
+    if passed == n:
+        high = 1.0
+    return low, high
+
+
+def _check_counts(passed: int, n: int) -> None:
+    if n < 0 or passed < 0 or passed > n:
+        raise ValueError(f"pass counts must satisfy 0 <= passed <= n; got {passed}/{n}")
+
+
+@lru_cache(maxsize=65536)
+def fisher_drop_p(passed: int, n: int, base_passed: int, base_n: int) -> float:
+    """One-sided Fisher exact p-value that the current rate (``passed``/``n``) is *lower* than the
+    baseline's (``base_passed``/``base_n``): P(X <= passed) for X hypergeometric with the pooled
+    counts. 1.0 when either side has no trials (nothing to compare)."""
+    _check_counts(passed, n)
+    _check_counts(base_passed, base_n)
+    if n == 0 or base_n == 0:
+        return 1.0
+    total, successes = n + base_n, passed + base_passed
+    lowest = max(0, n - (total - successes))
+    tail = sum(
+        math.comb(successes, k) * math.comb(total - successes, n - k)
+        for k in range(lowest, passed + 1)
+    )
+    return min(1.0, tail / math.comb(total, n))
+
+
+def fisher_rise_p(passed: int, n: int, base_passed: int, base_n: int) -> float:
+    """One-sided Fisher exact p-value that the current rate is *higher* than the baseline's."""
+    _check_counts(passed, n)
+    _check_counts(base_passed, base_n)
+    return fisher_drop_p(n - passed, n, base_n - base_passed, base_n)
+
+
+def beta_binomial_pmf(k: int, trials: int, a: float, b: float) -> float:
+    """P(k successes in ``trials``) when the success rate is Beta(a, b) distributed."""
+    if k < 0 or k > trials:
+        return 0.0
+    return math.exp(
+        math.log(math.comb(trials, k))
+        + _log_beta(k + a, trials - k + b)
+        - _log_beta(a, b)
+    )
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+def beta_cdf(x: float, a: float, b: float) -> float:
+    """P(rate <= x) for a Beta(a, b) rate: the regularized incomplete beta function, by its
+    continued fraction (Lentz's method)."""
+    if a <= 0 or b <= 0:
+        raise ValueError(f"Beta parameters must be positive; got a={a}, b={b}")
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(a * math.log(x) + b * math.log1p(-x) - _log_beta(a, b))
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_fraction(x, a, b) / a
+    return 1.0 - front * _beta_fraction(1.0 - x, b, a) / b
+
+
+def _beta_fraction(x: float, a: float, b: float) -> float:
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 500):
+        m2 = 2 * m
+        for numerator in (
+            m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+            -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= c * d
+        if abs(c * d - 1.0) < eps:
+            break
+    return result
+
+
+def jeffreys_posterior(passed: int, n: int) -> tuple[float, float]:
+    """The Beta parameters of a pass rate after ``passed``/``n``, from Jeffreys' prior
+    Beta(1/2, 1/2): the prior that says least about the rate before any trial."""
+    _check_counts(passed, n)
+    return passed + 0.5, n - passed + 0.5
+
+
+def chance_flagged_at_max(
+    passed: int, n: int, base_passed: int, base_n: int, max_trials: int, level: float
+) -> float:
+    """The predictive chance that, with trials run on to ``max_trials``, the drop test against
+    the baseline ends below ``level``: the remaining trials' passes are beta-binomial under the
+    Jeffreys posterior of the current trials."""
+    _check_counts(passed, n)
+    remaining = max(0, max_trials - n)
+    a, b = jeffreys_posterior(passed, n)
+    return sum(
+        beta_binomial_pmf(k, remaining, a, b)
+        for k in range(remaining + 1)
+        if fisher_drop_p(passed + k, n + remaining, base_passed, base_n) < level
+    )
+
+
+def format_rate(passed: int, n: int) -> str:
+    """``4/5 80% [38–96]``: the count, the rate and its 95% Wilson interval, in percent."""
+    if n == 0:
+        return "0/0 —"
+    low, high = wilson_interval(passed, n)
+    return f"{passed}/{n} {100 * passed / n:.0f}% [{100 * low:.0f}–{100 * high:.0f}]"
+
+
+def pool_baseline(history: list[tuple[int, int]], level: float) -> tuple[int, int, int]:
+    """Pool one case's (passed, graded) counts over earlier comparable runs, newest first.
+
+    Runs are added while they agree with what is pooled so far; the first older run whose rate
+    differs from the pool (either one-sided exact test below ``level``) ends the pool, so a
+    regression or a fix further back never blends old behaviour into the baseline. Runs where the
+    case had no graded trial are passed over. Returns (passed, graded, runs pooled)."""
+    passed = graded = runs = 0
+    for run_passed, run_graded in history:
+        _check_counts(run_passed, run_graded)
+        if run_graded == 0:
+            continue
+        if graded and (
+            fisher_drop_p(run_passed, run_graded, passed, graded) < level
+            or fisher_rise_p(run_passed, run_graded, passed, graded) < level
+        ):
+            break
+        passed, graded, runs = passed + run_passed, graded + run_graded, runs + 1
+    return passed, graded, runs

@@ -100,9 +100,9 @@ def pytest_commerce_evals_run_metadata(config: pytest.Config) -> dict | None:
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_commerce_evals_case_history(config: pytest.Config) -> dict | None:
-    """Each selected case's graded trials in earlier comparable runs, newest run first:
-    ``{case_id: [(passed, graded), ...]}``, or None when there is no history.
+def pytest_commerce_evals_case_history(config: pytest.Config, case_ids: list[str]) -> dict | None:
+    """The graded trials of each case in ``case_ids`` in earlier comparable runs, newest run
+    first: ``{case_id: [(passed, graded), ...]}``, or None when there is no history.
 
     The run store answers it (in the controlling process) from the last comparable complete runs;
     adaptive trials (`--commerce-trials=auto`) pool it into each case's baseline with

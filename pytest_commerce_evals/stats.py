@@ -73,9 +73,7 @@ def beta_binomial_pmf(k: int, trials: int, a: float, b: float) -> float:
     if k < 0 or k > trials:
         return 0.0
     return math.exp(
-        math.log(math.comb(trials, k))
-        + _log_beta(k + a, trials - k + b)
-        - _log_beta(a, b)
+        math.log(math.comb(trials, k)) + _log_beta(k + a, trials - k + b) - _log_beta(a, b)
     )
 
 

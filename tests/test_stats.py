@@ -99,10 +99,13 @@ def test_jeffreys_posterior_adds_a_half_to_each_side():
 
 def test_chance_flagged_at_max_is_certain_once_the_trials_are_spent():
     assert chance_flagged_at_max(0, 5, 5, 5, 5, 0.01) == 1.0  # p = 1/252 < 0.01
-    assert chance_flagged_at_max(1, 5, 5, 5, 5, 0.01) == 0.0  # p = 26/252
-    # two passes of two against a long clean history: a flag at ten is unlikely but possible
+    assert chance_flagged_at_max(1, 5, 5, 5, 5, 0.01) == 0.0  # p = 6/252
+    # two passes of two against a long clean history: a flag at ten is possible (the eight trials
+    # left would need at most 4 passes: 6/10 vs 20/20 gives p = 0.0077, 7/10 gives 0.0296)
     chance = chance_flagged_at_max(2, 2, 20, 20, 10, 0.01)
-    assert 0.0 < chance < 0.1
+    a, b = 2.5, 0.5
+    assert chance == pytest.approx(sum(beta_binomial_pmf(k, 8, a, b) for k in range(5)))
+    assert 0.1 < chance < 0.15
     # one pass of two leaves much more room for a drop
     assert chance_flagged_at_max(1, 2, 20, 20, 10, 0.01) > 3 * chance
 

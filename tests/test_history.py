@@ -494,7 +494,9 @@ def test_flaky_cases_from_history_and_the_flaky_listing(suite, tmp_path):
     short.stdout.fnmatch_lines(["flaky (0):*"])
     none = p.runpytest(store, "--commerce-flaky", "--commerce-agent=nobody")
     assert none.ret == pytest.ExitCode.USAGE_ERROR
-    none.stdout.fnmatch_lines(["*no complete regression run of agent 'nobody' in *(models: shop-bot)"])
+    none.stdout.fnmatch_lines(
+        ["*no complete regression run of agent 'nobody' in *(models: shop-bot)"]
+    )
 
 
 def test_json_and_html_carry_each_case_rate_interval_and_history(suite, tmp_path):
@@ -504,8 +506,9 @@ def test_json_and_html_carry_each_case_rate_interval_and_history(suite, tmp_path
     p.runpytest("cases", store, "--commerce-trials=4")
     patterned(p, cart_003_vegan_tote="ppfp")
     record, html = tmp_path / "run.json", tmp_path / "run.html"
-    p.runpytest("cases", store, "--commerce-trials=4", f"--commerce-json={record}",
-                f"--commerce-html={html}")
+    p.runpytest(
+        "cases", store, "--commerce-trials=4", f"--commerce-json={record}", f"--commerce-html={html}"
+    )
     data = json.loads(record.read_text())
     (tote,) = [c for c in data["cases"] if c["case_id"] == "cart-003-vegan-tote"]
     assert (tote["passed"], tote["graded"], tote["rate"]) == (3, 4, 0.75)

@@ -69,7 +69,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .b-judge_error,.b-infra_error,.b-error,.b-incomplete{background:var(--warn)}
 .b-skipped{background:#8c959f}.b-flaky,.b-inconclusive{background:var(--warn)}
 .strip span{display:inline-block;width:14px;text-align:center;font-weight:700;cursor:help}
-.strip .s-ok{color:var(--ok)}.strip .s-fail{color:var(--bad)}.strip .s-now{text-decoration:underline}
+.strip .s-ok{color:var(--ok)}.strip .s-fail{color:var(--bad)}
+.strip .s-now{text-decoration:underline}
 .bar{position:relative;width:220px;height:14px;background:#eaeef2;border-radius:3px}
 .bar .fill{position:absolute;left:0;top:0;bottom:0;background:var(--ok);border-radius:3px}
 .bar.short .fill{background:var(--bad)}

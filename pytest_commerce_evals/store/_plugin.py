@@ -36,6 +36,7 @@ from .history import (
 )
 from .paths import output_path, store_folder
 from .run_store import (
+    DB_NAME,
     RunRecord,
     RunStore,
     Selection,
@@ -439,7 +440,7 @@ class RunRecorder:
                         {"red": True},
                     )
                 )
-        if run.trials:
+        if run.trials and run.kind == "regression":
             out.append(("", {}))
             out += [(line, _case_markup(line)) for line in case_lines(run, self.history)]
         if self.diff is not None:
@@ -615,6 +616,8 @@ def pytest_commerce_evals_case_history(
     recorder = config.stash.get(RECORDER, None)
     if recorder is None or recorder.folder is None:
         return None
+    if recorder.store is None and not (recorder.folder / DB_NAME).is_file():
+        return {}  # no run recorded yet
     try:
         store = recorder.store or RunStore(recorder.folder, read_only=True)
         history = load_history(store, recorder.record, case_ids, settings(config).history_runs)

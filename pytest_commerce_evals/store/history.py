@@ -472,12 +472,9 @@ def case_lines(run: RunRecord, history: History | None) -> list[str]:
         ),
     )
     width = max([len(c) for c in rates] + [4])
-    runs = len(strips and max(strips.values(), key=len))
-    out = [
-        "case pass rates (graded trials, 95% Wilson interval"
-        + (f"; outcome per run over the last {runs} comparable runs, oldest first" if runs > 1 else "")
-        + "):"
-    ]
+    runs = max((len(marks) for marks in strips.values()), default=0)
+    over = f"; outcome per run over the last {runs} comparable runs, oldest first"
+    out = [f"case pass rates (graded trials, 95% Wilson interval{over if runs > 1 else ''}):"]
     for c in order:
         r = rates[c]
         rate = format_rate(r.passed, r.graded) if r.graded else r.describe()

@@ -299,13 +299,17 @@ class RunRecorder:
             for note in self.config.stash.get(BASELINE_NOTES, []):
                 self.store_warnings.append(f"damaged, left out looking for the baseline: {note}")
         elif self.store is not None and self.history is not None:
-            newest = self.history.covering(case_ids)
-            if newest is not None:
+            for candidate in self.history.candidates(case_ids):
                 try:
-                    baseline = self.store.load_run(newest.run_id)
-                    pooled = True
+                    baseline = self.store.load_run(candidate.run_id)
+                except StoreError as exc:  # a damaged run is passed over for the next
+                    if str(exc) not in self.store.damaged:
+                        self.store.damaged.append(str(exc))
+                    continue
                 except Exception as exc:  # no baseline; the run itself can still be stored
                     self.store_warnings.append(f"no baseline could be read: {_problem(exc)}")
+                pooled = baseline is not None
+                break
             self.how_chosen = (
                 "the latest complete comparable run (same kind and agent model) that ran these "
                 "cases"

@@ -183,17 +183,14 @@ class History:
                     break
         return out
 
-    def covering(self, case_ids: set[str]) -> RunRecord | None:
-        """The newest run that ran every one of `case_ids`; failing that, the run that ran the
-        most of them (the newest of those); None when no run ran any."""
-        best, best_count = None, 0
-        for run in self.runs:
-            count = len(case_ids & set(self.counts.get(run.run_id, {})))
-            if count == len(case_ids) and count:
-                return run
-            if count > best_count:
-                best, best_count = run, count
-        return best
+    def candidates(self, case_ids: set[str]) -> list[RunRecord]:
+        """Baseline runs in order of preference: the runs that ran every one of `case_ids`,
+        newest first, then the others that ran some, the most first (newest on a tie)."""
+        ran = [
+            (len(case_ids & set(self.counts.get(r.run_id, {}))), n, r)
+            for n, r in enumerate(self.runs)
+        ]
+        return [r for count, _, r in sorted(ran, key=lambda x: (-x[0], x[1])) if count]
 
 
 def load_history(

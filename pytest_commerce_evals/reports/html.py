@@ -390,9 +390,7 @@ def _strip_html(run: RunRecord, history: History | None, case_id: str, rate: Any
     date, agent model, commit and counts; the current run underlined."""
     if history is None:
         return ""
-    runs = [
-        (p.mark, p.describe(), False) for p in history.past(case_id)[: history.max_runs - 1]
-    ]
+    runs = [(p.mark, p.describe(), False) for p in history.past(case_id)[: history.max_runs - 1]]
     if rate.graded:
         mark = "✓" if rate.passed == rate.graded else "✗"
         commit = (run.git_commit or "no git")[:10]

@@ -653,7 +653,7 @@ def _flaky_main(config: pytest.Config, session: pytest.Session) -> int | pytest.
         if latest is None:
             models = ", ".join(store.models()) or "none"
             write(
-                f"commerce-evals: no complete regression run"
+                "commerce-evals: no complete regression run"
                 + (f" of agent {model!r}" if model else "")
                 + f" in {store.path} (models: {models})",
                 red=True,

@@ -231,7 +231,7 @@ def strip(history: History | None, case_id: str, current: CaseRate | None) -> st
 def is_flaky(marks: str) -> bool:
     """Flaky: the per-run outcome flipped back and forth across the runs of the strip (at least
     two changes: `✓✗✓`, `✗✓✗`). One change (`✓✓✓✗`) is a change, which the diff's tests judge."""
-    return sum(a != b for a, b in zip(marks, marks[1:])) >= 2
+    return sum(a != b for a, b in zip(marks, marks[1:], strict=False)) >= 2
 
 
 # -- the diff -----------------------------------------------------------------------------------
@@ -324,7 +324,13 @@ class FailingSetDiff:
 
     @property
     def overall(self) -> tuple[float | None, float | None]:
-        return overall_rate(self.before), overall_rate(self.after)
+        """Both runs' overall graded pass rates; over the selected cases only when restricted."""
+        before = self.before
+        if self.restricted is not None:
+            mine = {t.case_id for t in self.after.trials}
+            kept = [t for t in before.trials if t.case_id in mine]
+            before = before.model_copy(update={"trials": kept})
+        return overall_rate(before), overall_rate(self.after)
 
     def pool_text(self) -> str:
         """What the baseline is, in words, for the header."""
@@ -338,7 +344,8 @@ class FailingSetDiff:
                 "per-case pools stop at a change"
             )
         if self.restricted is not None:
-            text += f"; restricted to the {self.restricted} selected cases"
+            n = self.restricted
+            text += f"; restricted to the {n} selected case{'s' if n != 1 else ''}"
         return text
 
     def lines(self, how_chosen: str = "") -> list[str]:

@@ -44,7 +44,6 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import CommerceEvalsError
-from ..stats import wilson_interval
 from ..results import (
     GRADED,
     RubricVerdict,
@@ -53,6 +52,7 @@ from ..results import (
     set_verdict,
     verdicts_from_json,
 )
+from ..stats import wilson_interval
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -1316,9 +1316,7 @@ class RunStore:
                     self._note(exc)
         return None
 
-    def comparable_runs(
-        self, record: RunRecord, *, limit: int | None = None
-    ) -> list[RunRecord]:
+    def comparable_runs(self, record: RunRecord, *, limit: int | None = None) -> list[RunRecord]:
         """Runs comparable with `record`, newest first, without their trials: complete, of the
         same kind and the same agent model (both unnamed counts as the same), started no later
         than it, other than it. Their selections and trial counts may differ: what a run says

@@ -554,3 +554,32 @@ def pytest_collection_finish(session):
     assert json.loads((p.path / "history.json").read_text()) is None
     p.runpytest("cases", f"--commerce-store={tmp_path / 'empty'}", "--commerce-trials=2")
     assert json.loads((p.path / "history.json").read_text()) == {}
+
+
+def test_comparable_runs_are_complete_same_kind_same_agent_and_earlier(tmp_path):
+    from pytest_commerce_evals.store.history import load_history
+
+    store = RunStore(tmp_path / "runs")
+    now = counted(0, 5, day=9)
+    for record in (
+        counted(5, 5, day=1),  # comparable
+        counted(4, 5, day=2, args=("cases/cart",)),  # another selection: comparable
+        counted(5, 5, day=3, model="model-b"),  # another agent
+        counted(5, 5, day=4, complete=False),  # incomplete
+        counted(5, 5, day=5, kind="live"),  # another kind
+        counted(5, 5, case="b-001-x", day=6),  # did not run the case
+    ):
+        store.import_record(record)
+    later = {"run_id": "20250110-later", "started_at": "2025-01-10T12:00:00.000+00:00"}
+    store.import_record(counted(1, 1, day=9).model_copy(update=later))  # started after it
+    found = [r.run_id for r in store.comparable_runs(now)]
+    assert found == [
+        "20250106-120000-aaaaaa",
+        "20250102-120000-aaaaaa",
+        "20250101-120000-aaaaaa",
+    ]
+    assert store.case_counts("20250102-120000-aaaaaa") == {"a-001-x": (4, 5)}
+    history = load_history(store, now, {"a-001-x"}, max_runs=10)
+    assert [(p.passed, p.graded) for p in history.past("a-001-x")] == [(4, 5), (5, 5)]
+    # an unnamed agent is comparable with unnamed agents only
+    assert store.comparable_runs(counted(0, 5, day=9, model=None)) == []

@@ -10,8 +10,16 @@ from pathlib import Path
 import pytest
 from run_builders import make_suite, run, trial
 
-from pytest_commerce_evals.store.history import NOISE_NOTE, compare_runs, diff_failing_sets
-from pytest_commerce_evals.store.run_store import RunStore
+from pytest_commerce_evals.store.history import (
+    NOISE_NOTE,
+    History,
+    case_lines,
+    compare_runs,
+    diff_failing_sets,
+    is_flaky,
+    strip,
+)
+from pytest_commerce_evals.store.run_store import RunStore, load_record
 
 HERE = Path(__file__).parent
 
@@ -29,7 +37,7 @@ def ids(entries) -> list[str]:
 # -- the diff itself --------------------------------------------------------------------------
 
 
-def test_diff_sorts_cases_into_newly_failing_fixed_and_still_failing():
+def test_one_trial_a_case_never_decides_a_change_it_only_lists_it():
     before = run(
         [
             trial("a-001-x", "pass"),
@@ -52,16 +60,19 @@ def test_diff_sorts_cases_into_newly_failing_fixed_and_still_failing():
         ]
     )
     diff = diff_failing_sets(before, after)
-    assert ids(diff.newly_failing) == ["f-001-x", "a-001-x"]  # by priority: high before low
-    assert diff.newly_failing[0].note == "new case"
-    assert (
-        diff.newly_failing[1].rates() == "100% (1/1) → 50% (1/2)"
-    )  # any failed trial fails a case
-    assert ids(diff.fixed) == ["b-001-x"]
+    # 1/1 -> 1/2 and 0/1 -> 1/1 moved the any-fail status, but p = 0.67 and 0.5: inconclusive
+    assert ids(diff.newly_failing) == [] and ids(diff.fixed) == []
+    assert ids(diff.inconclusive) == ["b-001-x", "a-001-x"]  # by priority: high before low
+    assert diff.inconclusive[1].tested() == "1/1 100% [21–100] → 1/2 50% [9–91]  p=0.67"
     assert ids(diff.still_failing) == ["c-001-x"]
-    assert ids(diff.not_compared) == ["e-001-x", "g-001-x"]
-    assert diff.not_compared[0].rates() == "0% (0/1) → not graded (1 infra_error)"
-    assert diff.not_compared[1].rates() == "0% (0/1) → not run"
+    assert ids(diff.not_compared) == ["e-001-x", "f-001-x", "g-001-x"]
+    assert [e.note for e in diff.not_compared] == [
+        "not graded on one side",
+        "new case: no baseline",
+        "not run in this run",
+    ]
+    assert diff.not_compared[0].tested() == "0/1 0% [0–79] → not graded (1 infra_error)"
+    assert diff.not_compared[2].tested() == "0/1 0% [0–79] → not run"
 
 
 def test_overall_rate_always_comes_with_the_noise_note():
@@ -96,7 +107,7 @@ def test_comparison_sides():
 # -- through pytest ---------------------------------------------------------------------------
 
 
-def test_each_run_is_diffed_against_the_previous_comparable_run(suite, tmp_path):
+def test_each_run_is_diffed_against_the_pooled_comparable_runs(suite, tmp_path):
     p, write = suite
     store = f"--commerce-store={tmp_path / 'store'}"
     write(cart_003_vegan_tote="shoe-001")
@@ -105,32 +116,32 @@ def test_each_run_is_diffed_against_the_previous_comparable_run(suite, tmp_path)
     write(cart_002_checkout_total="shoe-002")  # 002 breaks, 003 is fixed
     second = p.runpytest("cases", store, "--commerce-trials=2")
     (first_id,) = re.findall(r"run (\S+) recorded", first.stdout.str())
+    # 2/2 -> 0/2 is p = 1/6: two trials cannot tell a change from noise
     second.stdout.fnmatch_lines(
         [
+            "case pass rates (graded trials, 95% Wilson interval; outcome per run over the last "
+            "2 comparable runs, oldest first):",
+            "  cart-002-checkout-total  critical  0/2 0% [0–66]  ✓✗",  # failing first
+            "  cart-001-add-single      high      2/2 100% [34–100]  ✓✓",
+            "  cart-003-vegan-tote      low       2/2 100% [34–100]  ✗✓",
             "*failing-set diff",
-            f"baseline: run {first_id} (*, agent *, commit no git) — the previous complete run with the same kind, case paths, -k, -m and trials",
-            "newly failing (1):",
-            "  cart-002-checkout-total  critical  100% (2/2) → 0% (0/2)",
-            "fixed (1):",
-            "  cart-003-vegan-tote      low       0% (0/2) → 100% (2/2)",
+            f"baseline: run {first_id} (*, agent *, commit no git) — the latest complete "
+            "comparable run (same kind and agent model) that ran these cases",
+            f"baseline: 1 comparable run pooled per case, newest {first_id}; per-case pools stop "
+            "at a change",
+            "a case is newly failing (fixed) when the one-sided Fisher exact test of its trials "
+            "against its baseline gives p < 0.01; *",
+            "newly failing (0):",
+            "fixed (0):",
+            "inconclusive (changed, but within noise: rerun with more trials) (2):",
+            "  cart-002-checkout-total  critical  2/2 100% [34–100] → 0/2 0% [0–66]  p=0.17",
+            "  cart-003-vegan-tote      low       0/2 0% [0–66] → 2/2 100% [34–100]  p=0.17",
             "still failing (0):",
             f"overall graded pass rate: 66.7% → 66.7% (+0.0 points); {NOISE_NOTE}",
         ]
     )
-    # a different selection (-k) or trial count is not comparable: no diff against those runs
-    narrowed = p.runpytest("cases", store, "--commerce-trials=2", "-k", "checkout")
-    narrowed.stdout.fnmatch_lines(
-        [
-            "*no previous comparable run (same kind, case paths, -k, -m and trials: cases, -k 'checkout', 2 trials per case)*"
-        ]
-    )
-    other_trials = p.runpytest("cases", store, "--commerce-trials=1")
-    other_trials.stdout.fnmatch_lines(["*no previous comparable run*"])
-    # the third comparable run is diffed against the second, not the first
-    third = p.runpytest("cases", store, "--commerce-trials=2")
     (second_id,) = re.findall(r"run (\S+) recorded", second.stdout.str())
-    third.stdout.fnmatch_lines([f"baseline: run {second_id} *", "still failing (1):"])
-    assert RunStore(tmp_path / "store").runs()[0].baseline == second_id
+    assert RunStore(tmp_path / "store").runs()[0].baseline == first_id
 
 
 def test_a_named_baseline_by_run_id_or_json_file(suite, tmp_path):
@@ -146,12 +157,16 @@ def test_a_named_baseline_by_run_id_or_json_file(suite, tmp_path):
     by_id.stdout.fnmatch_lines(
         [
             f"baseline: run {first_id} * — named with --commerce-baseline",
-            "fixed (1):",
-            "  cart-001-add-single  high      0% (0/1) → 100% (1/1)",
+            "baseline: this run alone",
+            "*",
+            "newly failing (0):",
+            "fixed (0):",
+            "inconclusive *(1):",
+            "  cart-001-add-single  high      0/1 0% [0–79] → 1/1 100% [21–100]  p=0.50",
         ]
     )
     by_file = p.runpytest("cases", "--commerce-store=none", f"--commerce-baseline={record}")
-    by_file.stdout.fnmatch_lines([f"baseline: run {first_id} *", "fixed (1):"])
+    by_file.stdout.fnmatch_lines([f"baseline: run {first_id} *", "baseline: this run alone"])
     missing = p.runpytest("cases", store, "--commerce-baseline=20990101-nope")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
     missing.stderr.fnmatch_lines(
@@ -268,7 +283,303 @@ def test_a_glue_error_is_never_newly_failing():
     before = run([trial("a-001-x"), trial("b-001-x"), trial("c-001-x", "fail")])
     after = run([trial("a-001-x", "error"), trial("b-001-x", "fail"), trial("c-001-x", "error")])
     diff = diff_failing_sets(before, after)
-    assert ids(diff.newly_failing) == ["b-001-x"]  # the agent's failure, not the glue's
+    assert ids(diff.newly_failing) == [] and ids(diff.inconclusive) == ["b-001-x"]  # the agent's
     assert ids(diff.still_failing) == [] and ids(diff.fixed) == []
     assert ids(diff.not_compared) == ["c-001-x"]
     assert diff.not_compared[0].rates() == "0% (0/1) → not graded (1 error)"
+
+
+# -- noise-aware diffs: known counts ------------------------------------------------------------
+
+
+def counted(passes: int, graded: int, *, case: str = "a-001-x", day: int = 1, **kw):
+    """A run in which `case` passed `passes` of `graded` trials."""
+    trials = [
+        trial(case, "pass" if n <= passes else "fail", n=n, trials=graded)
+        for n in range(1, graded + 1)
+    ]
+    return run(
+        trials,
+        run_id=f"2025010{day}-120000-aaaaaa",
+        started_at=f"2025-01-0{day}T12:00:00.000+00:00",
+        **kw,
+    )
+
+
+def history_of(*runs_) -> History:
+    """Earlier runs, newest first, as the store would give them."""
+    from pytest_commerce_evals.store.history import case_rates
+
+    return History(
+        runs=list(runs_),
+        counts={
+            r.run_id: {c: (x.passed, x.graded) for c, x in case_rates(r).items()} for r in runs_
+        },
+    )
+
+
+def test_a_clear_regression_is_newly_failing_at_the_default_level():
+    diff = diff_failing_sets(counted(5, 5), counted(0, 5, day=2))
+    assert ids(diff.newly_failing) == ["a-001-x"]
+    assert diff.newly_failing[0].p == pytest.approx(1 / 252)
+    assert diff.newly_failing[0].tested() == "5/5 100% [57–100] → 0/5 0% [0–43]  p=0.004"
+
+
+def test_the_level_decides_at_the_boundary():
+    before, after = counted(5, 5), counted(0, 5, day=2)  # p = 1/252 = 0.003968
+    assert ids(diff_failing_sets(before, after, level=0.00397).newly_failing) == ["a-001-x"]
+    just_above = diff_failing_sets(before, after, level=0.00396)
+    assert ids(just_above.newly_failing) == [] and ids(just_above.inconclusive) == ["a-001-x"]
+
+
+def test_a_small_drop_is_inconclusive_with_both_rates():
+    diff = diff_failing_sets(counted(4, 5), counted(3, 5, day=2))
+    assert ids(diff.newly_failing) == [] and ids(diff.still_failing) == []
+    assert ids(diff.inconclusive) == ["a-001-x"]
+    assert diff.inconclusive[0].tested() == "4/5 80% [38–96] → 3/5 60% [23–88]  p=0.50"
+    lines = diff.lines()
+    assert "inconclusive (changed, but within noise: rerun with more trials) (1):" in lines
+    # the same rate on both sides is still failing
+    same = diff_failing_sets(counted(3, 5), counted(3, 5, day=2))
+    assert ids(same.still_failing) == ["a-001-x"] and ids(same.inconclusive) == []
+
+
+def test_pooled_history_flags_what_one_run_cannot():
+    newest, middle, oldest = counted(5, 5, day=3), counted(5, 5, day=2), counted(5, 5, day=1)
+    now = counted(1, 5, day=4)
+    pooled = diff_failing_sets(newest, now, history=history_of(newest, middle, oldest), pooled=True)
+    assert ids(pooled.newly_failing) == ["a-001-x"]
+    entry = pooled.newly_failing[0]
+    assert (entry.base_passed, entry.base_graded, entry.base_runs) == (15, 15, 3)
+    assert entry.p == pytest.approx(16 / 15504)  # C(16,1)·C(4,4) / C(20,5)
+    assert entry.tested() == "15/15 100% [80–100] over 3 runs → 1/5 20% [4–62]  p=0.001"
+    assert pooled.pool_text() == (
+        "3 comparable runs pooled per case, newest 20250103-120000-aaaaaa; per-case pools stop "
+        "at a change"
+    )
+    # 4/5 -> 1/5 against one run: p = 26/252
+    alone = diff_failing_sets(counted(4, 5), counted(1, 5, day=2))
+    assert ids(alone.newly_failing) == [] and ids(alone.inconclusive) == ["a-001-x"]
+    assert alone.inconclusive[0].p == pytest.approx(26 / 252)
+
+
+def test_the_pool_stops_at_an_older_change():
+    # the case was broken (0/5) three runs back and fixed since: the pool is the 10 passes only
+    runs_ = counted(5, 5, day=3), counted(5, 5, day=2), counted(0, 5, day=1)
+    diff = diff_failing_sets(
+        runs_[0], counted(5, 5, day=4), history=history_of(*runs_), pooled=True
+    )
+    assert diff.pooled_runs == [runs_[0].run_id, runs_[1].run_id]
+
+
+def test_an_explicit_baseline_is_that_run_alone():
+    runs_ = counted(5, 5, day=3), counted(5, 5, day=2), counted(5, 5, day=1)
+    diff = diff_failing_sets(counted(5, 5, day=2), counted(1, 5, day=4), history=history_of(*runs_))
+    assert diff.pool_text() == "this run alone"
+    assert ids(diff.newly_failing) == [] and ids(diff.inconclusive) == ["a-001-x"]
+    assert diff.inconclusive[0].base_graded == 5
+
+
+def test_a_fix_is_decided_by_the_rise_test():
+    diff = diff_failing_sets(counted(0, 5), counted(5, 5, day=2))
+    assert ids(diff.fixed) == ["a-001-x"] and diff.fixed[0].p == pytest.approx(1 / 252)
+    small = diff_failing_sets(counted(3, 5), counted(5, 5, day=2))
+    assert ids(small.fixed) == [] and ids(small.inconclusive) == ["a-001-x"]
+
+
+def test_flaky_is_an_outcome_that_flipped_back_and_forth():
+    outcomes = [5, 3, 5, 5, 4]  # oldest first: ✓✗✓✓✗ with the current run last
+    past = [counted(p, 5, day=d + 1) for d, p in enumerate(outcomes[:-1])][::-1]
+    now = counted(outcomes[-1], 5, day=6)
+    history = history_of(*past)
+    from pytest_commerce_evals.store.history import case_rates
+
+    marks = strip(history, "a-001-x", case_rates(now)["a-001-x"])
+    assert marks == "✓✗✓✓✗" and is_flaky(marks)
+    assert not is_flaky("✓✓✓✗") and not is_flaky("✗✗✓") and is_flaky("✗✓✗")
+    # M runs at most, the current one included
+    history.max_runs = 3
+    assert strip(history, "a-001-x", case_rates(now)["a-001-x"]) == "✓✓✗"
+    history.max_runs = 10
+    lines = case_lines(now, history)
+    assert lines[1] == "  a-001-x  high      4/5 80% [38–96]  ✓✗✓✓✗  flaky"
+    diff = diff_failing_sets(past[0], now, history=history, pooled=True)
+    assert diff.inconclusive[0].tested().endswith("flaky ✓✗✓✓✗")
+
+
+# -- through pytest ---------------------------------------------------------------------------
+
+PATTERNED = """
+from helpers import ToyAgent, ToyBackend
+from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
+
+PATTERNS = {patterns}
+RIGHT = {{"cart-001-add-single": "shoe-001", "cart-002-checkout-total": "shoe-001",
+         "cart-003-vegan-tote": "bag-001"}}
+SEEN = {{}}
+
+def pytest_commerce_evals_make_backend(config, case):
+    return ToyBackend()
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    n = SEEN[case.id] = SEEN.get(case.id, -1) + 1
+    pattern = PATTERNS.get(case.id, "p")
+    product = RIGHT[case.id] if pattern[n % len(pattern)] == "p" else "shoe-002"
+    return ToyAgent(FakeClient([tool_reply("add_to_cart", product_id=product),
+                                text_reply("Done.")]), backend)
+"""
+
+
+def patterned(p, **patterns: str) -> None:
+    """The toy agent passes a case's n-th trial when its pattern's n-th letter is `p`."""
+    found = {k.replace("_", "-"): v for k, v in patterns.items()}
+    p.makeconftest(PATTERNED.format(patterns=repr(found)))
+
+
+def test_a_targeted_run_is_diffed_against_the_full_run_restricted_to_its_cases(suite, tmp_path):
+    p, _ = suite
+    store = f"--commerce-store={tmp_path / 'store'}"
+    patterned(p)
+    full = p.runpytest("cases", store, "--commerce-trials=5")
+    (full_id,) = re.findall(r"run (\S+) recorded", full.stdout.str())
+    patterned(p, cart_002_checkout_total="f")
+    narrowed = p.runpytest("cases", store, "--commerce-trials=5", "-k", "checkout")
+    narrowed.stdout.fnmatch_lines(
+        [
+            f"baseline: run {full_id} * — the latest complete comparable run (same kind and "
+            "agent model) that ran these cases",
+            f"baseline: 1 comparable run pooled per case, newest {full_id}; per-case pools stop "
+            "at a change; restricted to the 1 selected case",
+            "newly failing (1):",
+            "  cart-002-checkout-total  critical  5/5 100% [57–100] → 0/5 0% [0–43]  p=0.004",
+            "fixed (0):",
+            "still failing (0):",
+        ]
+    )
+    shown = narrowed.stdout.str().split("failing-set diff")[1]
+    assert "cart-001-add-single" not in shown  # not "not run": it was not selected
+    # the overall rates are over the selected cases on both sides
+    assert "overall graded pass rate: 100.0% → 0.0% (-100.0 points)" in shown
+
+
+def test_flaky_cases_from_history_and_the_flaky_listing(suite, tmp_path):
+    p, _ = suite
+    store = f"--commerce-store={tmp_path / 'store'}"
+    endpoint = ("--commerce-agent=shop-bot",)
+    for pattern in ("ppp", "ppf", "ppp", "fpp"):  # 003: ✓✗✓✗ with 3 trials a run
+        patterned(p, cart_003_vegan_tote=pattern)
+        last = p.runpytest("cases", store, "--commerce-trials=3", *endpoint)
+    last.stdout.fnmatch_lines(
+        [
+            "case pass rates (graded trials, 95% Wilson interval; outcome per run over the last "
+            "4 comparable runs, oldest first):",
+            "  cart-003-vegan-tote      low       2/3 67% [21–94]  ✓✗✓✗  flaky",
+            "  cart-002-checkout-total  critical  3/3 100% [44–100]  ✓✓✓✓",
+        ]
+    )
+    last.stdout.fnmatch_lines(
+        [
+            "inconclusive *",
+            "  cart-003-vegan-tote  low       8/9 89% [57–98] over 3 runs → 2/3 67% [21–94]  "
+            "p=0.45  flaky ✓✗✓✗",
+        ]
+    )
+    listed = p.runpytest(store, "--commerce-flaky")
+    assert listed.ret == 0
+    assert "no tests ran" in listed.stdout.str()
+    listed.stdout.fnmatch_lines(
+        [
+            "*commerce-evals: flaky cases*",
+            "agent shop-bot: the last 4 complete regression run(s) (up to 10 per case; *",
+            "flaky (1): outcome per run, oldest first *",
+            "  cart-003-vegan-tote  ✓✗✓✗        10/12 83% [55–95] over 4 runs",
+            "not flaky: 2 case(s) of the latest run",
+        ]
+    )
+    assert len(RunStore(tmp_path / "store").runs()) == 4  # listing recorded no run
+    short = p.runpytest(store, "--commerce-flaky", "--commerce-history-runs=2")
+    short.stdout.fnmatch_lines(["flaky (0):*"])
+    none = p.runpytest(store, "--commerce-flaky", "--commerce-agent=nobody")
+    assert none.ret == pytest.ExitCode.USAGE_ERROR
+    none.stdout.fnmatch_lines(
+        ["*no complete regression run of agent 'nobody' in *(models: shop-bot)"]
+    )
+
+
+def test_json_and_html_carry_each_case_rate_interval_and_history(suite, tmp_path):
+    p, _ = suite
+    store = f"--commerce-store={tmp_path / 'store'}"
+    patterned(p, cart_003_vegan_tote="pppp")
+    p.runpytest("cases", store, "--commerce-trials=4")
+    patterned(p, cart_003_vegan_tote="ppfp")
+    record, html = tmp_path / "run.json", tmp_path / "run.html"
+    p.runpytest(
+        "cases",
+        store,
+        "--commerce-trials=4",
+        f"--commerce-json={record}",
+        f"--commerce-html={html}",
+    )
+    data = json.loads(record.read_text())
+    (tote,) = [c for c in data["cases"] if c["case_id"] == "cart-003-vegan-tote"]
+    assert (tote["passed"], tote["graded"], tote["rate"]) == (3, 4, 0.75)
+    assert tote["interval"] == [pytest.approx(0.3006, abs=1e-4), pytest.approx(0.9544, abs=1e-4)]
+    assert (tote["history"], tote["flaky"]) == ("✓✗", False)
+    assert load_record(record).cases[2].case_id == "cart-003-vegan-tote"  # it reads back
+    page = html.read_text()
+    assert "3/4 75% [30–95] (95% CI)" in page
+    assert '<span class="strip"' in page and "this run" in page and "commit no git" in page
+    assert "Inconclusive (1)" in page and "4/4 100% [51–100]" in page
+
+
+def test_the_case_history_hook(suite, tmp_path):
+    p, _ = suite
+    store = f"--commerce-store={tmp_path / 'store'}"
+    probe = """
+import json, pathlib
+def pytest_collection_finish(session):
+    found = session.config.hook.pytest_commerce_evals_case_history(
+        config=session.config, case_ids=["cart-003-vegan-tote", "cart-009-none"])
+    pathlib.Path("history.json").write_text(json.dumps(found))
+"""
+    for pattern in ("pp", "pf", "ff"):
+        patterned(p, cart_003_vegan_tote=pattern)
+        (p.path / "conftest.py").write_text((p.path / "conftest.py").read_text() + probe)
+        p.runpytest("cases", store, "--commerce-trials=2")
+    # asked in the third run: the two earlier runs, newest first
+    assert json.loads((p.path / "history.json").read_text()) == {
+        "cart-003-vegan-tote": [[1, 2], [2, 2]]
+    }
+    p.runpytest("cases", "--commerce-store=none", "--commerce-trials=2")
+    assert json.loads((p.path / "history.json").read_text()) is None
+    p.runpytest("cases", f"--commerce-store={tmp_path / 'empty'}", "--commerce-trials=2")
+    assert json.loads((p.path / "history.json").read_text()) == {}
+
+
+def test_comparable_runs_are_complete_same_kind_same_agent_and_earlier(tmp_path):
+    from pytest_commerce_evals.store.history import load_history
+
+    store = RunStore(tmp_path / "runs")
+    now = counted(0, 5, day=9)
+    for record in (
+        counted(5, 5, day=1),  # comparable
+        counted(4, 5, day=2, args=("cases/cart",)),  # another selection: comparable
+        counted(5, 5, day=3, model="model-b"),  # another agent
+        counted(5, 5, day=4, complete=False),  # incomplete
+        counted(5, 5, day=5, kind="live"),  # another kind
+        counted(5, 5, case="b-001-x", day=6),  # did not run the case
+    ):
+        store.import_record(record)
+    later = {"run_id": "20250110-later", "started_at": "2025-01-10T12:00:00.000+00:00"}
+    store.import_record(counted(1, 1, day=9).model_copy(update=later))  # started after it
+    found = [r.run_id for r in store.comparable_runs(now)]
+    assert found == [
+        "20250106-120000-aaaaaa",
+        "20250102-120000-aaaaaa",
+        "20250101-120000-aaaaaa",
+    ]
+    assert store.case_counts("20250102-120000-aaaaaa") == {"a-001-x": (4, 5)}
+    history = load_history(store, now, {"a-001-x"}, max_runs=10)
+    assert [(p.passed, p.graded) for p in history.past("a-001-x")] == [(4, 5), (5, 5)]
+    # an unnamed agent is comparable with unnamed agents only
+    assert store.comparable_runs(counted(0, 5, day=9, model=None)) == []

@@ -56,15 +56,27 @@ def text_of(page: str) -> str:
 
 
 def sample_page() -> str:
+    # five trials a case: 5/5 -> 0/5 and 0/5 -> 5/5 are beyond noise (p = 1/252)
     before = run(
-        [trial("cart-001-a"), trial("cart-002-b", "fail")], run_id="20250101-000000-000001"
+        [trial("cart-001-a", n=n, trials=5) for n in range(1, 6)]
+        + [trial("cart-002-b", "fail", n=n, trials=5) for n in range(1, 6)],
+        run_id="20250101-000000-000001",
     )
     after = run(
         [
-            trial("cart-001-a", "fail", priority="critical", reply=HOSTILE, verdicts=[VERDICT]),
-            trial("cart-002-b"),
-            trial("cart-003-c", "skipped", priority="low", difficulty="hard"),
-        ],
+            trial(
+                "cart-001-a",
+                "fail",
+                n=n,
+                trials=5,
+                priority="critical",
+                reply=HOSTILE,
+                verdicts=[VERDICT],
+            )
+            for n in range(1, 6)
+        ]
+        + [trial("cart-002-b", n=n, trials=5) for n in range(1, 6)]
+        + [trial("cart-003-c", "skipped", priority="low", difficulty="hard")],
         run_id="20250102-000000-000002",
         started_at="2025-01-02T00:00:00.000+00:00",
     )
@@ -77,13 +89,17 @@ def test_run_report_shows_summary_diff_graders_timeline_and_verdicts():
     page = sample_page()
     text = text_of(page)
     # summary: sets against thresholds, outcomes by priority and difficulty
-    assert "cases/cart 1/2 50.0% 80%" in text and "SHORT by 30.0 points" in text
-    assert "Outcomes by priority" in text and "critical 0.0% 1" in text and "low n/a 1" in text
+    assert "cases/cart 5/10 50.0% 80%" in text and "SHORT by 30.0 points" in text
+    assert "Outcomes by priority" in text and "critical 0.0% 5" in text and "low n/a 1" in text
     assert "Outcomes by difficulty" in text and "hard n/a 1" in text
     # the failing-set diff, with the noise note
     assert "Newly failing (1)" in text and "Fixed (1)" in text and "Still failing (0)" in text
     assert 'href="#case-cart-001-a"' in page
-    assert "100% (1/1) 0% (0/1)" in text
+    # both rates with their 95% Wilson interval and the p-value of the test that decided
+    assert "5/5 100% [57–100] 0/5 0% [0–43] 0.004" in text
+    assert "baseline: this run alone" in text
+    # every case's rate with its interval
+    assert "0/5 0% [0–43] (95% CI)" in text
     assert "±1 point in the overall rate is noise" in text
     # per trial: grader results with expected and observed, the customer's message
     assert "cart_contains: expected shoe-001 in the cart; final cart: empty" in text

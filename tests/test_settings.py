@@ -142,11 +142,14 @@ def test_the_table_agrees_with_the_features_constants():
     from pytest_commerce_evals.live.traffic import DEFAULT_REDACT
     from pytest_commerce_evals.models import embedded
     from pytest_commerce_evals.models.endpoint import _KEY_ENV, RetryPolicy
+    from pytest_commerce_evals.store.history import DEFAULT_HISTORY_RUNS, DEFAULT_LEVEL
     from pytest_commerce_evals.store.run_store import DEFAULT_STORE_PATH as RUNS
 
     assert BY_NAME["judge_format"].choices == ("auto", *RESPONSE_FORMATS)
     assert BY_NAME["judge_store"].default == VERDICTS.as_posix()
     assert BY_NAME["store"].default == RUNS.as_posix()
+    assert BY_NAME["diff_level"].default == DEFAULT_LEVEL
+    assert BY_NAME["history_runs"].default == DEFAULT_HISTORY_RUNS
     assert BY_NAME["redact"].default == DEFAULT_REDACT
     assert BY_NAME["local_model"].default == embedded.DEFAULT_MODEL
     assert BY_NAME["local_n_ctx"].default == embedded.DEFAULT_N_CTX
@@ -299,6 +302,19 @@ def test_a_bad_retry_attempts_in_the_ini_stops_the_run_before_any_trial(
             {"COMMERCE_LOCAL_STARTUP_TIMEOUT": "0"},
             "",
             "env COMMERCE_LOCAL_STARTUP_TIMEOUT: expected above 0; found 0.0",
+        ),
+        # a level strictly between 0 and 1
+        (
+            ("--commerce-diff-level=1",),
+            {},
+            "",
+            "--commerce-diff-level: expected above 0 and below 1; found 1.0",
+        ),
+        (
+            (),
+            {},
+            "commerce_diff_level = 0",
+            "ini commerce_diff_level: expected above 0 and below 1; found 0.0",
         ),
         # choice
         (

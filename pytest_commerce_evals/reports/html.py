@@ -26,15 +26,19 @@ from ..events import (
     Ui,
 )
 from ..results import OUTCOMES, GraderResult, RubricVerdict
+from ..stats import format_rate
 from ..store.history import (
     NOISE_NOTE,
     PRIORITY_ORDER,
     DiffEntry,
     FailingSetDiff,
+    History,
     ModelComparison,
     case_rates,
     describe_run,
+    is_flaky,
     overall_rate,
+    strip,
 )
 from ..store.run_store import RunRecord, StoredTrial, json_text
 
@@ -63,7 +67,10 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
   color:#fff;background:var(--mute)}
 .b-pass,.b-ok{background:var(--ok)}.b-fail,.b-short,.b-blocked{background:var(--bad)}
 .b-judge_error,.b-infra_error,.b-error,.b-incomplete{background:var(--warn)}
-.b-skipped{background:#8c959f}
+.b-skipped{background:#8c959f}.b-flaky,.b-inconclusive{background:var(--warn)}
+.strip span{display:inline-block;width:14px;text-align:center;font-weight:700;cursor:help}
+.strip .s-ok{color:var(--ok)}.strip .s-fail{color:var(--bad)}
+.strip .s-now{text-decoration:underline}
 .bar{position:relative;width:220px;height:14px;background:#eaeef2;border-radius:3px}
 .bar .fill{position:absolute;left:0;top:0;bottom:0;background:var(--ok);border-radius:3px}
 .bar.short .fill{background:var(--bad)}
@@ -311,6 +318,35 @@ def _entry_rows(entries: list[DiffEntry], left: str, right: str, link: bool) -> 
     return "".join(out)
 
 
+def _tested_rows(entries: list[DiffEntry]) -> str:
+    if not entries:
+        return '<p class="note">none</p>'
+    out = [
+        "<table><tr><th>case</th><th>priority</th><th>difficulty</th><th>baseline (95% CI)</th>"
+        "<th>this run (95% CI)</th><th>p</th><th>failures</th></tr>"
+    ]
+    for entry in entries:
+        name = f'<a href="#{e(_anchor(entry.case_id))}">{e(entry.case_id)}</a>'
+        if entry.flaky:
+            name += " " + _badge("flaky") + f' <span class="note">{e(entry.strip)}</span>'
+        if entry.note:
+            name += f' <span class="note">({e(entry.note)})</span>'
+        failing = entry.after if entry.after and entry.after.failing else entry.before
+        reasons = failing.failures if failing else []
+        shown = "".join(f"<li>{e(r)}</li>" for r in reasons[:3])
+        more = f'<li class="note">… {len(reasons) - 3} more</li>' if len(reasons) > 3 else ""
+        p = "" if entry.p is None else (f"{entry.p:.2g}" if entry.p < 0.01 else f"{entry.p:.2f}")
+        out.append(
+            f'<tr><td class="nw">{name}</td><td>{e(entry.priority)}</td><td>'
+            f"{e(entry.difficulty)}</td>"
+            f'<td class="nw">{e(entry.baseline_text())}</td>'
+            f'<td class="nw">{e(entry.current_text())}</td><td class="num">{e(p)}</td>'
+            f"<td><ul>{shown}{more}</ul></td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
 def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
     out = ['<h2 id="diff">Failing-set diff</h2>']
     if diff is None:
@@ -319,18 +355,23 @@ def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
     out.append(
         f"<p>against {e(describe_run(diff.before))}"
         + (f" — {e(how_chosen)}" if how_chosen else "")
-        + "</p>"
+        + f"<br>baseline: {e(diff.pool_text())}</p>"
+        + f'<p class="note">A case is newly failing (fixed) when the one-sided Fisher exact test '
+        f"of its trials against its baseline gives p &lt; {diff.level:g}; inconclusive when its "
+        "status changed (or a failing case's rate dropped) but the test does not decide. Rates "
+        "carry their 95% Wilson interval.</p>"
     )
     for title, entries in (
         ("Newly failing", diff.newly_failing),
         ("Fixed", diff.fixed),
+        ("Inconclusive", diff.inconclusive),
         ("Still failing", diff.still_failing),
         ("Not compared", diff.not_compared),
     ):
-        if title == "Not compared" and not entries:
+        if title in ("Not compared", "Inconclusive") and not entries:
             continue
         out.append(f"<h3>{e(title)} ({len(entries)})</h3>")
-        out.append(_entry_rows(entries, "before", "after", link=True))
+        out.append(_tested_rows(entries))
     before, after = diff.overall
     out.append(
         f'<p class="noise">overall graded pass rate {_pct(before)} → {_pct(after)}'
@@ -342,6 +383,30 @@ def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
         + f". {e(NOISE_NOTE)}.</p>"
     )
     return "".join(out)
+
+
+def _strip_html(run: RunRecord, history: History | None, case_id: str, rate: Any) -> str:
+    """The case's outcome per comparable run, oldest first, each mark titled with the run's
+    date, agent model, commit and counts; the current run underlined."""
+    if history is None:
+        return ""
+    runs = [(p.mark, p.describe(), False) for p in history.past(case_id)[: history.max_runs - 1]]
+    if rate.graded:
+        mark = "✓" if rate.passed == rate.graded else "✗"
+        commit = (run.git_commit or "no git")[:10]
+        now = (
+            f"{run.started_at[:16].replace('T', ' ')} · this run {run.run_id} · agent "
+            f"{run.agent_model or 'not named'} · commit {commit} · {rate.passed}/{rate.graded}"
+        )
+        runs.insert(0, (mark, now, True))
+    if len(runs) < 2:
+        return ""
+    spans = "".join(
+        f'<span class="{"s-ok" if m == "✓" else "s-fail"}{" s-now" if cur else ""}" '
+        f'title="{e(title)}">{m}</span>'
+        for m, title, cur in reversed(runs)
+    )
+    return f' <span class="strip" title="outcome per comparable run, oldest first">{spans}</span>'
 
 
 # -- cases and trials -------------------------------------------------------------------------
@@ -506,7 +571,7 @@ def _trial(trial: StoredTrial) -> str:
     return f'<details class="trial {e(trial.outcome)}"{open_}>{"".join(parts)}</details>'
 
 
-def _cases_section(run: RunRecord) -> str:
+def _cases_section(run: RunRecord, history: History | None = None) -> str:
     rates = case_rates(run)
     by_case: dict[str, list[StoredTrial]] = {}
     for t in run.trials:
@@ -537,11 +602,17 @@ def _cases_section(run: RunRecord) -> str:
             [case_id, first.set_name, first.priority, first.difficulty, *first.tags]
         ).lower()
         tags = " ".join(f"#{t}" for t in first.tags)
+        shown = (
+            format_rate(rate.passed, rate.graded) + " (95% CI)" if rate.graded else rate.describe()
+        )
+        if is_flaky(strip(history, case_id, rate)):
+            badge += " " + _badge("flaky")
         out.append(
             f'<details class="case {state}" id="{e(_anchor(case_id))}" data-search="{e(search)}"'
             f"{' open' if rate.failing else ''}><summary>{badge} <b>{e(case_id)}</b> "
             f"{e(first.priority)} · {e(first.difficulty)} · set {e(first.set_name)} · "
-            f'{e(rate.describe())} <span class="note">{e(tags)}</span></summary>'
+            f"{e(shown)}{_strip_html(run, history, case_id, rate)} "
+            f'<span class="note">{e(tags)}</span></summary>'
             + "".join(_trial(t) for t in trials)
             + "</details>"
         )
@@ -556,10 +627,12 @@ def render_run_html(
     diff: FailingSetDiff | None = None,
     how_chosen: str = "",
     extra_sections: Sequence[str] = (),
+    history: History | None = None,
 ) -> str:
     """The report of one run: summary, failing-set diff (when there is a baseline), every trial.
 
-    `extra_sections` are HTML fragments (already escaped) placed before the trials.
+    `extra_sections` are HTML fragments (already escaped) placed before the trials; `history`
+    (earlier comparable runs) adds each case's outcome strip and flaky mark.
     """
     body = [
         "<h2>Run</h2>",
@@ -575,7 +648,7 @@ def render_run_html(
         "</div></div>",
         _diff_section(diff, how_chosen),
         *extra_sections,
-        _cases_section(run),
+        _cases_section(run, history),
     ]
     verdicts = {s.verdict for s in run.sets}
     state = (

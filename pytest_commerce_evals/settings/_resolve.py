@@ -93,6 +93,7 @@ def _number(s: Setting, origin: str, raw: Any) -> int | float:
         (s.low is not None and value < s.low)
         or (s.high is not None and value > s.high)
         or (s.above is not None and value <= s.above)
+        or (s.below is not None and value >= s.below)
     ):
         raise _fail(s, origin, f"expected{bounds_text(s)}; found {value}")
     return value

@@ -37,6 +37,7 @@ class Setting:
     low: float | None = None
     high: float | None = None
     above: float | None = None  # exclusive lower bound
+    below: float | None = None  # exclusive upper bound
     metavar: str | None = None
     ini_type: str = "string"
     ini_default: Any = ""
@@ -87,6 +88,8 @@ class Setting:
 
 def bounds_text(s: Setting) -> str:
     """The numeric bounds of `s` in words, e.g. ' 0..1' or ' 1 or more' ('' when none)."""
+    if s.above is not None and s.below is not None:
+        return f" above {s.above:g} and below {s.below:g}"
     if s.low is not None and s.high is not None:
         return f" {s.low:g}..{s.high:g}"
     if s.low is not None:
@@ -384,6 +387,42 @@ TABLE: tuple[Setting, ...] = (
         "JSON file instead of the previous comparable run",
         option="--commerce-baseline",
         metavar="RUN|FILE",
+    ),
+    Setting(
+        "diff_level",
+        "float",
+        "level of the one-sided Fisher exact test that calls a case newly failing or fixed "
+        "against its baseline (ini commerce_diff_level; default 0.01)",
+        default=0.01,
+        option="--commerce-diff-level",
+        ini="commerce_diff_level",
+        above=0,
+        below=1,
+        metavar="P",
+        ini_default="0.01",
+        ini_help="level of the per-case drop/rise test of the failing-set diff",
+    ),
+    Setting(
+        "history_runs",
+        "int",
+        "comparable runs per case pooled into its baseline and shown in its flaky strip "
+        "(ini commerce_history_runs; default 10)",
+        default=10,
+        option="--commerce-history-runs",
+        ini="commerce_history_runs",
+        low=1,
+        high=1000,
+        metavar="M",
+        ini_default="10",
+        ini_help="comparable runs per case in its baseline and flaky strip",
+    ),
+    Setting(
+        "flaky",
+        "flag",
+        "list the flaky cases (outcome flipped across the last --commerce-history-runs "
+        "complete runs) of the latest agent model, or of --commerce-agent, and exit without "
+        "running tests",
+        option="--commerce-flaky",
     ),
     Setting(
         "compare",

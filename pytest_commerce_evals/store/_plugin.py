@@ -20,14 +20,29 @@ from ..reports.html import render_comparison_html, render_run_html, write_html
 from ..reports.terminal import line_writer
 from ..results import TrialRecord
 from ..settings import agent_label, settings
-from .history import FailingSetDiff, ModelComparison, compare_runs, describe_run, diff_failing_sets
+from ..stats import format_rate
+from .history import (
+    FailingSetDiff,
+    History,
+    ModelComparison,
+    case_lines,
+    case_rates,
+    compare_runs,
+    describe_run,
+    diff_failing_sets,
+    is_flaky,
+    load_history,
+    strip,
+)
 from .paths import output_path, store_folder
 from .run_store import (
+    DB_NAME,
     RunRecord,
     RunStore,
     Selection,
     StoredTrial,
     StoreError,
+    case_results,
     clean_trial,
     git_state,
     judge_identity,
@@ -166,6 +181,7 @@ class RunRecorder:
         self.last_flush = time.monotonic()
         self.finished: RunRecord | None = None
         self.diff: FailingSetDiff | None = None
+        self.history: History | None = None
         self.how_chosen = ""
         self.fallback: Path | None = None
         self.written: list[tuple[str, Path]] = []
@@ -268,21 +284,35 @@ class RunRecorder:
                     self.store.set_agent(self.record.run_id, model, base)
                 except Exception as exc:
                     self._fail(exc)
+        found = settings(self.config)
+        level, max_runs = found.diff_level, found.history_runs
+        case_ids = {t.case_id for t in self.trials}
+        if self.store is not None and case_ids:
+            try:
+                self.history = load_history(self.store, self.record, case_ids, max_runs)
+            except Exception as exc:  # no history; the run itself can still be stored
+                self.store_warnings.append(f"no history could be read: {_problem(exc)}")
         baseline = self.config.stash.get(BASELINE, None)
+        pooled = False
         if baseline is not None:
             self.how_chosen = "named with --commerce-baseline"
             for note in self.config.stash.get(BASELINE_NOTES, []):
                 self.store_warnings.append(f"damaged, left out looking for the baseline: {note}")
-        elif self.store is not None:
-            try:
-                baseline = self.store.previous_comparable(self.record)
-            except Exception as exc:  # no baseline; the run itself can still be stored
-                self.store_warnings.append(f"no baseline could be read: {_problem(exc)}")
+        elif self.store is not None and self.history is not None:
+            for candidate in self.history.candidates(case_ids):
+                try:
+                    baseline = self.store.load_run(candidate.run_id)
+                except StoreError as exc:  # a damaged run is passed over for the next
+                    if str(exc) not in self.store.damaged:
+                        self.store.damaged.append(str(exc))
+                    continue
+                except Exception as exc:  # no baseline; the run itself can still be stored
+                    self.store_warnings.append(f"no baseline could be read: {_problem(exc)}")
+                pooled = baseline is not None
+                break
             self.how_chosen = (
-                "the previous complete run with the same kind, case paths, -k, -m and trials"
-                if baseline is not None
-                else "no previous complete run with the same kind, case paths, -k, -m and trials: "
-                "this run is the baseline for the next"
+                "the latest complete comparable run (same kind and agent model) that ran these "
+                "cases"
             )
         base_id = baseline.run_id if baseline is not None else None
         if self.store is not None:
@@ -301,16 +331,25 @@ class RunRecorder:
                 update={"baseline": base_id}
             )
             if self.folder is not None:
-                self.fallback = self._write_aside(self.finished)
+                self.fallback = self._write_aside(self.finished, self.history)
+        self.finished = with_cases(self.finished, self.history)
         if baseline is not None:
             try:
-                self.diff = diff_failing_sets(baseline, self.finished)
+                self.diff = diff_failing_sets(
+                    baseline,
+                    self.finished,
+                    level=level,
+                    history=self.history,
+                    pooled=pooled,
+                    restrict=_targeted(baseline, self.finished),
+                )
             except Exception as exc:  # the run is kept whatever the diff makes of it
                 self.write_errors.append(f"could not diff against the baseline: {_problem(exc)}")
         self._write_reports()
 
-    def _write_aside(self, record: RunRecord) -> Path | None:
+    def _write_aside(self, record: RunRecord, history: History | None) -> Path | None:
         """Write the record beside the store (or, failing that, somewhere it can be written)."""
+        record = with_cases(record, history)
         name = f"unsaved-{record.run_id}.json"
         for folder in (
             self.folder,
@@ -340,7 +379,11 @@ class RunRecorder:
                 "HTML report",
                 lambda p: write_html(
                     render_run_html(
-                        self.finished, self.diff, self.how_chosen, self._extra_sections()
+                        self.finished,
+                        self.diff,
+                        self.how_chosen,
+                        self._extra_sections(),
+                        self.history,
                     ),
                     p,
                 ),
@@ -401,6 +444,9 @@ class RunRecorder:
                         {"red": True},
                     )
                 )
+        if run.trials and run.kind == "regression":
+            out.append(("", {}))
+            out += [(line, _case_markup(line)) for line in case_lines(run, self.history)]
         if self.diff is not None:
             out.append(("", {}))
             out.append(("failing-set diff", {"bold": True}))
@@ -408,7 +454,8 @@ class RunRecorder:
         elif self.store is not None:
             out.append(
                 (
-                    f"no previous comparable run (same kind, case paths, -k, -m and trials: "
+                    f"no previous comparable run (complete, same kind and agent model "
+                    f"{run.agent_model or '(not named)'}, that ran these cases: "
                     f"{run.selection.describe()}) to diff against; this run is the baseline "
                     f"for the next",
                     {},
@@ -441,7 +488,33 @@ def _markup(line: str) -> dict[str, bool]:
         return {"red": True, "bold": True}
     if line.startswith("fixed") and not line.endswith("(0):"):
         return {"green": True}
+    if line.startswith("inconclusive"):
+        return {"yellow": True}
     return {}
+
+
+def _case_markup(line: str) -> dict[str, bool]:
+    return {"yellow": True} if line.endswith("flaky") else {}
+
+
+def with_cases(record: RunRecord, history: History | None) -> RunRecord:
+    """The record with its per-case results (rate, interval, and the strip when there is
+    history) for the JSON record and the reports."""
+    strips = None
+    if history is not None:
+        current = case_rates(record)
+        strips = {c: strip(history, c, rate) for c, rate in current.items()}
+    flaky = [c for c, marks in (strips or {}).items() if is_flaky(marks)]
+    return record.model_copy(update={"cases": case_results(record.trials, strips, flaky)})
+
+
+def _targeted(baseline: RunRecord, run: RunRecord) -> bool:
+    """A run that selected some of the baseline's cases (other paths, -k or -m): its diff is
+    restricted to the cases it ran."""
+    mine = {t.case_id for t in run.trials}
+    theirs = {t.case_id for t in baseline.trials}
+    a, b = baseline.selection, run.selection
+    return mine < theirs and (a.args, a.keyword, a.markexpr) != (b.args, b.keyword, b.markexpr)
 
 
 # -- hooks ------------------------------------------------------------------------------------
@@ -472,6 +545,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if (
         not hasattr(config, "workerinput")
         and not found.compare
+        and not found.flaky
         and not checking  # the vacuity check and the lint are not runs of the agent
     ):
         recorder = config.stash[RECORDER] = RunRecorder(config)
@@ -528,7 +602,99 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
         from _pytest.main import wrap_session
 
         return wrap_session(config, _compare_main)
+    if settings(config).flaky:
+        from _pytest.main import wrap_session
+
+        return wrap_session(config, _flaky_main)
     return None
+
+
+# -- history of cases -------------------------------------------------------------------------
+
+
+def pytest_commerce_evals_case_history(
+    config: pytest.Config, case_ids: list[str]
+) -> dict[str, list[tuple[int, int]]] | None:
+    """Each case's (passed, graded) in the last --commerce-history-runs comparable complete runs,
+    newest first; None without a store or a run being recorded, {} when no run knows a case."""
+    recorder = config.stash.get(RECORDER, None)
+    if recorder is None or recorder.folder is None:
+        return None
+    if recorder.store is None and not (recorder.folder / DB_NAME).is_file():
+        return {}  # no run recorded yet
+    try:
+        store = recorder.store or RunStore(recorder.folder, read_only=True)
+        history = load_history(store, recorder.record, case_ids, settings(config).history_runs)
+    except Exception:  # no readable store: no history
+        return None
+    out = {}
+    for case_id in case_ids:
+        past = history.past(case_id)
+        if past:
+            out[case_id] = [(p.passed, p.graded) for p in past]
+    return out
+
+
+def _flaky_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    write = line_writer(config)
+    max_runs = settings(config).history_runs
+    try:
+        store = _open_store(config, read_only=True)
+        if store is None:
+            write("commerce-evals: --commerce-flaky reads the run store; it is off", red=True)
+            return pytest.ExitCode.USAGE_ERROR
+        model = agent_label(config)
+        latest = (
+            store.latest_for_model(model)
+            if model
+            else next(iter(store.runs(kind="regression", complete=True, limit=1)), None)
+        )
+        if latest is None:
+            models = ", ".join(store.models()) or "none"
+            write(
+                "commerce-evals: no complete regression run"
+                + (f" of agent {model!r}" if model else "")
+                + f" in {store.path} (models: {models})",
+                red=True,
+            )
+            return pytest.ExitCode.USAGE_ERROR
+        counts = store.case_counts(latest.run_id)
+        history = load_history(store, latest, set(counts), max_runs - 1)
+    except StoreError as exc:
+        write(f"commerce-evals: {exc}", red=True)
+        return pytest.ExitCode.USAGE_ERROR
+    history.runs.insert(0, latest)
+    history.counts[latest.run_id] = counts
+    history.max_runs = max_runs
+    if reporter is not None:
+        reporter.section("commerce-evals: flaky cases")
+    runs = history.runs
+    write(
+        f"agent {latest.agent_model or '(not named)'}: the last {len(runs)} complete regression "
+        f"run(s) (up to {max_runs} per case; oldest {runs[-1].run_id}, newest {runs[0].run_id})"
+    )
+    flaky = []
+    for case_id in sorted(counts):
+        past = history.past(case_id)
+        marks = "".join(reversed([p.mark for p in past]))
+        if is_flaky(marks):
+            passed = sum(p.passed for p in past)
+            graded = sum(p.graded for p in past)
+            flaky.append((case_id, marks, format_rate(passed, graded), len(past)))
+    write(
+        f"flaky ({len(flaky)}): outcome per run, oldest first (✓ every graded trial passed, "
+        "✗ one failed); pass rate over those runs with its 95% Wilson interval",
+        bold=True,
+    )
+    width = max([len(c) for c, *_ in flaky] + [4])
+    for case_id, marks, rate, n in flaky:
+        write(f"  {case_id:<{width}}  {marks:<{max_runs}}  {rate} over {n} runs", yellow=True)
+    write(f"not flaky: {len(counts) - len(flaky)} case(s) of the latest run")
+    if store.damaged:
+        for line, markup in _damaged_lines(store):
+            write(line, **markup)
+    return pytest.ExitCode.OK
 
 
 def _compare_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:

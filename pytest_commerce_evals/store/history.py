@@ -4,6 +4,13 @@ A case *fails* in a run when any of its graded trials (pass or fail) failed, i.e
 is below 1. A case with no graded trial (skipped, judge or infrastructure errors only) neither
 passes nor fails: it cannot move between the failing sets and is listed as not compared.
 
+Whether a case changed is decided on its counts, not on that status: it is *newly failing* only
+when the one-sided Fisher exact test of its trials against its baseline (`stats.fisher_drop_p`)
+is below the level, *fixed* likewise by `stats.fisher_rise_p`; a case whose status changed
+without either test deciding is *inconclusive*. The baseline is a case's graded trials pooled
+over earlier comparable runs (`stats.pool_baseline`), or one named run alone. A case whose
+per-run outcome flipped across the last comparable runs is *flaky* (docs/run-history.md).
+
 The verdict on a change is the failing sets (and the set thresholds), never the overall rate:
 between runs a move of about one percentage point overall is noise.
 """
@@ -14,20 +21,36 @@ from dataclasses import dataclass, field
 
 from ..cases.case import PRIORITIES
 from ..results import GRADED
-from .run_store import RunRecord
+from ..stats import fisher_drop_p, fisher_rise_p, format_rate, pool_baseline
+from .run_store import RunRecord, RunStore
 
 __all__ = [
+    "DEFAULT_HISTORY_RUNS",
+    "DEFAULT_LEVEL",
     "NOISE_NOTE",
     "CaseRate",
     "DiffEntry",
     "FailingSetDiff",
+    "History",
     "ModelComparison",
+    "PastRun",
+    "case_lines",
     "case_rates",
     "compare_runs",
     "describe_run",
     "diff_failing_sets",
+    "is_flaky",
+    "load_history",
     "overall_rate",
+    "strip",
 ]
+
+DEFAULT_LEVEL = 0.01
+"""The level of the one-sided Fisher exact tests (`--commerce-diff-level`)."""
+DEFAULT_HISTORY_RUNS = 10
+"""Comparable runs per case pooled into its baseline and shown in its strip (M)."""
+SCAN_RUNS_PER_CASE_RUN = 5
+"""How far back the store is read for a case's M runs: at most this many times M runs."""
 
 PRIORITY_ORDER = {name: n for n, name in enumerate(PRIORITIES)}
 """Most urgent first: the order cases are listed in diffs and reports."""
@@ -103,9 +126,124 @@ def _order(entry: DiffEntry) -> tuple:
     return (PRIORITY_ORDER.get(entry.priority, 9), entry.case_id)
 
 
+# -- what the store knows about earlier runs ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """One case in one earlier comparable run: its graded trials there."""
+
+    run_id: str
+    started_at: str
+    agent_model: str | None
+    git_commit: str | None
+    passed: int
+    graded: int
+
+    @property
+    def mark(self) -> str:
+        """`✓` when every graded trial passed, `✗` when one failed."""
+        return "✓" if self.passed == self.graded else "✗"
+
+    def describe(self) -> str:
+        commit = (self.git_commit or "no git")[:10]
+        return (
+            f"{self.started_at[:16].replace('T', ' ')} · run {self.run_id} · agent "
+            f"{self.agent_model or 'not named'} · commit {commit} · {self.passed}/{self.graded}"
+        )
+
+
+@dataclass
+class History:
+    """Earlier comparable runs (complete, same kind, same agent model), newest first, with each
+    run's per-case counts; `max_runs` is how many runs per case count (M)."""
+
+    runs: list[RunRecord] = field(default_factory=list)
+    counts: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    max_runs: int = DEFAULT_HISTORY_RUNS
+
+    def past(self, case_id: str) -> list[PastRun]:
+        """The case's graded trials in up to `max_runs` earlier runs that graded it, newest
+        first."""
+        out: list[PastRun] = []
+        for run in self.runs:
+            passed, graded = self.counts.get(run.run_id, {}).get(case_id, (0, 0))
+            if graded:
+                out.append(
+                    PastRun(
+                        run.run_id,
+                        run.started_at,
+                        run.agent_model,
+                        run.git_commit,
+                        passed,
+                        graded,
+                    )
+                )
+                if len(out) >= self.max_runs:
+                    break
+        return out
+
+    def candidates(self, case_ids: set[str]) -> list[RunRecord]:
+        """Baseline runs in order of preference: the runs that ran every one of `case_ids`,
+        newest first, then the others that ran some, the most first (newest on a tie)."""
+        ran = [
+            (len(case_ids & set(self.counts.get(r.run_id, {}))), n, r)
+            for n, r in enumerate(self.runs)
+        ]
+        return [r for count, _, r in sorted(ran, key=lambda x: (-x[0], x[1])) if count]
+
+
+def load_history(
+    store: RunStore, record: RunRecord, case_ids: set[str] | list[str], max_runs: int
+) -> History:
+    """The runs comparable with `record` in `store` (newest first) until every case of
+    `case_ids` has `max_runs` graded runs, or `SCAN_RUNS_PER_CASE_RUN` × `max_runs` runs were
+    read."""
+    history = History(max_runs=max_runs)
+    wanted = set(case_ids)
+    seen: dict[str, int] = dict.fromkeys(wanted, 0)
+    for run in store.comparable_runs(record, limit=max(SCAN_RUNS_PER_CASE_RUN * max_runs, 50)):
+        counts = store.case_counts(run.run_id)
+        if not wanted & set(counts):
+            continue
+        history.runs.append(run)
+        history.counts[run.run_id] = counts
+        for case_id in wanted & set(counts):
+            seen[case_id] += counts[case_id][1] > 0
+        if all(n >= max_runs for n in seen.values()):
+            break
+    return history
+
+
+def strip(history: History | None, case_id: str, current: CaseRate | None) -> str:
+    """The case's per-run outcome over the last `max_runs` comparable runs, the current one
+    included, oldest first: `✓` every graded trial passed, `✗` not (runs that graded nothing
+    are left out)."""
+    marks = []
+    if current is not None and current.graded:
+        marks.append("✓" if current.passed == current.graded else "✗")
+    if history is not None:
+        marks += [p.mark for p in history.past(case_id)]
+        marks = marks[: history.max_runs]
+    return "".join(reversed(marks))
+
+
+def is_flaky(marks: str) -> bool:
+    """Flaky: the per-run outcome flipped back and forth across the runs of the strip (at least
+    two changes: `✓✗✓`, `✗✓✗`). One change (`✓✓✓✗`) is a change, which the diff's tests judge."""
+    return sum(a != b for a, b in zip(marks, marks[1:], strict=False)) >= 2
+
+
+# -- the diff -----------------------------------------------------------------------------------
+
+
 @dataclass
 class DiffEntry:
-    """One case on both sides of a comparison; `before`/`after` are None where it did not run."""
+    """One case on both sides of a comparison; `before`/`after` are None where it did not run.
+
+    `base_passed`/`base_graded` are the baseline the tests used (pooled over `base_runs` runs),
+    `p` the p-value of the test that decided (or the smaller one when none did), `strip` the
+    case's outcome per run (oldest first) and `flaky` whether it flipped."""
 
     case_id: str
     priority: str
@@ -113,35 +251,110 @@ class DiffEntry:
     before: CaseRate | None
     after: CaseRate | None
     note: str = ""
+    base_passed: int = 0
+    base_graded: int = 0
+    base_runs: int = 0
+    p: float | None = None
+    strip: str = ""
+
+    @property
+    def flaky(self) -> bool:
+        return is_flaky(self.strip)
 
     def rates(self) -> str:
+        """`before → after` as rates and counts (the model comparison's and the old diff's
+        wording)."""
         left = self.before.describe() if self.before else "not run"
         right = self.after.describe() if self.after else "not run"
         return f"{left} → {right}"
 
+    def baseline_text(self) -> str:
+        if not self.base_graded:
+            return self.before.describe() if self.before else "not run"
+        pooled = f" over {self.base_runs} runs" if self.base_runs > 1 else ""
+        return format_rate(self.base_passed, self.base_graded) + pooled
+
+    def current_text(self) -> str:
+        if self.after is None:
+            return "not run"
+        if not self.after.graded:
+            return self.after.describe()
+        return format_rate(self.after.passed, self.after.graded)
+
+    def tested(self) -> str:
+        """`baseline → current  p=…  flaky ✓✗✓`: both rates with their 95% intervals."""
+        text = f"{self.baseline_text()} → {self.current_text()}"
+        if self.p is not None:
+            text += f"  p={format_p(self.p)}"
+        if self.flaky:
+            text += f"  flaky {self.strip}"
+        return text
+
+
+def format_p(p: float) -> str:
+    return f"{p:.2g}" if p < 0.01 else f"{p:.2f}"
+
 
 @dataclass
 class FailingSetDiff:
-    """The failing set of `after` against the failing set of `before`."""
+    """The cases of `after` against their baseline: `before` alone, or each case's trials pooled
+    over earlier comparable runs (`pooled_runs`, newest first)."""
 
     before: RunRecord
     after: RunRecord
+    level: float = DEFAULT_LEVEL
     newly_failing: list[DiffEntry] = field(default_factory=list)
     fixed: list[DiffEntry] = field(default_factory=list)
+    inconclusive: list[DiffEntry] = field(default_factory=list)
     still_failing: list[DiffEntry] = field(default_factory=list)
     not_compared: list[DiffEntry] = field(default_factory=list)
+    pooled_runs: list[str] = field(default_factory=list)
+    explicit: bool = True
+    restricted: int | None = None
 
     @property
     def entries(self) -> list[DiffEntry]:
-        return self.newly_failing + self.fixed + self.still_failing + self.not_compared
+        return (
+            self.newly_failing
+            + self.fixed
+            + self.inconclusive
+            + self.still_failing
+            + self.not_compared
+        )
 
     @property
     def overall(self) -> tuple[float | None, float | None]:
-        return overall_rate(self.before), overall_rate(self.after)
+        """Both runs' overall graded pass rates; over the selected cases only when restricted."""
+        before = self.before
+        if self.restricted is not None:
+            mine = {t.case_id for t in self.after.trials}
+            kept = [t for t in before.trials if t.case_id in mine]
+            before = before.model_copy(update={"trials": kept})
+        return overall_rate(before), overall_rate(self.after)
+
+    def pool_text(self) -> str:
+        """What the baseline is, in words, for the header."""
+        if self.explicit:
+            text = "this run alone"
+        else:
+            n = len(self.pooled_runs)
+            newest = self.pooled_runs[0] if self.pooled_runs else self.before.run_id
+            text = (
+                f"{n} comparable run{'s' if n != 1 else ''} pooled per case, newest {newest}; "
+                "per-case pools stop at a change"
+            )
+        if self.restricted is not None:
+            n = self.restricted
+            text += f"; restricted to the {n} selected case{'s' if n != 1 else ''}"
+        return text
 
     def lines(self, how_chosen: str = "") -> list[str]:
         out = [
-            f"baseline: {describe_run(self.before)}" + (f" — {how_chosen}" if how_chosen else "")
+            f"baseline: {describe_run(self.before)}" + (f" — {how_chosen}" if how_chosen else ""),
+            f"baseline: {self.pool_text()}",
+            f"a case is newly failing (fixed) when the one-sided Fisher exact test of its trials "
+            f"against its baseline gives p < {self.level:g}; rates are shown with their 95% "
+            "Wilson interval",
         ]
         if self.before.agent_model != self.after.agent_model:
             out.append(
@@ -152,15 +365,16 @@ class FailingSetDiff:
         for title, entries in (
             ("newly failing", self.newly_failing),
             ("fixed", self.fixed),
+            ("inconclusive (changed, but within noise: rerun with more trials)", self.inconclusive),
             ("still failing", self.still_failing),
-            ("not compared (not graded or not run on one side)", self.not_compared),
+            ("not compared (not graded, not run or no baseline on one side)", self.not_compared),
         ):
-            if not entries and title.startswith("not compared"):
+            if not entries and title.startswith(("not compared", "inconclusive")):
                 continue
             out.append(f"{title} ({len(entries)}):")
             for e in entries:
                 note = f"  [{e.note}]" if e.note else ""
-                out.append(f"  {e.case_id:<{width}}  {e.priority:<8}  {e.rates()}{note}")
+                out.append(f"  {e.case_id:<{width}}  {e.priority:<8}  {e.tested()}{note}")
         out.append(overall_line(*self.overall))
         return out
 
@@ -176,31 +390,102 @@ def overall_line(before: float | None, after: float | None, labels=("", "")) -> 
     return f"{text}; {NOISE_NOTE}"
 
 
-def diff_failing_sets(before: RunRecord, after: RunRecord) -> FailingSetDiff:
+def diff_failing_sets(
+    before: RunRecord,
+    after: RunRecord,
+    *,
+    level: float = DEFAULT_LEVEL,
+    history: History | None = None,
+    pooled: bool = False,
+    restrict: bool = False,
+) -> FailingSetDiff:
+    """Each case of `after` against its baseline, by the one-sided Fisher exact tests.
+
+    The baseline is `before` alone, or with `pooled` each case's trials in `history` pooled by
+    `stats.pool_baseline`. `history` also gives each case's strip (flaky or not). With
+    `restrict`, only the cases `after` ran are compared (a targeted run)."""
     old, new = case_rates(before), case_rates(after)
-    diff = FailingSetDiff(before, after)
-    for case_id in sorted(set(old) | set(new)):
+    diff = FailingSetDiff(before, after, level=level, explicit=not pooled)
+    wanted = set(new) if restrict else set(old) | set(new)
+    if restrict:
+        diff.restricted = len(new)
+    used: set[str] = set()
+    for case_id in sorted(wanted):
         b, a = old.get(case_id), new.get(case_id)
         ref = a or b
         assert ref is not None
         entry = DiffEntry(case_id, ref.priority, ref.difficulty, b, a)
-        was = b.failing if b else None
+        entry.strip = strip(history, case_id, a)
+        if pooled and history is not None:
+            past = history.past(case_id)
+            bp, bg, runs = pool_baseline([(p.passed, p.graded) for p in past], level)
+            used.update(p.run_id for p in past[:runs])
+        else:
+            bp, bg, runs = (b.passed, b.graded, 1) if b is not None and b.graded else (0, 0, 0)
+        entry.base_passed, entry.base_graded, entry.base_runs = bp, bg, runs
+        was = None if not bg else bp < bg
         now = a.failing if a else None
-        if now is True and was is True:
-            diff.still_failing.append(entry)
-        elif now is True and was is False:
+        if now is None or was is None:
+            if now is True or was is True:
+                if a is None:
+                    entry.note = "not run in this run"
+                elif b is None and not bg:
+                    entry.note = "new case: no baseline"
+                else:
+                    entry.note = "not graded on one side"
+                diff.not_compared.append(entry)
+            continue
+        assert a is not None
+        drop = fisher_drop_p(a.passed, a.graded, bp, bg)
+        rise = fisher_rise_p(a.passed, a.graded, bp, bg)
+        entry.p = min(drop, rise)
+        if drop < level:
+            entry.p = drop
             diff.newly_failing.append(entry)
-        elif now is True and b is None:
-            entry.note = "new case"
-            diff.newly_failing.append(entry)
-        elif now is False and was is True:
+        elif rise < level:
+            entry.p = rise
             diff.fixed.append(entry)
-        elif now is True or was is True:
-            entry.note = "not run in this run" if a is None else "not graded on one side"
-            diff.not_compared.append(entry)
-    for bucket in (diff.newly_failing, diff.fixed, diff.still_failing, diff.not_compared):
+        elif was != now or (now and a.passed * bg < bp * a.graded):
+            # the status changed, or a failing case's rate dropped: not beyond noise
+            diff.inconclusive.append(entry)
+        elif was and now:
+            diff.still_failing.append(entry)
+    diff.pooled_runs = [r.run_id for r in history.runs if r.run_id in used] if history else []
+    for bucket in (
+        diff.newly_failing,
+        diff.fixed,
+        diff.inconclusive,
+        diff.still_failing,
+        diff.not_compared,
+    ):
         bucket.sort(key=_order)
     return diff
+
+
+def case_lines(run: RunRecord, history: History | None) -> list[str]:
+    """Every case's pass rate with its 95% Wilson interval (failing and flaky cases first), and
+    its per-run strip when earlier runs are known."""
+    rates = case_rates(run)
+    strips = {c: strip(history, c, r) for c, r in rates.items()}
+    order = sorted(
+        rates,
+        key=lambda c: (
+            not (rates[c].failing or is_flaky(strips[c])),
+            PRIORITY_ORDER.get(rates[c].priority, 9),
+            c,
+        ),
+    )
+    width = max([len(c) for c in rates] + [4])
+    runs = max((len(marks) for marks in strips.values()), default=0)
+    over = f"; outcome per run over the last {runs} comparable runs, oldest first"
+    out = [f"case pass rates (graded trials, 95% Wilson interval{over if runs > 1 else ''}):"]
+    for c in order:
+        r = rates[c]
+        rate = format_rate(r.passed, r.graded) if r.graded else r.describe()
+        mark = "  flaky" if is_flaky(strips[c]) else ""
+        shown = f"  {strips[c]}" if len(strips[c]) > 1 else ""
+        out.append(f"  {c:<{width}}  {r.priority:<8}  {rate}{shown}{mark}".rstrip())
+    return out
 
 
 @dataclass
@@ -254,14 +539,24 @@ class ModelComparison:
 
 
 def compare_runs(a: RunRecord, b: RunRecord) -> ModelComparison:
-    diff = diff_failing_sets(a, b)
+    """Which cases fail (any graded trial failed) under A only, under B only, under both."""
+    old, new = case_rates(a), case_rates(b)
     result = ModelComparison(a, b)
-    # in diff terms A is "before": fixed = failing only under A, newly failing = only under B
-    result.only_a = diff.fixed
-    result.only_b = [e for e in diff.newly_failing if e.before is not None]
-    result.both = diff.still_failing
-    result.not_compared = diff.not_compared + [e for e in diff.newly_failing if e.before is None]
-    for e in result.not_compared:
-        e.note = ""
-    result.not_compared.sort(key=_order)
+    for case_id in sorted(set(old) | set(new)):
+        x, y = old.get(case_id), new.get(case_id)
+        ref = y or x
+        assert ref is not None
+        entry = DiffEntry(case_id, ref.priority, ref.difficulty, x, y)
+        in_a = x.failing if x else None
+        in_b = y.failing if y else None
+        if in_a and in_b:
+            result.both.append(entry)
+        elif in_a and in_b is False:
+            result.only_a.append(entry)
+        elif in_b and in_a is False:
+            result.only_b.append(entry)
+        elif in_a or in_b:
+            result.not_compared.append(entry)
+    for bucket in (result.only_a, result.only_b, result.both, result.not_compared):
+        bucket.sort(key=_order)
     return result

@@ -52,11 +52,13 @@ from ..results import (
     set_verdict,
     verdicts_from_json,
 )
+from ..stats import wilson_interval
 
 __all__ = [
     "DEFAULT_STORE_PATH",
     "MAX_DEPTH",
     "SCHEMA_VERSION",
+    "CaseResult",
     "RunRecord",
     "RunStore",
     "Selection",
@@ -70,6 +72,7 @@ __all__ = [
     "new_run_id",
     "printable",
     "public_base_url",
+    "case_results",
     "set_results",
     "trial_from_record",
     "write_record",
@@ -396,6 +399,23 @@ class SetResult(_Record):
         return set_verdict(self.passed, self.graded, self.threshold, self.other)
 
 
+class CaseResult(_Record):
+    """One case's graded trials in a run: its pass rate with a 95% Wilson interval, and (when
+    the run store knew its history) whether it is flaky and its per-run strip, oldest first
+    (`✓` every graded trial passed, `✗` not). Derived from the trials: the JSON record carries
+    it for readers without this package; the database does not store it."""
+
+    case_id: str
+    set_name: str
+    priority: str
+    passed: int
+    graded: int
+    rate: float | None
+    interval: list[float] | None
+    flaky: bool | None = None
+    history: str | None = None
+
+
 class RunRecord(_Record):
     """A whole run: what the database holds for it and what `--commerce-json` writes."""
 
@@ -416,6 +436,7 @@ class RunRecord(_Record):
     options: dict[str, Any] = Field(default_factory=dict)
     baseline: str | None = None
     sets: list[SetResult] = Field(default_factory=list)
+    cases: list[CaseResult] = Field(default_factory=list)
     trials: list[StoredTrial] = Field(default_factory=list)
 
     @property
@@ -532,6 +553,40 @@ def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
                 threshold=g["threshold"],
                 met=met,
                 other=g["other"],
+            )
+        )
+    return out
+
+
+def case_results(
+    trials: Iterable[StoredTrial],
+    strips: dict[str, str] | None = None,
+    flaky: Iterable[str] = (),
+) -> list[CaseResult]:
+    """Per-case pass rates over graded trials with their 95% Wilson interval, in case order;
+    `strips` (case id -> per-run strip, oldest first) adds the history, and `flaky` names the
+    cases the history calls flaky."""
+    flaky = set(flaky)
+    found: dict[str, dict[str, Any]] = {}
+    for t in trials:
+        c = found.setdefault(
+            t.case_id, {"set_name": t.set_name, "priority": t.priority, "passed": 0, "graded": 0}
+        )
+        if t.outcome in GRADED:
+            c["graded"] += 1
+            c["passed"] += t.outcome == "pass"
+    out = []
+    for case_id in sorted(found):
+        c = found[case_id]
+        strip = (strips or {}).get(case_id)
+        out.append(
+            CaseResult(
+                case_id=case_id,
+                **c,
+                rate=c["passed"] / c["graded"] if c["graded"] else None,
+                interval=list(wilson_interval(c["passed"], c["graded"])) if c["graded"] else None,
+                flaky=None if strips is None else case_id in flaky,
+                history=strip,
             )
         )
     return out
@@ -1260,6 +1315,45 @@ class RunStore:
                 except _DamagedRun as exc:
                     self._note(exc)
         return None
+
+    def comparable_runs(self, record: RunRecord, *, limit: int | None = None) -> list[RunRecord]:
+        """Runs comparable with `record`, newest first, without their trials: complete, of the
+        same kind and the same agent model (both unnamed counts as the same), started no later
+        than it, other than it. Their selections and trial counts may differ: what a run says
+        about a case is its counts (see `case_counts`). A damaged row is left out and noted."""
+        where = ["kind = ?", "complete = ?", "run_id != ?", "started_at <= ?"]
+        args: list[Any] = [record.kind, 1, record.run_id, record.started_at]
+        if record.agent_model is None:
+            where.append("agent_model IS NULL")
+        else:
+            where.append("agent_model = ?")
+            args.append(record.agent_model)
+        query = (
+            "SELECT * FROM runs WHERE "
+            + " AND ".join(where)
+            + " ORDER BY started_at DESC, run_id DESC"
+        )
+        out: list[RunRecord] = []
+        with self._connect() as conn:
+            for row in conn.execute(query, args):
+                if limit is not None and len(out) >= limit:
+                    break
+                try:
+                    out.append(self._record(conn, row, False))
+                except _DamagedRun as exc:
+                    self._note(exc)
+        return out
+
+    def case_counts(self, run_id: str) -> dict[str, tuple[int, int]]:
+        """Each case of a run as (passed, graded): its pass and its pass-or-fail trials."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT case_id, SUM(CASE WHEN outcome = 'pass' THEN 1 ELSE 0 END), "
+                "SUM(CASE WHEN outcome IN ('pass', 'fail') THEN 1 ELSE 0 END) "
+                "FROM trials WHERE run_id = ? GROUP BY case_id",
+                (run_id,),
+            ).fetchall()
+        return {str(r[0]): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
 
     def latest_for_model(self, model: str, kind: str = "regression") -> RunRecord | None:
         """The model's latest complete run of `kind`; a damaged one is passed over."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["SUPPORTED", "xdist_queued"]
+__all__ = ["SUPPORTED", "group_by_case", "xdist_queued"]
 
 SUPPORTED = ">=3.5,<4"
 """The pytest-xdist versions whose worker queue this module reads."""
@@ -37,3 +37,21 @@ def xdist_queued(config: pytest.Config, session: pytest.Session) -> list[Any] | 
         items = session.items
         return [items[i] for i in indices if 0 <= i < len(items)]
     return None
+
+
+def group_by_case(config: pytest.Config) -> bool:
+    """Under `-n` with adaptive trials, every trial of a case must run on one worker (its
+    decisions need all of its results): `--dist load` and `worksteal` become `loadgroup`, with
+    the case id as each trial's `xdist_group`. (`loadscope` and `loadfile` keep a case file on
+    one worker already.) Called on the controller at configure time, before the workers start
+    and copy its options. True when the distribution was changed."""
+    option = config.option
+    if not getattr(option, "numprocesses", None) or getattr(option, "dist", "no") not in (
+        "load",
+        "worksteal",
+    ):
+        return False
+    option.dist = "loadgroup"
+    option.loadgroup = True
+    return True
+

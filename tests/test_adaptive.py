@@ -266,3 +266,37 @@ def test_a_fixed_count_run_is_unchanged(scripted):
     result.assert_outcomes(passed=2, failed=4, warnings=None)
     assert "adaptive trials" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*SHORT cases: 2/6 = 33.3%*"])
+
+
+def test_under_xdist_each_case_runs_on_one_worker_until_decided(scripted):
+    pytest.importorskip("xdist")
+    scripted.makeconftest(
+        CONFTEST.replace('open("ran.txt", "w")', 'open(f"ran-{os.getpid()}.txt", "w")').replace(
+            "import itertools", "import os"
+        )
+    )
+    result = scripted.runpytest(
+        "cases",
+        "-n",
+        "2",
+        "-p",
+        "no:benchmark",
+        "--commerce-trials=auto:2:6",
+        "--commerce-concurrency=2",
+        "--commerce-store=none",
+    )
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("failed"), outcomes.get("decided")) == (2, 5, 11)
+    ran = {}  # case id: the workers that ran its trials
+    for path in scripted.path.glob("ran-*.txt"):
+        for case_id in filter(None, path.read_text().split(",")):
+            ran.setdefault(case_id, []).append(path.name)
+    assert {k: len(v) for k, v in ran.items()} == {
+        "chat-001-good": 2,
+        "chat-002-bad": 3,
+        "chat-003-new-bad": 2,
+    }
+    assert all(len(set(v)) == 1 for v in ran.values()), ran  # one worker per case
+    result.stdout.fnmatch_lines(
+        ["adaptive trials auto:2:6: 7 of 18 possible trials ran (fixed 5 would run 15)*"]
+    )

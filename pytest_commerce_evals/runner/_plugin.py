@@ -13,7 +13,7 @@ from ..results import NOT_GRADED as UNGRADED_OUTCOMES
 from ..results import TrialRecord
 from ..settings import run_config
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
-from ._xdist_compat import group_by_case, xdist_queued
+from ._xdist_compat import group_by_case, worker_grouped, xdist_queued
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
 from .items import CaseItem, InvalidCase
 from .state import AGENT_USED, NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN, VACUITY
@@ -25,8 +25,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[NON_CASE_FAILURES] = []
     config.stash[NOT_GRADED] = []
     config.stash[VACUITY] = []
-    if run_config(config).adaptive is not None and not hasattr(config, "workerinput"):
-        group_by_case(config)  # under xdist: every trial of a case on one worker
+    if run_config(config).adaptive is not None:  # under xdist: each case's trials on one worker
+        if hasattr(config, "workerinput"):
+            worker_grouped(config)
+        else:
+            group_by_case(config)
 
 
 # -- adaptive trials (`--commerce-trials=auto`) ------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["SUPPORTED", "group_by_case", "xdist_queued"]
+__all__ = ["SUPPORTED", "WORKER_GROUPED", "group_by_case", "worker_grouped", "xdist_queued"]
 
 SUPPORTED = ">=3.5,<4"
 """The pytest-xdist versions whose worker queue this module reads."""
@@ -53,5 +53,25 @@ def group_by_case(config: pytest.Config) -> bool:
         return False
     option.dist = "loadgroup"
     option.loadgroup = True
+    # a worker parses the command line again (its `loadgroup` comes from `--dist`): tell it
+    config.pluginmanager.register(_TellWorkers(), "commerce_evals.xdist_groups")
     return True
+
+
+WORKER_GROUPED = "commerce_evals_loadgroup"
+"""The key of a worker's `workerinput` that says its items are grouped by case."""
+
+
+class _TellWorkers:
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKER_GROUPED] = True
+
+
+def worker_grouped(config: pytest.Config) -> None:
+    """In a worker the controller groups by case: mark its items with their `xdist_group` (xdist
+    adds the group to each node id only when `loadgroup` is set in the worker)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput and workerinput.get(WORKER_GROUPED):
+        config.option.loadgroup = True
 

@@ -50,7 +50,7 @@ HISTORY_KEPT = 10  # the last M comparable runs the history hook answers with
 def suite() -> list[float]:
     """Pass probabilities: case 0 at 0.95, two flaky cases per set of ten, the rest reliable."""
     probs = []
-    for s in range(SETS):
+    for _ in range(SETS):
         for k in range(PER_SET):
             probs.append(FLAKY if k in (3, 7) else RELIABLE)
     probs[0] = DROPPED_FROM
@@ -107,7 +107,8 @@ def flagged_pooled(
 
 
 def flagged_any_fail(now: list[tuple[int, int]], previous: list[tuple[int, int]]) -> set[int]:
-    return {c for c, ((s, n), (s0, n0)) in enumerate(zip(now, previous)) if s < n and s0 == n0}
+    pairs = enumerate(zip(now, previous, strict=True))
+    return {c for c, ((s, n), (s0, n0)) in pairs if s < n and s0 == n0}
 
 
 def set_verdicts(counts: list[tuple[int, int]], per_case: bool) -> list[bool]:
@@ -124,7 +125,7 @@ def set_verdicts(counts: list[tuple[int, int]], per_case: bool) -> list[bool]:
 
 
 def agree(a: list[bool], b: list[bool]) -> int:
-    return sum(x == y for x, y in zip(a, b))
+    return sum(x == y for x, y in zip(a, b, strict=True))
 
 
 def simulate(args: argparse.Namespace) -> dict[str, dict[str, float]]:
@@ -165,9 +166,7 @@ def simulate(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             any_fail = flagged_any_fail(now, hist[0])
             pooled = flagged_pooled(now, hist, args.level)
             auto_hist = history_runs("auto", base)
-            auto_now = run_auto(
-                rng, now_probs, auto_hist, minimum, maximum, args.level, args.delta
-            )
+            auto_now = run_auto(rng, now_probs, auto_hist, minimum, maximum, args.level, args.delta)
             auto_flags = flagged_pooled(auto_now, auto_hist, args.level)
             for name, flags in (
                 ("any-fail, fixed 5", any_fail),
@@ -206,7 +205,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--merges", type=int, default=200)
     parser.add_argument(
-        "--history", default="5,10", help="runs of history before a merge (a comma list: one table each)"
+        "--history",
+        default="5,10",
+        help="runs of history before a merge (a comma list: one table each)",
     )
     parser.add_argument("--level", type=float, default=LEVEL)
     parser.add_argument("--delta", type=float, default=DELTA)

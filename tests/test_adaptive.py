@@ -68,9 +68,9 @@ def test_without_history_the_jeffreys_posterior_decides_against_the_threshold():
 
 
 def test_trials_without_a_grade_count_toward_the_maximum_but_not_as_evidence():
-    assert decide(
-        0, 0, 10, minimum=2, maximum=10, baseline=(20, 20), threshold=0.8
-    ) == Decision("max", 10)
+    assert decide(0, 0, 10, minimum=2, maximum=10, baseline=(20, 20), threshold=0.8) == Decision(
+        "max", 10
+    )
     assert decide(0, 0, 3, minimum=2, maximum=10, baseline=(20, 20), threshold=0.8) is None
 
 
@@ -242,7 +242,11 @@ def test_each_case_runs_until_decided_and_the_rest_are_not_run(scripted, concurr
     assert outcomes.get("decided") == 18 - 7
     assert "skipped" not in outcomes
     ran = (scripted.path / "ran.txt").read_text().split(",")
-    assert (ran.count("chat-001-good"), ran.count("chat-002-bad"), ran.count("chat-003-new-bad")) == (2, 3, 2)
+    assert (
+        ran.count("chat-001-good"),
+        ran.count("chat-002-bad"),
+        ran.count("chat-003-new-bad"),
+    ) == (2, 3, 2)
     result.stdout.fnmatch_lines(
         [
             "*chat-002-bad?trial-4? NOT NEEDED (decided after 3 trials: dropped against its "

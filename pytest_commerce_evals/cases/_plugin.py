@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from ..authoring.vacuity import VacuityItem
-from ..runner.items import CaseItem, InvalidCase
 from ..runner.adaptive import grouped
+from ..runner.items import CaseItem, InvalidCase
 from ..settings import run_config, settings
 from .case import CaseFileWarning
 from .loader import CASE_SUFFIXES, CaseProblem, load_case_file, load_set_config

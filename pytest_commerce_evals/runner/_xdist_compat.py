@@ -74,4 +74,3 @@ def worker_grouped(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput and workerinput.get(WORKER_GROUPED):
         config.option.loadgroup = True
-

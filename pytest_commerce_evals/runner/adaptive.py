@@ -17,7 +17,13 @@ import pytest
 
 from ..results import GRADED
 from ..settings import AutoTrials
-from ..stats import pool_baseline,  beta_cdf, chance_flagged_at_max, fisher_drop_p, jeffreys_posterior
+from ..stats import (
+    beta_cdf,
+    chance_flagged_at_max,
+    fisher_drop_p,
+    jeffreys_posterior,
+    pool_baseline,
+)
 
 __all__ = [
     "CONFIDENCE",
@@ -96,9 +102,7 @@ def decide(
         if fisher_drop_p(passed, graded, base_passed, base_n) < level / INTERIM_FACTOR:
             return Decision("dropped", ran)
         left = maximum - ran
-        chance = chance_flagged_at_max(
-            passed, graded, base_passed, base_n, graded + left, level
-        )
+        chance = chance_flagged_at_max(passed, graded, base_passed, base_n, graded + left, level)
         if chance < delta:
             return Decision("consistent", ran)
         return None

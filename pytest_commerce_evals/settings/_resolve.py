@@ -117,9 +117,7 @@ def _trials(s: Setting, origin: str, raw: Any) -> int | AutoTrials:
     try:
         low, high = int(parts[1]), int(parts[2])
     except ValueError:
-        raise _fail(
-            s, origin, f"auto:MIN:MAX takes two whole numbers; found {raw!r}"
-        ) from None
+        raise _fail(s, origin, f"auto:MIN:MAX takes two whole numbers; found {raw!r}") from None
     if not 1 <= low <= high <= AUTO_TRIALS_CAP:
         raise _fail(
             s,

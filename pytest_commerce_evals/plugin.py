@@ -14,7 +14,7 @@ import pytest
 from . import hookspecs
 from .cases.case import DIFFICULTIES, PRIORITIES
 from .cases.loader import CASE_SUFFIXES
-from .settings import RUN_CONFIG, RunConfig, register, settings
+from .settings import RUN_CONFIG, AutoTrials, RunConfig, register, settings
 
 SUBPLUGINS = (
     "pytest_commerce_evals.cases._plugin",
@@ -51,10 +51,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # every setting parsed and checked here, before any trial (in xdist workers too)
     found = settings(config)
     args = [Path(a.split("::")[0]) for a in config.args]
+    adaptive = found.trials if isinstance(found.trials, AutoTrials) else None
     config.stash[RUN_CONFIG] = RunConfig(
-        trials=found.trials,
+        trials=adaptive.maximum if adaptive else found.trials,
         threshold=found.threshold,
         case_dirs=list(found.case_dirs),
         explicit={(Path.cwd() / a).resolve() for a in args if a.suffix in CASE_SUFFIXES},
         concurrency=found.concurrency,
+        adaptive=adaptive,
     )

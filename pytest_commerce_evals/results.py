@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field
 from dataclasses import fields as dc_fields
+from fractions import Fraction
 from math import comb
 from typing import Any, Literal
 
@@ -37,6 +38,7 @@ __all__ = [
     "fold_outcome",
     "meets_threshold",
     "pass_hat_k",
+    "set_rate_counts",
     "set_verdict",
     "verdicts_from_json",
 ]
@@ -195,6 +197,26 @@ def set_verdict(
         ran = any(n for outcome, n in (others or {}).items() if outcome != "skipped")
         return "undecided" if ran or not others else "skipped"
     return "ok" if meets_threshold(passed, graded, threshold) else "short"
+
+
+def set_rate_counts(cases: Iterable[tuple[int, int, int]]) -> tuple[int, int]:
+    """A set's pass rate as (numerator, denominator) from each case's (passed, graded,
+    recorded) trials; (0, 0) when nothing was graded. Pass it to `set_verdict`.
+
+    When every case recorded the same number of trials (a fixed count), the rate is the set's
+    graded trials pooled: passed / graded. When they recorded different numbers (adaptive trials,
+    `--commerce-trials=auto`, stop each case at its own count), it is the mean of the per-case
+    pass rates over the cases with a graded trial: each case weighs the same, as under a fixed
+    count, so the rate's expectation is the fixed count's. (Pooled, the cases run longest, the
+    flaky ones, would weigh most and pull the rate down.)"""
+    cases = list(cases)
+    graded = [(p, g) for p, g, _ in cases if g > 0]
+    if not graded:
+        return 0, 0
+    if len({r for _, _, r in cases}) <= 1:
+        return sum(p for p, _ in graded), sum(g for _, g in graded)
+    mean = sum((Fraction(p, g) for p, g in graded), Fraction(0)) / len(graded)
+    return mean.numerator, mean.denominator
 
 
 def meets_threshold(passed: int, graded: int, threshold: float) -> bool:

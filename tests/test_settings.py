@@ -14,10 +14,12 @@ import pytest_commerce_evals
 from pytest_commerce_evals.settings import (
     BY_NAME,
     TABLE,
+    AutoTrials,
     declared_names,
     documented_names,
     options_markdown,
     resolve_settings,
+    run_config,
     settings,
 )
 
@@ -275,9 +277,47 @@ def test_a_bad_retry_attempts_in_the_ini_stops_the_run_before_any_trial(
             (),
             {},
             "commerce_trials = lots",
-            "ini commerce_trials: expected a whole number 1..10000; found 'lots'",
+            "ini commerce_trials: expected a whole number 1..10000, or auto[:MIN:MAX] with "
+            "1 <= MIN <= MAX <= 100 (auto = auto:2:10); found 'lots'",
         ),
-        (("--commerce-trials=0",), {}, "", "--commerce-trials: expected 1..10000; found 0"),
+        (
+            ("--commerce-trials=0",),
+            {},
+            "",
+            "--commerce-trials: expected 1..10000 or auto[:MIN:MAX]; found 0",
+        ),
+        # adaptive trials: auto[:MIN:MAX]
+        (
+            ("--commerce-trials=auto:3:2",),
+            {},
+            "",
+            "--commerce-trials: auto:MIN:MAX needs 1 <= MIN <= MAX <= 100; found 'auto:3:2'",
+        ),
+        (
+            ("--commerce-trials=auto:0:5",),
+            {},
+            "",
+            "--commerce-trials: auto:MIN:MAX needs 1 <= MIN <= MAX <= 100; found 'auto:0:5'",
+        ),
+        (
+            ("--commerce-trials=auto:2:101",),
+            {},
+            "",
+            "--commerce-trials: auto:MIN:MAX needs 1 <= MIN <= MAX <= 100; found 'auto:2:101'",
+        ),
+        (
+            ("--commerce-trials=auto:x:y",),
+            {},
+            "",
+            "--commerce-trials: auto:MIN:MAX takes two whole numbers; found 'auto:x:y'",
+        ),
+        (
+            ("--commerce-trials=auto:4",),
+            {},
+            "",
+            "--commerce-trials: expected a whole number 1..10000, or auto[:MIN:MAX] with "
+            "1 <= MIN <= MAX <= 100 (auto = auto:2:10); found 'auto:4'",
+        ),
         (
             (),
             {"COMMERCE_LOCAL_N_CTX": "big"},
@@ -387,7 +427,7 @@ def test_a_bad_value_names_where_it_came_from_the_value_and_what_is_allowed(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     result = _run_cases(pytester, *args, ini=ini)
-    pattern = message if message.startswith("*") else f"ERROR: {message}"
+    pattern = message if message.startswith("*") else "ERROR: " + message.replace("[", "[[]")
     result.stderr.fnmatch_lines([pattern])
 
 
@@ -443,3 +483,28 @@ def test_redaction_kinds_are_checked_at_configure(pytester: pytest.Pytester):
         ]
     )
     assert "trial" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("auto", AutoTrials(2, 10)),
+        ("AUTO", AutoTrials(2, 10)),
+        ("auto:3:8", AutoTrials(3, 8)),
+        ("auto:1:1", AutoTrials(1, 1)),
+        ("auto:5:100", AutoTrials(5, 100)),
+        ("7", 7),
+        (5, 5),
+    ],
+)
+def test_trials_take_a_number_or_auto_with_its_bounds(raw, expected):
+    from pytest_commerce_evals.settings._resolve import _parse
+
+    assert _parse(BY_NAME["trials"], "option", raw, None) == expected
+
+
+def test_auto_trials_collect_the_maximum_and_keep_the_bounds(pytester: pytest.Pytester):
+    config = pytester.parseconfigure("--commerce-trials=auto:3:7")
+    assert settings(config).trials == AutoTrials(3, 7)
+    rc = run_config(config)
+    assert (rc.trials, rc.adaptive, str(rc.adaptive)) == (7, AutoTrials(3, 7), "auto:3:7")

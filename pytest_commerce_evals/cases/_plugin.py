@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ..authoring.vacuity import VacuityItem
+from ..runner.adaptive import grouped
 from ..runner.items import CaseItem, InvalidCase
 from ..settings import run_config, settings
 from .case import CaseFileWarning
@@ -122,7 +123,7 @@ class CaseFile(pytest.File):
                 continue
             for trial in range(1, rc.trials + 1):
                 name = case.id if rc.trials == 1 else f"{case.id}[trial-{trial}]"
-                yield CaseItem.from_parent(
+                item = CaseItem.from_parent(
                     self,
                     name=name,
                     case=case,
@@ -133,3 +134,7 @@ class CaseFile(pytest.File):
                     line=entry.line,
                     display=str(display),
                 )
+                if rc.adaptive is not None and grouped(config):
+                    # adaptive trials decide on all of a case's results: one xdist worker
+                    item.add_marker(pytest.mark.xdist_group(case.id))
+                yield item

@@ -13,17 +13,77 @@ from ..results import NOT_GRADED as UNGRADED_OUTCOMES
 from ..results import TrialRecord
 from ..settings import run_config
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
-from ._xdist_compat import xdist_queued
+from ._xdist_compat import group_by_case, worker_grouped, xdist_queued
+from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
 from .items import CaseItem, InvalidCase
 from .state import AGENT_USED, NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN, VACUITY
 from .summary import Summary
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[SUMMARY] = Summary()
+    config.stash[SUMMARY] = Summary(adaptive=run_config(config).adaptive)
     config.stash[NON_CASE_FAILURES] = []
     config.stash[NOT_GRADED] = []
     config.stash[VACUITY] = []
+    if run_config(config).adaptive is not None:  # under xdist: each case's trials on one worker
+        if hasattr(config, "workerinput"):
+            worker_grouped(config)
+        else:
+            group_by_case(config)
+
+
+# -- adaptive trials (`--commerce-trials=auto`) ------------------------------------------------
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under adaptive trials: learn the session's case trials and ask for their history."""
+    config = session.config
+    spec = run_config(config).adaptive
+    if spec is None or config.option.collectonly:
+        return
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        return  # the xdist controller runs no trial: its workers decide
+    run = AdaptiveRun(spec)
+    run.add_items([i for i in session.items if type(i) is CaseItem])
+    config.stash[ADAPTIVE] = run
+    if run.cases:
+        run.ask_history(config)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A trial of a case already decided is not run (unless it is already in flight)."""
+    if type(item) is not CaseItem:
+        return
+    run = adaptive_run(item.config)
+    if run is None:
+        return
+    decision = run.decision(item.case.id)
+    if decision is None:
+        return
+    scheduler = item.config.stash.get(SCHEDULER, None)
+    if scheduler is not None and scheduler.submitted(item):
+        return  # in flight when the case was decided: it finishes and is recorded
+    item.commerce_decided = decision.text()
+    pytest.skip(decision.text())
+
+
+def _adaptive_record(item: CaseItem, outcome: str) -> str | None:
+    """Count a finished trial toward its case's decision; submit the case's next trial while it
+    is undecided. The decision's reason when this trial decided the case."""
+    run = adaptive_run(item.config)
+    if run is None:
+        return None
+    before = run.decision(item.case.id)
+    decision = run.record(item.case.id, outcome)
+    if decision is None:
+        scheduler = item.config.stash.get(SCHEDULER, None)
+        if scheduler is not None:
+            following = run.next_trial(item.case.id, item.trial, scheduler.submitted)
+            if following is not None:
+                scheduler.submit([following])
+        return None
+    return decision.reason if before is None else None
 
 
 def _agent_endpoint_data(config: pytest.Config) -> dict | None:
@@ -41,6 +101,9 @@ def _runs_ahead(item: pytest.Item) -> bool:
     """A trial worth starting before its turn: a case trial pytest will not skip."""
     if type(item) is not CaseItem:
         return False
+    run = adaptive_run(item.config)
+    if run is not None and (not run.first_wave(item) or run.decision(item.case.id)):
+        return False  # an adaptive case's later trials are submitted while it stays undecided
     return not any(item.iter_markers("skip")) and not any(item.iter_markers("skipif"))
 
 
@@ -109,6 +172,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             report.commerce_vacuity = asdict(found)
         return report
     if isinstance(item, CaseItem):
+        decided = getattr(item, "commerce_decided", None)
+        if decided is not None:
+            if report.when == "setup":
+                report.commerce_decided = decided  # not a trial: nothing recorded or counted
+            return report
         outcome = None
         if report.when == "call":
             # no result: the plugin's own code failed around the trial, not the agent
@@ -124,6 +192,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             if not_judged:
                 report.user_properties.append(("rubric", "not judged"))
             record = _trial_record(item, report, outcome)
+            stopped = None
+            if report.when == "call" or outcome == "error":
+                stopped = _adaptive_record(item, outcome)
             report.commerce = {
                 "outcome": outcome,
                 # an xdist worker sends its reports as plain data: the record's own dump, made
@@ -131,6 +202,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 "record": record.model_dump() if hasattr(item.config, "workerinput") else record,
                 "rubric_not_judged": not_judged,
                 "agent_endpoint": _agent_endpoint_data(item.config),
+                "decided": stopped,
             }
         if report.when == "teardown":
             item.result = None  # recorded; a long run keeps no second copy of every transcript
@@ -174,6 +246,10 @@ _STATUS_LETTERS = {"judge_error": "J", "infra_error": "I", "error": "E"}
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    decided = getattr(report, "commerce_decided", None)
+    if decided and report.when == "setup":
+        # a trial adaptive trials did not need: not a skipped case (no letter, its own count)
+        return "decided", "", f"NOT NEEDED ({decided})"
     data = getattr(report, "commerce", None)
     if data and report.when == "call" and data["outcome"] in UNGRADED_OUTCOMES:
         outcome = data["outcome"]
@@ -233,6 +309,8 @@ class _Gatherer:
             if record is None:  # read already
                 return
             config.stash[SUMMARY].add(record)
+            if data.get("decided"):
+                config.stash[SUMMARY].decided[record.case_id] = data["decided"]
             if data.get("rubric_not_judged"):
                 config.stash[SUMMARY].not_judged += 1
             if data["outcome"] in UNGRADED_OUTCOMES and report.failed:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["SUPPORTED", "xdist_queued"]
+__all__ = ["SUPPORTED", "WORKER_GROUPED", "group_by_case", "worker_grouped", "xdist_queued"]
 
 SUPPORTED = ">=3.5,<4"
 """The pytest-xdist versions whose worker queue this module reads."""
@@ -37,3 +37,40 @@ def xdist_queued(config: pytest.Config, session: pytest.Session) -> list[Any] | 
         items = session.items
         return [items[i] for i in indices if 0 <= i < len(items)]
     return None
+
+
+def group_by_case(config: pytest.Config) -> bool:
+    """Under `-n` with adaptive trials, every trial of a case must run on one worker (its
+    decisions need all of its results): `--dist load` and `worksteal` become `loadgroup`, with
+    the case id as each trial's `xdist_group`. (`loadscope` and `loadfile` keep a case file on
+    one worker already.) Called on the controller at configure time, before the workers start
+    and copy its options. True when the distribution was changed."""
+    option = config.option
+    if not getattr(option, "numprocesses", None) or getattr(option, "dist", "no") not in (
+        "load",
+        "worksteal",
+    ):
+        return False
+    option.dist = "loadgroup"
+    option.loadgroup = True
+    # a worker parses the command line again (its `loadgroup` comes from `--dist`): tell it
+    config.pluginmanager.register(_TellWorkers(), "commerce_evals.xdist_groups")
+    return True
+
+
+WORKER_GROUPED = "commerce_evals_loadgroup"
+"""The key of a worker's `workerinput` that says its items are grouped by case."""
+
+
+class _TellWorkers:
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKER_GROUPED] = True
+
+
+def worker_grouped(config: pytest.Config) -> None:
+    """In a worker the controller groups by case: mark its items with their `xdist_group` (xdist
+    adds the group to each node id only when `loadgroup` is set in the worker)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput and workerinput.get(WORKER_GROUPED):
+        config.option.loadgroup = True

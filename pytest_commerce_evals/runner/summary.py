@@ -6,7 +6,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..cases.case import DIFFICULTIES, PRIORITIES
-from ..results import GRADED, OUTCOMES, TrialRecord, pass_hat_k, set_verdict
+from ..results import GRADED, OUTCOMES, TrialRecord, pass_hat_k, set_rate_counts, set_verdict
+from ..settings import AutoTrials
+
+FIXED_TRIALS = 5
+"""The fixed trial count an adaptive run is measured against (the every-merge run it replaces)."""
 
 
 @dataclass
@@ -42,14 +46,27 @@ class SetStats:
     passed: int = 0
     graded: int = 0
     other: Counter = field(default_factory=Counter)
+    cases: dict[str, list[int]] = field(default_factory=dict)  # passed, graded, recorded
+
+    def _rate_counts(self) -> tuple[int, int]:
+        """Pooled trials, or the mean of per-case rates when cases ran unequal counts
+        (`results.set_rate_counts`, the rule the run store's set results use too)."""
+        return set_rate_counts(tuple(c) for c in self.cases.values())
+
+    @property
+    def per_case(self) -> bool:
+        """The rate is the mean of per-case rates (cases recorded unequal numbers of trials)."""
+        return len({c[2] for c in self.cases.values()}) > 1
 
     @property
     def rate(self) -> float | None:
-        return self.passed / self.graded if self.graded else None
+        num, den = self._rate_counts()
+        return num / den if den else None
 
     @property
     def verdict(self) -> str:
-        return set_verdict(self.passed, self.graded, self.threshold, self.other)
+        num, den = self._rate_counts()
+        return set_verdict(num, den, self.threshold, self.other)
 
     @property
     def met(self) -> bool:
@@ -67,19 +84,27 @@ class SetStats:
     def shortfall(self) -> str | None:
         if self.verdict != "short":
             return None
+        counted = (
+            f"mean of per-case rates {self.rate:.1%} ({self.passed}/{self.graded} graded trials "
+            "passed)"
+            if self.per_case
+            else f"{self.passed}/{self.graded} graded trials passed = {self.rate:.1%}"
+        )
         return (
-            f"{self.name}: {self.passed}/{self.graded} graded trials passed = {self.rate:.1%}, "
+            f"{self.name}: {counted}, "
             f"threshold {self.threshold:.0%}, "
             f"short by {(self.threshold - self.rate) * 100:.1f} points"
         )
 
 
 class Summary:
-    def __init__(self) -> None:
+    def __init__(self, adaptive: AutoTrials | None = None) -> None:
         self.cases: dict[str, CaseStats] = {}
         self.sets: dict[str, SetStats] = {}
         self.invalid: list[str] = []
         self.not_judged = 0
+        self.adaptive = adaptive  # `--commerce-trials=auto:MIN:MAX`
+        self.decided: dict[str, str] = {}  # case id: why adaptive trials stopped it
 
     def add(self, record: TrialRecord) -> None:
         """Count one trial toward its case and its set (held to the record's threshold)."""
@@ -92,9 +117,13 @@ class Summary:
         group = self.sets.get(record.set_name)
         if group is None:
             group = self.sets[record.set_name] = SetStats(record.set_name, record.threshold)
+        case = group.cases.setdefault(record.case_id, [0, 0, 0])
+        case[2] += 1
         if record.outcome in GRADED:
             group.graded += 1
             group.passed += record.outcome == "pass"
+            case[1] += 1
+            case[0] += record.outcome == "pass"
         else:
             group.other[record.outcome] += 1
 
@@ -127,6 +156,40 @@ class Summary:
             if values:
                 curve[k] = sum(values) / len(values)
         return curve
+
+    def adaptive_lines(self) -> list[str]:
+        """What adaptive trials ran and saved against a fixed count of FIXED_TRIALS."""
+        spec = self.adaptive
+        if spec is None or not self.cases:
+            return []
+        cases = len(self.cases)
+        ran = sum(sum(s.outcomes.values()) for s in self.cases.values())
+        fixed = cases * FIXED_TRIALS
+        saved = fixed - ran
+        compared = (
+            f"{saved} model calls saved ({saved / fixed:.0%})"
+            if saved >= 0
+            else f"{-saved} more model calls ({-saved / fixed:.0%} more)"
+        )
+        out = [
+            f"adaptive trials {spec}: {ran} of {cases * spec.maximum} possible trials ran "
+            f"(fixed {FIXED_TRIALS} would run {fixed}): {compared}, counted as one model call "
+            "per trial"
+        ]
+        reasons = Counter(self.decided.values())
+        undecided = cases - sum(reasons.values())
+        words = {
+            "consistent": "consistent with their baseline",
+            "dropped": "dropped against their baseline",
+            "passing": "clearly passing (no history)",
+            "failing": "clearly failing (no history)",
+            "max": f"ran to the maximum of {spec.maximum}",
+        }
+        parts = [f"{n} {words.get(reason, reason)}" for reason, n in sorted(reasons.items())]
+        if undecided:
+            parts.append(f"{undecided} stopped early (interrupted or not run to a decision)")
+        out.append("  cases decided: " + ", ".join(parts))
+        return out
 
     def lines(self, verbose: bool = False) -> list[str]:
         out: list[str] = []
@@ -161,14 +224,16 @@ class Summary:
                 out.append(
                     f"({len(self.cases) - len(shown)} cases passed every trial; -v lists them)"
                 )
+        out += self.adaptive_lines()
         out.append("")
         out.append("sets (threshold on the pass rate of graded trials):")
         for g in sorted(self.sets.values(), key=lambda g: g.name):
             rate = f"{g.rate:.1%}" if g.rate is not None else "n/a"
             verdict = {"ok": "ok", "short": "SHORT", "skipped": "skip"}.get(g.verdict, "UNDECIDED")
             extra = "".join(f", {n} {o}" for o, n in sorted(g.other.items()))
+            how = f"mean of per-case rates {rate}" if g.per_case else f"= {rate}"
             out.append(
-                f"  {verdict:<5} {g.name}: {g.passed}/{g.graded} = {rate} "
+                f"  {verdict:<5} {g.name}: {g.passed}/{g.graded} {how} "
                 f"(threshold {g.threshold:.0%}{extra})"
             )
         curve = self.pass_hat_curve()

@@ -25,15 +25,17 @@ import pytest
 
 from ._docs import declared_names, documented_names, options_markdown
 from ._resolve import SETTINGS, Settings, agent_label, register, resolve_settings, settings
-from .table import BY_NAME, GROUP, NO_STORE, TABLE, Setting
+from .table import AUTO_TRIALS_CAP, BY_NAME, GROUP, NO_STORE, TABLE, AutoTrials, Setting
 
 __all__ = [
+    "AUTO_TRIALS_CAP",
     "BY_NAME",
     "GROUP",
     "NO_STORE",
     "RUN_CONFIG",
     "SETTINGS",
     "TABLE",
+    "AutoTrials",
     "RunConfig",
     "Setting",
     "Settings",
@@ -54,11 +56,12 @@ __all__ = [
 class RunConfig:
     """The settings of collecting and running cases, derived once from `Settings`."""
 
-    trials: int
+    trials: int  # under adaptive trials: the most a case may run (MAX)
     threshold: float
     case_dirs: list[Path]
     explicit: set[Path]
     concurrency: int | None = None  # None: auto
+    adaptive: AutoTrials | None = None  # `--commerce-trials=auto:MIN:MAX`
 
 
 RUN_CONFIG = pytest.StashKey[RunConfig]()

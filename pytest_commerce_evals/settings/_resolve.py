@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .table import GROUP, NO_STORE, TABLE, Setting, bounds_text
+from .table import AUTO_TRIALS_CAP, GROUP, NO_STORE, TABLE, AutoTrials, Setting, bounds_text
 
 # -- registration ----------------------------------------------------------------------------
 
@@ -99,6 +99,35 @@ def _number(s: Setting, origin: str, raw: Any) -> int | float:
     return value
 
 
+def _trials(s: Setting, origin: str, raw: Any) -> int | AutoTrials:
+    """A whole number of trials per case, or `auto[:MIN:MAX]` (adaptive trials)."""
+    text = str(raw).strip()
+    if not text.lower().startswith("auto"):
+        try:
+            number = raw if isinstance(raw, int) and not isinstance(raw, bool) else int(text)
+        except ValueError:
+            raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}") from None
+        if not 1 <= number <= 10_000:
+            raise _fail(s, origin, f"expected{bounds_text(s)} or auto[:MIN:MAX]; found {number}")
+        return number
+    parts = text.split(":")
+    if parts[0].lower() != "auto" or len(parts) not in (1, 3):
+        raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}")
+    if len(parts) == 1:
+        return AutoTrials()
+    try:
+        low, high = int(parts[1]), int(parts[2])
+    except ValueError:
+        raise _fail(s, origin, f"auto:MIN:MAX takes two whole numbers; found {raw!r}") from None
+    if not 1 <= low <= high <= AUTO_TRIALS_CAP:
+        raise _fail(
+            s,
+            origin,
+            f"auto:MIN:MAX needs 1 <= MIN <= MAX <= {AUTO_TRIALS_CAP}; found {raw!r}",
+        )
+    return AutoTrials(low, high)
+
+
 def _concurrency(s: Setting, origin: str, raw: Any) -> int | None:
     text = str(raw).strip()
     if text.lower() == "auto":
@@ -153,6 +182,8 @@ def _parse(s: Setting, origin: str, raw: Any, root: Path | None) -> Any:
         return _number(s, origin, raw)
     if kind == "concurrency":
         return _concurrency(s, origin, raw)
+    if kind == "trials":
+        return _trials(s, origin, raw)
     if kind == "flag":
         return bool(raw)
     if kind == "choice":

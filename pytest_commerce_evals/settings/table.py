@@ -8,11 +8,34 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["BY_NAME", "GROUP", "NO_STORE", "TABLE", "Setting", "bounds_text"]
+__all__ = [
+    "AUTO_TRIALS_CAP",
+    "BY_NAME",
+    "GROUP",
+    "NO_STORE",
+    "TABLE",
+    "AutoTrials",
+    "Setting",
+    "bounds_text",
+]
 
 GROUP = "commerce-evals"
 NO_STORE = ("none", "off", "")
 """Values of `--commerce-store` and `--commerce-judge-store` that switch the store off."""
+AUTO_TRIALS_CAP = 100
+"""The largest MAX of `--commerce-trials=auto:MIN:MAX`."""
+
+
+@dataclass(frozen=True)
+class AutoTrials:
+    """`--commerce-trials=auto:MIN:MAX`: each case runs MIN to MAX trials, until its verdict is
+    decided (runner/adaptive.py); `auto` alone is `auto:2:10`."""
+
+    minimum: int = 2
+    maximum: int = 10
+
+    def __str__(self) -> str:
+        return f"auto:{self.minimum}:{self.maximum}"
 
 
 @dataclass(frozen=True)
@@ -106,14 +129,17 @@ TABLE: tuple[Setting, ...] = (
     # -- running cases -------------------------------------------------------------------------
     Setting(
         "trials",
-        "int",
-        "run each case N times as separate items (ini: commerce_trials; default 1)",
+        "trials",
+        "run each case N times as separate items, or auto[:MIN:MAX] (auto = auto:2:10): each "
+        "case's trials until its verdict is decided (ini: commerce_trials; default 1)",
         default=1,
         option="--commerce-trials",
         ini="commerce_trials",
         low=1,
         high=10_000,
         metavar="N",
+        allowed=f"a whole number 1..10000, or auto[:MIN:MAX] with 1 <= MIN <= MAX <= "
+        f"{AUTO_TRIALS_CAP} (auto = auto:2:10)",
         ini_default="1",
         ini_help="trials per case",
     ),

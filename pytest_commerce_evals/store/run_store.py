@@ -49,6 +49,7 @@ from ..results import (
     RubricVerdict,
     TrialRecord,
     failure_lines,
+    set_rate_counts,
     set_verdict,
     verdicts_from_json,
 )
@@ -395,8 +396,11 @@ class SetResult(_Record):
     @property
     def verdict(self) -> str:
         """`ok`, `short`, `undecided` (trials ran, none graded) or `skipped` (every case
-        skipped), by the one rule the exit status uses (`results.set_verdict`)."""
-        return set_verdict(self.passed, self.graded, self.threshold, self.other)
+        skipped), by the one rule the exit status uses (`results.set_verdict`); `met` holds the
+        threshold's answer on `rate` (under adaptive trials the mean of per-case rates)."""
+        if self.graded <= 0:
+            return set_verdict(self.passed, self.graded, self.threshold, self.other)
+        return "ok" if self.met else "short"
 
 
 class CaseResult(_Record):
@@ -532,18 +536,25 @@ def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
     groups: dict[str, dict[str, Any]] = {}
     for t in trials:
         g = groups.setdefault(
-            t.set_name, {"passed": 0, "graded": 0, "threshold": t.threshold, "other": {}}
+            t.set_name,
+            {"passed": 0, "graded": 0, "threshold": t.threshold, "other": {}, "cases": {}},
         )
+        case = g["cases"].setdefault(t.case_id, [0, 0, 0])  # passed, graded, recorded
+        case[2] += 1
         if t.outcome in GRADED:
             g["graded"] += 1
             g["passed"] += t.outcome == "pass"
+            case[1] += 1
+            case[0] += t.outcome == "pass"
         else:
             g["other"][t.outcome] = g["other"].get(t.outcome, 0) + 1
     out = []
     for name in sorted(groups):
         g = groups[name]
-        rate = g["passed"] / g["graded"] if g["graded"] else None
-        met = set_verdict(g["passed"], g["graded"], g["threshold"], g["other"]) in ("ok", "skipped")
+        # pooled trials; the mean of per-case rates when cases ran unequal counts (adaptive)
+        num, den = set_rate_counts(tuple(c) for c in g["cases"].values())
+        rate = num / den if den else None
+        met = set_verdict(num, den, g["threshold"], g["other"]) in ("ok", "skipped")
         out.append(
             SetResult(
                 name=name,

@@ -304,3 +304,36 @@ def test_under_xdist_each_case_runs_on_one_worker_until_decided(scripted):
     result.stdout.fnmatch_lines(
         ["adaptive trials auto:2:6: 7 of 18 possible trials ran (fixed 5 would run 15)*"]
     )
+
+
+def test_under_xdist_the_workers_read_each_cases_history_from_the_store(scripted):
+    pytest.importorskip("xdist")
+    # no history from a conftest: the run store is the only source
+    scripted.makeconftest(
+        CONFTEST.split("def pytest_commerce_evals_case_history")[0]
+        + "def pytest_sessionfinish(session):\n    import os\n"
+        + '    with open(f"ran-{os.getpid()}.txt", "w") as f:\n'
+        + '        f.write(",".join(sorted(RAN)))\n'
+    )
+    first = scripted.runpytest("cases", "--commerce-trials=5", "-p", "no:cacheprovider")
+    first.assert_outcomes(passed=5, failed=10, warnings=None)
+    for path in scripted.path.glob("ran-*.txt"):
+        path.unlink()
+    result = scripted.runpytest(
+        "cases",
+        "-n",
+        "2",
+        "-p",
+        "no:benchmark",
+        "-p",
+        "no:cacheprovider",
+        "--commerce-trials=auto:2:6",
+    )
+    ran = []
+    for path in scripted.path.glob("ran-*.txt"):
+        ran += [c for c in path.read_text().split(",") if c]
+    # chat-001-good: 2/2 against its stored 5/5 is consistent at 2 (with no history it would
+    # need all 6: the no-history rule cannot be 95% sure of a rate above 0.8 from 6 passes);
+    # the two bad cases failed all 5 before: 0/2 is consistent with that
+    assert sorted(ran) == ["chat-001-good"] * 2 + ["chat-002-bad"] * 2 + ["chat-003-new-bad"] * 2
+    result.stdout.fnmatch_lines(["*cases decided: 3 consistent with their baseline*"])

@@ -550,6 +550,27 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ):
         recorder = config.stash[RECORDER] = RunRecorder(config)
         config.pluginmanager.register(recorder, "commerce_evals.recorder")
+        config.pluginmanager.register(_HistoryForWorkers(recorder), "commerce_evals.history")
+
+
+HISTORY_SOURCE = "commerce_evals_history_source"
+"""The key of a worker's `workerinput` that says where the run's history is read from."""
+
+
+class _HistoryForWorkers:
+    """Under pytest-xdist, tell each worker the store folder and the run's identity, so the
+    case-history hook answers in the worker that decides a case's adaptive trials."""
+
+    def __init__(self, recorder: RunRecorder) -> None:
+        self.recorder = recorder
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        if self.recorder.folder is not None:
+            node.workerinput[HISTORY_SOURCE] = {
+                "folder": str(self.recorder.folder),
+                "record": self.recorder.record.model_dump(mode="json"),
+            }
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -618,13 +639,19 @@ def pytest_commerce_evals_case_history(
     """Each case's (passed, graded) in the last --commerce-history-runs comparable complete runs,
     newest first; None without a store or a run being recorded, {} when no run knows a case."""
     recorder = config.stash.get(RECORDER, None)
-    if recorder is None or recorder.folder is None:
+    source = getattr(config, "workerinput", {}).get(HISTORY_SOURCE)
+    if recorder is not None and recorder.folder is not None:
+        folder, record, store = recorder.folder, recorder.record, recorder.store
+    elif recorder is None and source:  # an xdist worker: the controller said where to read
+        folder, store = Path(source["folder"]), None
+        record = RunRecord.model_validate(source["record"])
+    else:
         return None
-    if recorder.store is None and not (recorder.folder / DB_NAME).is_file():
+    if store is None and not (folder / DB_NAME).is_file():
         return {}  # no run recorded yet
     try:
-        store = recorder.store or RunStore(recorder.folder, read_only=True)
-        history = load_history(store, recorder.record, case_ids, settings(config).history_runs)
+        store = store or RunStore(folder, read_only=True)
+        history = load_history(store, record, case_ids, settings(config).history_runs)
     except Exception:  # no readable store: no history
         return None
     out = {}

@@ -15,10 +15,11 @@ from run_builders import CASES, make_suite
 from pytest_commerce_evals.judge import _plugin as _judge_plugin
 from pytest_commerce_evals.judge.judge import Judge
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
-from pytest_commerce_evals.results import TrialRecord
+from pytest_commerce_evals.results import RubricVerdict, TrialRecord
 from pytest_commerce_evals.runner.regrade import regrade_trial, stored_snapshot
 from pytest_commerce_evals.settings import settings
-from pytest_commerce_evals.store.run_store import RunStore
+from pytest_commerce_evals.store.regrade import Regrade, _judge_lines, judge_agreement
+from pytest_commerce_evals.store.run_store import RunRecord, RunStore
 from pytest_commerce_evals.testing.fake import FakeClient
 
 HERE = Path(__file__).parent
@@ -331,7 +332,7 @@ def test_a_judge_change_prints_agreement_and_kappa_per_dimension(suite, judges):
     again = p.runpytest(*judged(p, "judge-b", f"--commerce-regrade={source}"))
     again.assert_outcomes(passed=2, failed=4, warnings=None)
     assert asked(judges) == 6
-    again.stdout.fnmatch_lines(["*6 of 6 verdicts reused*", "  helpful       6      66.7%*"])
+    again.stdout.fnmatch_lines(["  helpful       6      66.7%*", "*6 of 6 verdicts reused*"])
 
 
 def test_an_edited_rubric_is_judged_anew_and_named(suite, judges):
@@ -400,3 +401,52 @@ def test_a_changed_customer_message_is_not_regraded(pytester):
     stored = stored.model_copy(update={"messages": ["new words"]})
     result = regrade_trial(config, case, stored, trial=1, trials=1, set_name="s")
     assert result.outcome == "fail" and result.failures[0].key == "cart_contains"
+
+
+def a_trial(case_id: str, n: int, verdicts: list[tuple[str, str, str]]) -> TrialRecord:
+    """A stored or new trial with verdicts (dimension, outcome, judge fingerprint)."""
+    return TrialRecord(
+        case_id=case_id,
+        trial=n,
+        set_name="s",
+        threshold=0.8,
+        priority="high",
+        difficulty="easy",
+        outcome="pass",
+        snapshot={"cart": [], "memory": [], "changes": []},
+        verdicts=[
+            RubricVerdict(
+                dimension=dim,
+                rubric="r",
+                outcome=outcome,
+                verdict={"pass": "PASS", "fail": "FAIL"}.get(outcome),
+                judge_model="m-" + print_[:1],
+                judge_fingerprint=print_,
+            )
+            for dim, outcome, print_ in verdicts
+        ],
+    )
+
+
+def test_agreement_pairs_only_verdicts_of_a_changed_judge_and_kappa_can_be_undefined():
+    old = [
+        a_trial("cart-001-a", 1, [("tone", "pass", "a"), ("accuracy", "pass", "a")]),
+        a_trial("cart-001-a", 2, [("tone", "pass", "a"), ("accuracy", "fail", "a")]),
+        a_trial("cart-002-b", 1, [("tone", "pass", "a"), ("accuracy", "pass", "a")]),
+    ]
+    new = [
+        a_trial("cart-001-a", 1, [("tone", "pass", "b"), ("accuracy", "pass", "b")]),
+        a_trial("cart-001-a", 2, [("tone", "pass", "b"), ("accuracy", "judge_error", "b")]),
+        # the same judge on this trial: not a judge change, not paired
+        a_trial("cart-002-b", 1, [("tone", "pass", "a"), ("accuracy", "fail", "a")]),
+    ]
+    plan = Regrade(RunRecord(run_id="r", started_at="t", trials=old))
+    table, unpaired = judge_agreement(plan, new)
+    assert table["tone"].pairs == [("PASS", "PASS"), ("PASS", "PASS")]
+    assert table["tone"].agreement == 1.0 and table["tone"].kappa is None  # one label everywhere
+    assert table["accuracy"].pairs == [("PASS", "PASS")] and unpaired == {"accuracy": 1}
+    lines = [line for line, _ in _judge_lines(plan, new)]
+    rows = [line.split() for line in lines]
+    assert ["tone", "2", "100.0%", "undefined", "0"] in rows
+    assert ["accuracy", "1", "100.0%", "undefined", "1"] in rows
+    assert lines[0] == "judge changed"

@@ -319,22 +319,21 @@ def _judge_lines(plan: Regrade, trials: list[TrialRecord]) -> list[tuple[str, di
     regraded = {(t.case_id, t.trial) for t in trials if t.verdicts}
     old = [v for key, t in plan.stored.items() if key in regraded for v in t.verdicts]
     reused = sum(v.reused for v in new)
-    out: list[tuple[str, dict[str, bool]]] = [
-        (
-            f"verdict store: {reused} of {len(new)} verdicts reused (the same judge, rubric and "
-            "transcript); the others were asked",
-            {},
-        )
-    ]
+    store_line = (
+        f"verdict store: {reused} of {len(new)} verdicts reused (the same judge, rubric and "
+        f"transcript), {len(new) - reused} asked of the judge",
+        {},
+    )
     table, unpaired = judge_agreement(plan, trials)
     if not table:
-        out.insert(0, (f"judge unchanged: {_judges(new)}", {}))
-        return out
-    out.insert(0, ("judge changed", {"bold": True}))
-    out.insert(1, (f"  stored verdicts: {_judges(old)}", {}))
-    out.insert(2, (f"  new verdicts:    {_judges(new)}", {}))
+        return [(f"judge unchanged: {_judges(new)}", {}), store_line]
+    out: list[tuple[str, dict[str, bool]]] = [
+        ("judge changed", {"bold": True}),
+        (f"  stored verdicts: {_judges(old)}", {}),
+        (f"  new verdicts:    {_judges(new)}", {}),
+        ("agreement of the stored and the new verdicts, per rubric dimension:", {}),
+    ]
     width = max([len("dimension"), *(len(d) for d in table)])
-    out.append(("agreement of the stored and the new verdicts, per rubric dimension:", {}))
     out.append(
         (f"  {'dimension':<{width}}  {'n':>4}  {'agreement':>9}  {'kappa':>9}  {'unpaired':>8}", {})
     )
@@ -350,12 +349,13 @@ def _judge_lines(plan: Regrade, trials: list[TrialRecord]) -> list[tuple[str, di
         )
     out.append(
         (
-            "  kappa is Cohen's kappa of the paired PASS/FAIL verdicts, undefined when both "
-            "judges gave every pair one and the same label; unpaired: a verdict missing or an "
-            "error on either side",
+            "  kappa: Cohen's kappa of the paired PASS/FAIL verdicts, undefined when both judges "
+            "gave every pair one and the same label; unpaired: a verdict missing or an error on "
+            "either side",
             {},
         )
     )
+    out.append(store_line)
     return out
 
 
@@ -382,7 +382,7 @@ def summary_lines(
     out: list[tuple[str, dict[str, bool]]] = [
         (
             f"regrade of run {src.run_id} (started {src.started_at}, agent "
-            f"{src.agent_model or '(not named)'}, commit {(src.git_commit or 'unknown')[:12]}): "
+            f"{src.agent_model or '(not named)'}, commit {(src.git_commit or 'no git')[:12]}): "
             f"{len(graded)} of its {len(src.trials)} stored trials graded again with today's "
             "cases and judge; the agent was not called",
             {"bold": True},

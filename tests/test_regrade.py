@@ -108,7 +108,10 @@ def test_a_regrade_grades_the_stored_transcripts_with_the_edited_expected(suite)
     assert not (p.path / "agent-calls.txt").exists()  # neither the agent nor a backend was made
     out = result.stdout.str()
     assert f"commerce-evals: regrading run {source} (6 stored trials of 3 cases" in out
-    assert "cases added since (no stored transcript; not run) (1): cart-004-new" in out
+    assert (
+        "cases not in the source run (added since, or outside its selection; not run) (1): cart-004-new"
+        in out
+    )
     assert "not collected now (removed since, invalid, or outside this selection) (1): " in out
     assert "cart-003-vegan-tote" in out.split("not collected now")[1].splitlines()[0]
     assert (

@@ -23,7 +23,6 @@ from ..settings import agent_label, settings
 from . import regrade
 from .history import FailingSetDiff, ModelComparison, compare_runs, describe_run, diff_failing_sets
 from .paths import output_path, store_folder
-from .regrade import identity, is_regrade, regrade_of
 from .run_store import (
     RunRecord,
     RunStore,
@@ -161,9 +160,9 @@ class RunRecorder:
                 "xdist_workers": config.getoption("numprocesses", None),
             },
         )
-        regrade = regrade_of(config)
-        if regrade is not None:  # the source run's agent and commit made the transcripts
-            self.record = self.record.model_copy(update=identity(regrade.source, self.record))
+        plan = regrade.regrade_of(config)
+        if plan is not None:  # the source run's agent and commit made the transcripts
+            self.record = self.record.model_copy(update=regrade.identity(plan.source, self.record))
         self.store: RunStore | None = None
         self.store_error: str | None = None
         self.begun = False
@@ -265,7 +264,7 @@ class RunRecorder:
         )
         self.flush()
         model, base = _agent_identity(self.config, ran=True)
-        if is_regrade(self.record):  # no agent ran: it stays the source run's
+        if regrade.is_regrade(self.record):  # no agent ran: it stays the source run's
             model, base = self.record.agent_model, self.record.agent_base_url
         if (model, base) != (self.record.agent_model, self.record.agent_base_url):
             self.record = self.record.model_copy(

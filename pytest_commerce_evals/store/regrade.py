@@ -388,7 +388,11 @@ def summary_lines(
             {"bold": True},
         )
     ]
-    out += _listed("cases added since (no stored transcript; not run)", plan.added, yellow=True)
+    out += _listed(
+        "cases not in the source run (added since, or outside its selection; not run)",
+        plan.added,
+        yellow=True,
+    )
     out += _listed(
         "cases in the source run not collected now (removed since, invalid, or outside this "
         "selection)",

@@ -453,3 +453,23 @@ def test_agreement_pairs_only_verdicts_of_a_changed_judge_and_kappa_can_be_undef
     assert ["tone", "2", "100.0%", "undefined", "0"] in rows
     assert ["accuracy", "1", "100.0%", "undefined", "1"] in rows
     assert lines[0] == "judge changed"
+
+
+def test_a_trial_skipped_or_missing_in_the_source_is_not_graded(suite):
+    p, write = suite
+    p.runpytest(*args(p, "--commerce-trials=2", "--commerce-json=run.json")).assert_outcomes(
+        passed=6, warnings=None
+    )
+    record = json.loads((p.path / "run.json").read_text())
+    skipped = record["trials"][0]  # cart-001 trial 1: skipped then, so no transcript
+    skipped.update(outcome="skipped", snapshot=None, turns=[], grader_results=[], failures=[])
+    del record["trials"][3]  # cart-002 trial 2: the run stopped before it
+    (p.path / "run.json").write_text(json.dumps(record))
+    result = p.runpytest(*args(p, "--commerce-regrade=run.json", "-rs"))
+    result.assert_outcomes(passed=4, skipped=1, deselected=1, warnings=None)
+    out = result.stdout.str()
+    assert "skipped in run " in out and ": no transcript to grade" in out
+    assert (
+        "stored trials missing from the source run (not run) (1): cart-002-checkout-total trial 2"
+    ) in out
+    assert "4 of its 5 stored trials graded again" in out

@@ -583,3 +583,15 @@ def test_comparable_runs_are_complete_same_kind_same_agent_and_earlier(tmp_path)
     assert [(p.passed, p.graded) for p in history.past("a-001-x")] == [(4, 5), (5, 5)]
     # an unnamed agent is comparable with unnamed agents only
     assert store.comparable_runs(counted(0, 5, day=9, model=None)) == []
+
+
+def test_a_regrade_is_diffed_trial_for_trial_without_a_noise_test():
+    # the same transcripts graded again: 2/2 -> 1/2 is the grading's change, not sampling noise
+    before, after = counted(2, 2), counted(1, 2, day=2)
+    assert ids(diff_failing_sets(before, after).inconclusive) == ["a-001-x"]
+    paired = diff_failing_sets(before, after, paired=True)
+    assert ids(paired.newly_failing) == ["a-001-x"] and paired.newly_failing[0].p is None
+    assert ids(diff_failing_sets(after, before, paired=True).fixed) == ["a-001-x"]
+    assert ids(diff_failing_sets(after, after, paired=True).still_failing) == ["a-001-x"]
+    assert not diff_failing_sets(before, before, paired=True).entries
+    assert "the same transcripts graded again" in "\n".join(paired.lines())

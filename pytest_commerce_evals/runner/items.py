@@ -12,6 +12,7 @@ from ..cases.markers import TAG_MARKERS, reserved_marks, tag_marker
 from ..errors import ConfigurationError
 from ..results import TrialResult
 from ._scheduler import SCHEDULER
+from .regrade import regrade_trial, stored_trial
 from .state import TRIAL_RAN
 from .trial import run_trial
 
@@ -98,7 +99,20 @@ class CaseItem(pytest.Item):
         ]
 
     def compute(self) -> TrialResult:
-        """Run the trial (on a scheduler thread when trials run concurrently)."""
+        """Run the trial (on a scheduler thread when trials run concurrently); in a
+        `--commerce-regrade` session, grade the source run's stored trial instead."""
+        stored = stored_trial(self.config, self.case.id, self.trial)
+        if stored is not None:
+            return regrade_trial(
+                self.config,
+                self.case,
+                stored,
+                trial=self.trial,
+                trials=self.trials,
+                set_name=self.set_name,
+                file=self.display,
+                line=self.line,
+            )
         return run_trial(
             self.config,
             self.case,

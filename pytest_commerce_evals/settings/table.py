@@ -460,6 +460,19 @@ TABLE: tuple[Setting, ...] = (
         metavar="A,B",
     ),
     Setting(
+        "regrade",
+        "str",
+        "grade a stored run again without calling the agent: today's cases (expected, rubric) "
+        "and judge on the transcripts and final states it recorded, as many trials per case as "
+        "it stored; records a new run naming its source (options.regrade_of) and diffs against "
+        "it; with a different judge, prints the agreement and Cohen's kappa of the stored and "
+        "the new verdicts per rubric dimension",
+        option="--commerce-regrade",
+        metavar="RUN|FILE",
+        allowed="a stored run id, a unique prefix of one (8+ characters), or a run record "
+        "JSON file",
+    ),
+    Setting(
         "html",
         "str",
         "write a self-contained HTML report of the run (or of --commerce-compare) to PATH",

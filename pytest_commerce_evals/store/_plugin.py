@@ -21,6 +21,7 @@ from ..reports.terminal import line_writer
 from ..results import TrialRecord
 from ..settings import agent_label, settings
 from ..stats import format_rate
+from . import regrade
 from .history import (
     FailingSetDiff,
     History,
@@ -61,6 +62,7 @@ FLUSH_EVERY_S = 2.0
 RECORDER = pytest.StashKey["RunRecorder"]()
 BASELINE = pytest.StashKey["RunRecord | None"]()
 BASELINE_NOTES = pytest.StashKey[list[str]]()
+BASELINE_IS_SOURCE = pytest.StashKey[bool]()
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -173,6 +175,9 @@ class RunRecorder:
                 "xdist_workers": config.getoption("numprocesses", None),
             },
         )
+        plan = regrade.regrade_of(config)
+        if plan is not None:  # the source run's agent and commit made the transcripts
+            self.record = self.record.model_copy(update=regrade.identity(plan.source, self.record))
         self.store: RunStore | None = None
         self.store_error: str | None = None
         self.begun = False
@@ -275,6 +280,8 @@ class RunRecorder:
         )
         self.flush()
         model, base = _agent_identity(self.config, ran=True)
+        if regrade.is_regrade(self.record):  # no agent ran: it stays the source run's
+            model, base = self.record.agent_model, self.record.agent_base_url
         if (model, base) != (self.record.agent_model, self.record.agent_base_url):
             self.record = self.record.model_copy(
                 update={"agent_model": model, "agent_base_url": base}
@@ -295,7 +302,11 @@ class RunRecorder:
         baseline = self.config.stash.get(BASELINE, None)
         pooled = False
         if baseline is not None:
-            self.how_chosen = "named with --commerce-baseline"
+            self.how_chosen = (
+                "the run this regrade grades again"
+                if self.config.stash.get(BASELINE_IS_SOURCE, False)
+                else "named with --commerce-baseline"
+            )
             for note in self.config.stash.get(BASELINE_NOTES, []):
                 self.store_warnings.append(f"damaged, left out looking for the baseline: {note}")
         elif self.store is not None and self.history is not None:
@@ -342,6 +353,7 @@ class RunRecorder:
                     history=self.history,
                     pooled=pooled,
                     restrict=_targeted(baseline, self.finished),
+                    paired=self.config.stash.get(BASELINE_IS_SOURCE, False),
                 )
             except Exception as exc:  # the run is kept whatever the diff makes of it
                 self.write_errors.append(f"could not diff against the baseline: {_problem(exc)}")
@@ -535,6 +547,23 @@ def pytest_configure(config: pytest.Config) -> None:
         if store is not None and store.damaged:
             # the run is diffed against the run found; say what was left out on the way
             config.stash[BASELINE_NOTES] = list(store.damaged)
+    source = regrade.start(config, config.stash[BASELINE])  # --commerce-regrade
+    if source is not None:  # a regrade diffs against its source run
+        config.stash[BASELINE] = source
+        config.stash[BASELINE_IS_SOURCE] = True
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return regrade.header_line(config)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    regrade.note_collected(item.config, item)
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m: what they leave is what a regrade runs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    regrade.plan_items(config, items)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -604,6 +633,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     recorder = config.stash.get(RECORDER, None)
     if recorder is None or recorder.finished is None:
         return
+    try:
+        section = regrade.summary_lines(config, list(recorder.finished.trials))
+    except Exception as exc:  # the run is already written; the summary must not end pytest
+        section = [(f"commerce-evals: the regrade summary failed: {_problem(exc)}", {"red": True})]
+    if section:
+        terminalreporter.section("commerce-evals regrade")
+        for line, markup in section:
+            terminalreporter.write_line(printable(line), **markup)
     terminalreporter.section("commerce-evals run history")
     try:
         lines = recorder.summary_lines()

@@ -311,6 +311,7 @@ class FailingSetDiff:
     pooled_runs: list[str] = field(default_factory=list)
     explicit: bool = True
     restricted: int | None = None
+    paired: bool = False
 
     @property
     def entries(self) -> list[DiffEntry]:
@@ -352,9 +353,14 @@ class FailingSetDiff:
         out = [
             f"baseline: {describe_run(self.before)}" + (f" — {how_chosen}" if how_chosen else ""),
             f"baseline: {self.pool_text()}",
-            f"a case is newly failing (fixed) when the one-sided Fisher exact test of its trials "
-            f"against its baseline gives p < {self.level:g}; rates are shown with their 95% "
-            "Wilson interval",
+            (
+                "the same transcripts graded again: a case is newly failing (fixed) when fewer "
+                "(more) of its trials pass; there is no sampling noise to allow for"
+                if self.paired
+                else f"a case is newly failing (fixed) when the one-sided Fisher exact test of its "
+                f"trials against its baseline gives p < {self.level:g}; rates are shown with "
+                "their 95% Wilson interval"
+            ),
         ]
         if self.before.agent_model != self.after.agent_model:
             out.append(
@@ -398,14 +404,17 @@ def diff_failing_sets(
     history: History | None = None,
     pooled: bool = False,
     restrict: bool = False,
+    paired: bool = False,
 ) -> FailingSetDiff:
     """Each case of `after` against its baseline, by the one-sided Fisher exact tests.
 
     The baseline is `before` alone, or with `pooled` each case's trials in `history` pooled by
     `stats.pool_baseline`. `history` also gives each case's strip (flaky or not). With
-    `restrict`, only the cases `after` ran are compared (a targeted run)."""
+    `restrict`, only the cases `after` ran are compared (a targeted run). With `paired`, `after`
+    graded `before`'s own transcripts again (a regrade): any change in a case's passing trials is
+    the grading's, so it is newly failing or fixed without a test."""
     old, new = case_rates(before), case_rates(after)
-    diff = FailingSetDiff(before, after, level=level, explicit=not pooled)
+    diff = FailingSetDiff(before, after, level=level, explicit=not pooled, paired=paired)
     wanted = set(new) if restrict else set(old) | set(new)
     if restrict:
         diff.restricted = len(new)
@@ -436,6 +445,14 @@ def diff_failing_sets(
                 diff.not_compared.append(entry)
             continue
         assert a is not None
+        if paired:
+            if a.passed * bg < bp * a.graded:
+                diff.newly_failing.append(entry)
+            elif a.passed * bg > bp * a.graded:
+                diff.fixed.append(entry)
+            elif now:
+                diff.still_failing.append(entry)
+            continue
         drop = fisher_drop_p(a.passed, a.graded, bp, bg)
         rise = fisher_rise_p(a.passed, a.graded, bp, bg)
         entry.p = min(drop, rise)

@@ -57,6 +57,8 @@ DEFAULT_STORE_PATH = Path(".commerce") / "verdicts.sqlite"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 
 _BUSY_TIMEOUT_S = 60.0
+PG_SCHEMA = "commerce_verdicts"
+"""The PostgreSQL schema of a verdict store whose URL names none (`?schema=`)."""
 _PG_LOCK = 0x76657264  # the advisory lock writers hold while they create the tables
 T = TypeVar("T")
 
@@ -155,7 +157,7 @@ class VerdictStore:
             self.url = str(path).strip()
             self.path: Path | str = public_url(self.url)
             try:
-                self._pg = PostgresDatabase(self.url)
+                self._pg = PostgresDatabase(self.url, schema=PG_SCHEMA)
             except DriverMissing as exc:
                 raise ValueError(str(exc)) from None
         else:
@@ -207,6 +209,11 @@ class VerdictStore:
             if self._pg is not None:
                 # writers creating the tables at once queue on one lock
                 conn.execute("SELECT pg_advisory_xact_lock(?)", (_PG_LOCK,))
+                if self._pg.tables(conn) & {"runs", "trials"}:
+                    raise ValueError(
+                        f"{self.path}: this schema holds a run store; give the verdict store a "
+                        "schema of its own (?schema=NAME, or none for commerce_verdicts)"
+                    )
             else:
                 # WAL is a property of the file: set once, every later connection uses it.
                 conn.execute("PRAGMA journal_mode=WAL")

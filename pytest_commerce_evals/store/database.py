@@ -19,8 +19,10 @@ Rows read back as on SQLite: by index, by column name and through `dict(row)`; a
 (what `SUM` of integers gives) comes back as an int when whole and a float otherwise; a Python
 bool is written as 1 or 0.
 
-A URL names a database and, optionally, a schema (`?schema=NAME`; created when a store is opened
-for writing): tests and separate histories each get their own. A password in the URL, in
+A URL names a database and, optionally, a schema (`?schema=NAME`); without one the run store
+uses the schema `commerce_runs` and the verdict store `commerce_verdicts`, so one URL serves
+both. A schema is created when a store is first opened for writing (when it is missing: a role
+may be given one made for it). Tests and separate histories each get a schema of their own. A password in the URL, in
 `PGPASSWORD` or in a `.pgpass` is used by the driver and never shown: `public_url` is the URL as
 every message, header and record shows it, and `scrub` takes the password out of a driver's error.
 """
@@ -285,7 +287,8 @@ class PostgresDatabase:
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, read_only: bool = False) -> None:
+    def __init__(self, url: str, *, schema: str, read_only: bool = False) -> None:
+        """`schema`: where the tables are when the URL names none (`?schema=`)."""
         if not driver_available():
             raise DriverMissing(
                 f"{public_url(url)}: a PostgreSQL store needs the psycopg driver, which is not "
@@ -296,7 +299,8 @@ class PostgresDatabase:
         self.psycopg = psycopg
         self.url = url.strip()
         self.public = public_url(url)
-        self.conninfo, self.schema = _split(self.url)
+        self.conninfo, named = _split(self.url)
+        self.schema = named or schema
         self.read_only = read_only
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -323,20 +327,22 @@ class PostgresDatabase:
         )
         raw.row_factory = _row_factory
         _load_numeric(raw)
-        if self.schema:
-            if not self.read_only:
-                with raw.transaction():
-                    raw.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-                    raw.execute(
-                        psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
-                            psycopg.sql.Identifier(self.schema)
-                        )
+        found = raw.execute(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+        ).fetchone()
+        if found is None and not self.read_only:
+            # only when missing: a role without CREATE on the database can use a schema made
+            # for it
+            with raw.transaction():
+                raw.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                raw.execute(
+                    psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                        psycopg.sql.Identifier(self.schema)
                     )
-            raw.execute(
-                psycopg.sql.SQL("SET search_path TO {}").format(
-                    psycopg.sql.Identifier(self.schema)
                 )
-            )
+        raw.execute(
+            psycopg.sql.SQL("SET search_path TO {}").format(psycopg.sql.Identifier(self.schema))
+        )
         if self.read_only:
             raw.execute("SET default_transaction_read_only = on")
         return raw

@@ -88,6 +88,8 @@ SCHEMA_VERSION = 2
 DEFAULT_STORE_PATH = Path(".commerce") / "runs"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 DB_NAME = "runs.sqlite"
+PG_SCHEMA = "commerce_runs"
+"""The PostgreSQL schema of a run store whose URL names none (`?schema=`)."""
 
 _BUSY_TIMEOUT_S = 60.0
 RunKind = Literal["regression", "live"]
@@ -809,7 +811,7 @@ class RunStore:
             self.folder = None
             self.path: Path | str = public_url(self.url)
             try:
-                self._pg = PostgresDatabase(self.url, read_only=read_only)
+                self._pg = PostgresDatabase(self.url, schema=PG_SCHEMA, read_only=read_only)
             except DriverMissing as exc:
                 raise StoreError(str(exc)) from None
             self._retry(self._open_database)
@@ -1003,6 +1005,11 @@ class RunStore:
                     conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             return
+        if "verdicts" in tables and "runs" not in tables:
+            raise StoreError(
+                f"{self.path}: this schema holds a verdict store; give the run store a schema of "
+                "its own (?schema=NAME, or none for commerce_runs)"
+            )
         if "meta" not in tables or "runs" not in tables:
             raise StoreError(
                 f"{self.path}: not a commerce-evals run store (tables: "

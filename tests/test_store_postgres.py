@@ -501,3 +501,18 @@ def test_verdicts_on_postgresql_and_copied_both_ways(url, schema, tmp_path, pyte
         assert copied.all() == original.all()
     with closing(sqlite3.connect(lite)) as conn:
         assert conn.execute("SELECT count(*) FROM verdicts").fetchone() == (2,)
+
+
+@needs_server
+def test_an_unreachable_verdict_store_is_a_miss_and_the_judge_goes_on():
+    store = VerdictStore("postgresql://evals:hunter2@127.0.0.1:1/test")
+    assert store.unavailable is not None and "hunter2" not in store.unavailable
+    assert store.unavailable.startswith(
+        "postgresql://evals@127.0.0.1:1/test: verdict store unreachable: "
+    )
+    assert store.get("t1", "jf", "rf") is None
+    assert store.put(verdict(1)) is False  # the judge was asked as usual; nothing is kept
+    with pytest.raises(ValueError, match="verdict store unreachable"):
+        from pytest_commerce_evals.judge.verdict_store import copy_verdicts
+
+        copy_verdicts(store, store)

@@ -163,14 +163,25 @@ class VerdictStore:
         else:
             self.path = Path(path)
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.unavailable: str | None = None
+        """Why a PostgreSQL store's server cannot be reached (None while it can): every lookup
+        is then a miss and every write is skipped, so the judge runs as without a store."""
         errors = (sqlite3.Error, UnicodeDecodeError, *(self._pg.errors if self._pg else ()))
         try:
             found = self._retry(self._create)
+        except tuple(self._pg.transient if self._pg else ()) as exc:
+            self._lost(exc)
+            return
         except errors as exc:  # a message quoting damaged bytes
             self.close()
-            detail = scrub(str(exc).strip(), self.url) if self.url else exc
+            if self._pg is not None:
+                raise ValueError(
+                    f"{self.path}: verdict store unusable "
+                    f"({scrub(str(exc).strip(), self.url)}); it only caches verdicts: point "
+                    "--commerce-judge-store at another schema or database"
+                ) from None
             raise ValueError(
-                f"{self.path}: verdict store damaged or unreadable ({detail}); it only caches "
+                f"{self.path}: verdict store damaged or unreadable ({exc}); it only caches "
                 "verdicts: move it aside and the next run starts a new one"
             ) from None
         try:
@@ -188,6 +199,12 @@ class VerdictStore:
                 f"{self.path}: verdict store schema_version {found[0]} is newer than this "
                 f"plugin's {SCHEMA_VERSION}"
             )
+
+    def _lost(self, exc: BaseException) -> None:
+        self.close()
+        self.unavailable = f"{self.path}: verdict store unreachable: " + scrub(
+            str(exc).strip(), self.url
+        )
 
     def _retry(self, work: Callable[[], T]) -> T:
         """`work()`; on PostgreSQL tried again on a new connection while the connection is lost
@@ -281,6 +298,8 @@ class VerdictStore:
         self, transcript_hash: str, judge_fingerprint: str, rubric_fingerprint: str
     ) -> StoredVerdict | None:
         """The stored verdict for exactly these three hashes, or None."""
+        if self.unavailable is not None:
+            return None
 
         def read() -> Any:
             with self._connect() as conn:
@@ -290,13 +309,18 @@ class VerdictStore:
                     (transcript_hash, judge_fingerprint, rubric_fingerprint),
                 ).fetchone()
 
-        row = self._retry(read)
+        try:
+            row = self._retry(read)
+        except tuple(self._pg.transient if self._pg else ()) as exc:
+            self._lost(exc)
+            return None
         if row is None:
             return None
         return _read(row)
 
     def put(self, verdict: RubricVerdict) -> bool:
-        """Store a PASS or FAIL verdict; returns False (and stores nothing) for anything else."""
+        """Store a PASS or FAIL verdict; returns False (and stores nothing) for anything else,
+        and on a PostgreSQL store whose server cannot be reached."""
         if verdict.outcome not in ("pass", "fail") or verdict.verdict is None:
             return False
         if not (
@@ -317,11 +341,13 @@ class VerdictStore:
             created_at=time.time(),
         )
         self.put_stored(record)
-        return True
+        return self.unavailable is None  # a PostgreSQL server that cannot be reached kept nothing
 
     def put_stored(self, record: StoredVerdict) -> None:
         """Store a verdict as it was read from a store (its `created_at` kept), over any with
-        the same three hashes."""
+        the same three hashes. On a PostgreSQL store whose server cannot be reached, nothing."""
+        if self.unavailable is not None:
+            return
         data = record.model_dump()
         columns = ", ".join(data)
         marks = ", ".join("?" for _ in data)
@@ -333,7 +359,10 @@ class VerdictStore:
                     tuple(data.values()),
                 )
 
-        self._retry(write)
+        try:
+            self._retry(write)
+        except tuple(self._pg.transient if self._pg else ()) as exc:
+            self._lost(exc)
 
     def count(self) -> int:
         def read() -> int:
@@ -360,8 +389,13 @@ class VerdictStore:
 def copy_verdicts(source: VerdictStore, dest: VerdictStore) -> int:
     """Copy every verdict of `source` into `dest` (each keeps its time); a verdict already
     there is written over with the same values, so copying again changes nothing. Returns how
-    many were copied."""
+    many were copied. A PostgreSQL store whose server cannot be reached is a `ValueError`."""
+    for store in (source, dest):
+        if store.unavailable is not None:
+            raise ValueError(store.unavailable)
     found = source.all()
     for verdict in found:
         dest.put_stored(verdict)
+    if dest.unavailable is not None:
+        raise ValueError(dest.unavailable)
     return len(found)

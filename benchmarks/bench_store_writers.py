@@ -68,7 +68,7 @@ def batch(folder: Path, target: str, writers: int, trials: int) -> float:
         args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "cases"]
         args += [f"--commerce-store={target}", f"--commerce-trials={trials}"]
         if n % 4 == 3:
-            args += ["-p", "xdist", "-n", "2"]
+            args += ["-n", "2", "-p", "no:benchmark"]
         procs.append(
             subprocess.Popen(
                 args, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT

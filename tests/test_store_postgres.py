@@ -159,7 +159,7 @@ def test_a_postgresql_url_without_the_driver_is_a_usage_error_saying_what_to_ins
         [
             "*--commerce-store: postgresql://u@127.0.0.1:5432/db is a PostgreSQL store, which "
             "needs the psycopg driver (not installed): pip install "
-            "'pytest-commerce-evals[postgres]'"
+            "'pytest-commerce-evals[[]postgres]'"
         ]
     )
     assert "hunter2" not in result.stdout.str() + result.stderr.str()
@@ -266,7 +266,7 @@ def test_runs_diffs_and_compare_through_pytest_with_a_password_never_shown(
     # a password the trust-auth server ignores: used by the driver, never shown or stored
     secret_url = f"postgresql://{user}:hunter2@{rest}?schema={schema}&sslmode=disable"
     store = f"--commerce-store={secret_url}"
-    first = p.runpytest("cases", store, "--commerce-trials=2", "-p", "xdist", "-n", "2")
+    first = p.runpytest("cases", store, "--commerce-trials=2", "-n", "2", "-p", "no:benchmark")
     first.stdout.fnmatch_lines(
         [f"run * recorded in {public_url(secret_url)}: 6 trials, complete"]
     )
@@ -366,6 +366,13 @@ def pytest_commerce_evals_trial_recorded(config, record):
             def refused(self):
                 raise psycopg.OperationalError("connection refused (the server went away)")
             database.PostgresDatabase._new = refused
+
+
+ORIGINAL = database.PostgresDatabase._new
+
+
+def pytest_unconfigure(config):
+    database.PostgresDatabase._new = ORIGINAL  # the run is in this process: leave it as found
 """
 
 

@@ -4,7 +4,7 @@ PostgreSQL (a `postgresql://` URL, with the optional `[postgres]` extra: psycopg
 Both stores write plain SQL in SQLite's dialect with `?` placeholders; on PostgreSQL each
 statement is translated as it is run (`translate`):
 
-- `?` becomes `%s` (a `?` inside a quoted literal is kept; a literal `%` is escaped);
+- `?` becomes `%s` (a `?` inside a quoted literal is kept) and every `%` is escaped as `%%`;
 - `INSERT OR REPLACE INTO t ...` becomes `INSERT INTO t ... ON CONFLICT (<t's primary key>) DO
   UPDATE SET <every other listed column> = EXCLUDED.<column>`, and `INSERT OR IGNORE` becomes
   `... ON CONFLICT DO NOTHING` (the primary key and the columns are read from the catalog once);
@@ -142,7 +142,9 @@ _ROWID = re.compile(r"\browid\b", re.I)
 def _placeholders(sql: str) -> str:
     def swap(m: re.Match[str]) -> str:
         token = m.group(0)
-        return "%s" if token == "?" else "%%" if token == "%" else token
+        if token == "?":
+            return "%s"
+        return token.replace("%", "%%")  # the driver reads % inside a literal too
 
     return _PARAMS.sub(swap, sql)
 
@@ -369,6 +371,8 @@ class PostgresDatabase:
                 raw.close()
             except Exception:  # already broken
                 pass
+            with self._lock:
+                self._open = [(p, c) for p, c in self._open if c is not raw]
 
     def close(self) -> None:
         pid = os.getpid()
@@ -381,6 +385,13 @@ class PostgresDatabase:
             except Exception:  # already broken
                 pass
         self._local = threading.local()
+
+    def __del__(self) -> None:
+        # a store dropped without close(): its connections go with it, quietly
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
 
     @contextmanager
     def transaction(self, *, lock: bool = False) -> Iterator[PostgresConnection]:

@@ -61,7 +61,10 @@ def build(folder: Path) -> None:
 
 def batch(folder: Path, target: str, writers: int, trials: int) -> float:
     """Start `writers` pytest processes at once; seconds until the last one ended."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     procs = []
     start = time.perf_counter()
     for n in range(writers):
@@ -91,7 +94,9 @@ def check(store: RunStore, writers: int, trials: int) -> None:
         record = store.load_run(summary.run_id)
         keys = [(t.case_id, t.trial) for t in record.trials]
         if len(keys) != CASES * trials or len(set(keys)) != len(keys):
-            raise SystemExit(f"run {record.run_id}: {len(keys)} trials stored, not {CASES * trials}")
+            raise SystemExit(
+                f"run {record.run_id}: {len(keys)} trials stored, not {CASES * trials}"
+            )
         if not record.complete or record.sets != set_results(record.trials):
             raise SystemExit(f"run {record.run_id}: set results differ from its trials")
 

@@ -267,9 +267,7 @@ def test_runs_diffs_and_compare_through_pytest_with_a_password_never_shown(
     secret_url = f"postgresql://{user}:hunter2@{rest}?schema={schema}&sslmode=disable"
     store = f"--commerce-store={secret_url}"
     first = p.runpytest("cases", store, "--commerce-trials=2", "-n", "2", "-p", "no:benchmark")
-    first.stdout.fnmatch_lines(
-        [f"run * recorded in {public_url(secret_url)}: 6 trials, complete"]
-    )
+    first.stdout.fnmatch_lines([f"run * recorded in {public_url(secret_url)}: 6 trials, complete"])
     write(cart_002_checkout_total="shoe-002")
     record = tmp_path / "second.json"
     second = p.runpytest(
@@ -316,7 +314,7 @@ def test_a_read_only_role_can_compare(suite, url, schema):
             RunStore(reader).begin_run(run([trial("cart-001-a")]))
     finally:
         with admin() as conn:
-            conn.execute(f'DROP OWNED BY {role}')
+            conn.execute(f"DROP OWNED BY {role}")
             conn.execute(f"DROP ROLE {role}")
 
 
@@ -391,9 +389,7 @@ def test_a_dropped_connection_is_opened_again_and_every_trial_stored_once(suite,
             "again); every finished trial is stored once",
         ]
     )
-    assert rows(schema, "SELECT count(*), count(DISTINCT (case_id, trial)) FROM trials") == [
-        (6, 6)
-    ]
+    assert rows(schema, "SELECT count(*), count(DISTINCT (case_id, trial)) FROM trials") == [(6, 6)]
     assert rows(schema, "SELECT passed, graded FROM set_results") == [(6, 6)]
 
 
@@ -495,9 +491,12 @@ def test_verdicts_on_postgresql_and_copied_both_ways(url, schema, tmp_path, pyte
     assert store.get("t2", "jf", "rf").verdict == "PASS"
     assert store.get("t3", "jf", "rf") is None
     assert [v.transcript_hash for v in store.all("grounded")] == ["t1", "t2"]
-    assert rows(schema, "SELECT data_type FROM information_schema.columns WHERE "
-                "table_name = 'verdicts' AND column_name = 'created_at' "
-                "AND table_schema = current_schema()") == [("double precision",)]
+    assert rows(
+        schema,
+        "SELECT data_type FROM information_schema.columns WHERE "
+        "table_name = 'verdicts' AND column_name = 'created_at' "
+        "AND table_schema = current_schema()",
+    ) == [("double precision",)]
     store.close()
     lite = tmp_path / "verdicts.sqlite"
     for _ in range(2):

@@ -20,8 +20,8 @@ from ..reports.html import render_comparison_html, render_run_html, write_html
 from ..reports.terminal import line_writer
 from ..results import TrialRecord
 from ..settings import agent_label, settings
-from .history import FailingSetDiff, ModelComparison, compare_runs, describe_run, diff_failing_sets
 from .database import is_database_url, public_url, scrub
+from .history import FailingSetDiff, ModelComparison, compare_runs, describe_run, diff_failing_sets
 from .paths import output_path, store_folder
 from .run_store import (
     DEFAULT_STORE_PATH,

@@ -22,9 +22,11 @@ bool is written as 1 or 0.
 A URL names a database and, optionally, a schema (`?schema=NAME`); without one the run store
 uses the schema `commerce_runs` and the verdict store `commerce_verdicts`, so one URL serves
 both. A schema is created when a store is first opened for writing (when it is missing: a role
-may be given one made for it). Tests and separate histories each get a schema of their own. A password in the URL, in
-`PGPASSWORD` or in a `.pgpass` is used by the driver and never shown: `public_url` is the URL as
-every message, header and record shows it, and `scrub` takes the password out of a driver's error.
+may be given one made for it). Tests and separate histories each get a schema of their own.
+
+A password in the URL, in `PGPASSWORD` or in a `.pgpass` is used by the driver and never shown:
+`public_url` is the URL as every message, header and record shows it, and `scrub` takes the
+password out of a driver's error.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ import importlib.util
 import os
 import re
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -131,7 +132,8 @@ def scrub(text: str, url: str | None = None) -> str:
 # -- translation -----------------------------------------------------------------------------
 
 _UPSERT = re.compile(
-    r"^\s*INSERT\s+OR\s+(REPLACE|IGNORE)\s+INTO\s+([\w.\"]+)\s*(?:\(([^)]*)\))?\s*(VALUES\b.*|SELECT\b.*)$",
+    r"^\s*INSERT\s+OR\s+(REPLACE|IGNORE)\s+INTO\s+([\w.\"]+)\s*(?:\(([^)]*)\))?\s*"
+    r"(VALUES\b.*|SELECT\b.*)$",
     re.S | re.I,
 )
 _PARAMS = re.compile(r"'(?:[^']|'')*'|\?|%")
@@ -419,8 +421,7 @@ class PostgresDatabase:
 
     def tables(self, conn: PostgresConnection) -> set[str]:
         rows = conn.raw.execute(
-            "SELECT table_name FROM information_schema.tables "
-            "WHERE table_schema = current_schema()"
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
         ).fetchall()
         return {r[0] for r in rows}
 

@@ -44,14 +44,6 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import CommerceEvalsError
-from .database import (
-    RETRY_DELAYS_S,
-    DriverMissing,
-    PostgresDatabase,
-    is_database_url,
-    public_url,
-    scrub,
-)
 from ..results import (
     GRADED,
     RubricVerdict,
@@ -59,6 +51,14 @@ from ..results import (
     failure_lines,
     set_verdict,
     verdicts_from_json,
+)
+from .database import (
+    RETRY_DELAYS_S,
+    DriverMissing,
+    PostgresDatabase,
+    is_database_url,
+    public_url,
+    scrub,
 )
 
 __all__ = [
@@ -805,6 +805,8 @@ class RunStore:
         self.retries = 0
         """How many times an operation was tried again after the connection was lost."""
         self._pg: PostgresDatabase | None = None
+        self._errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+        self._lost: tuple[type[BaseException], ...] = ()
         if is_database_url(folder):
             # a PostgreSQL database (and schema): `path` is its URL without the password
             self.url = str(folder).strip()
@@ -814,6 +816,8 @@ class RunStore:
                 self._pg = PostgresDatabase(self.url, schema=PG_SCHEMA, read_only=read_only)
             except DriverMissing as exc:
                 raise StoreError(str(exc)) from None
+            self._errors += self._pg.errors
+            self._lost = self._pg.transient
             self._retry(self._open_database)
             return
         self.url = None
@@ -978,10 +982,11 @@ class RunStore:
         """meta.schema_version, or 1 for a schema 1 store that predates it."""
         try:
             rows = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-        except (sqlite3.Error, *(self._pg.errors if self._pg else ())) as exc:
+        except self._errors as exc:
             raise self._damage(f"the meta table cannot be read ({exc})") from None
         if not rows:
-            if "kind" in self._columns(conn, "runs"):  # the runs table is schema 2: the version row was lost
+            if "kind" in self._columns(conn, "runs"):
+                # the runs table is schema 2: the version row was lost
                 raise self._damage("the meta table has no schema_version row")
             return 1
         value = rows[0][0]
@@ -1030,9 +1035,9 @@ class RunStore:
         if version < 2:
             try:
                 self._migrate_1_to_2(conn)
-            except tuple(self._pg.transient if self._pg else ()):
+            except self._lost:
                 raise
-            except (sqlite3.Error, *(self._pg.errors if self._pg else ())) as exc:
+            except self._errors as exc:
                 raise self._damage(
                     f"meta.schema_version is 1 but the tables do not migrate to 2 ({exc})"
                 ) from None
@@ -1071,8 +1076,8 @@ class RunStore:
         # begun) replaces its row
         with self._transaction() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO runs (run_id, kind, started_at, ended_at, complete, exit_status, "
-                "git_commit, git_dirty, agent_model, agent_base_url, judge_model, "
+                "INSERT OR REPLACE INTO runs (run_id, kind, started_at, ended_at, complete, "
+                "exit_status, git_commit, git_dirty, agent_model, agent_base_url, judge_model, "
                 "judge_fingerprints, selection, signature, options, baseline) "
                 "VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (

@@ -522,3 +522,30 @@ def test_an_unreachable_verdict_store_is_a_miss_and_the_judge_goes_on():
         from pytest_commerce_evals.judge.verdict_store import copy_verdicts
 
         copy_verdicts(store, store)
+
+
+@needs_server
+def test_plain_sql_of_a_new_table_and_query_runs_on_both_backends(url, tmp_path):
+    """What a new table or query in the stores looks like: SQLite's SQL through the stores'
+    own connection helpers; on PostgreSQL it is translated as it runs."""
+    results = {}
+    for store in (RunStore(tmp_path / "runs"), RunStore(url)):
+        with store._transaction() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS calibration (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                "dimension TEXT NOT NULL UNIQUE, agreement REAL NOT NULL, n INTEGER NOT NULL)"
+            )
+            for dimension, agreement, n in (("grounded", 0.9, 10), ("polite", 0.75, 4)):
+                conn.execute(
+                    "INSERT OR REPLACE INTO calibration (dimension, agreement, n) VALUES (?, ?, ?)",
+                    (dimension, agreement, n),
+                )
+        with store._connect() as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) AS runs, SUM(n) AS total, COALESCE(MAX(agreement), 0) AS best "
+                "FROM calibration WHERE dimension LIKE ? || '%'",
+                ("",),
+            ).fetchone()
+            results[store.dialect] = dict(row)
+        store.close()
+    assert results["sqlite"] == results["postgresql"] == {"runs": 2, "total": 14, "best": 0.9}

@@ -200,6 +200,12 @@ class VerdictStore:
                 f"plugin's {SCHEMA_VERSION}"
             )
 
+    @property
+    def dialect(self) -> str:
+        """`sqlite` or `postgresql`: for the rare statement that must differ between the two
+        (most SQL runs on both as written; see `store.database`)."""
+        return "sqlite" if self._pg is None else "postgresql"
+
     def _lost(self, exc: BaseException) -> None:
         self.close()
         self.unavailable = f"{self.path}: verdict store unreachable: " + scrub(

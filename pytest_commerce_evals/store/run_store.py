@@ -847,6 +847,12 @@ class RunStore:
         return is_database_url(target) or (Path(target) / DB_NAME).exists()
 
     @property
+    def dialect(self) -> str:
+        """`sqlite` or `postgresql`: for the rare statement that must differ between the two
+        (most SQL runs on both as written; see `store.database`)."""
+        return "sqlite" if self._pg is None else "postgresql"
+
+    @property
     def reconnects(self) -> int:
         """How many times a lost database connection was opened again (PostgreSQL)."""
         return self._pg.reconnects if self._pg is not None else 0

@@ -358,7 +358,7 @@ def pytest_commerce_evals_trial_recorded(config, record):
         with psycopg.connect(ADMIN, autocommit=True) as conn:
             conn.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                "application_name = 'pytest-commerce-evals' AND pid <> pg_backend_pid()"
+                "application_name = %s", ({name!r},)
             )
         if {unreachable!r}:
             def refused(self):
@@ -378,9 +378,12 @@ def pytest_unconfigure(config):
 def test_a_dropped_connection_is_opened_again_and_every_trial_stored_once(suite, url, schema):
     p, _ = suite
     p.makeconftest(
-        toy_conftest(script(**PASSING)) + TERMINATE.format(admin=SERVER, unreachable=False)
+        toy_conftest(script(**PASSING))
+        + TERMINATE.format(admin=SERVER, unreachable=False, name=schema)
     )
-    result = p.runpytest("cases", f"--commerce-store={url}", "--commerce-trials=2")
+    # the run's connections carry the schema's name, so only they are cut
+    store = f"--commerce-store={url}&application_name={schema}"
+    result = p.runpytest("cases", store, "--commerce-trials=2")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
@@ -398,8 +401,9 @@ def test_a_connection_lost_for_good_sends_the_run_to_the_unsaved_record(suite, u
     p, write = suite
     write(cart_002_checkout_total="shoe-002")
     conftest = toy_conftest(script(**(PASSING | {"cart_002_checkout_total": "shoe-002"})))
-    p.makeconftest(conftest + TERMINATE.format(admin=SERVER, unreachable=True))
-    result = p.runpytest("cases", f"--commerce-store={url}", "--commerce-trials=2")
+    p.makeconftest(conftest + TERMINATE.format(admin=SERVER, unreachable=True, name=schema))
+    store = f"--commerce-store={url}&application_name={schema}"
+    result = p.runpytest("cases", store, "--commerce-trials=2")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # from the sets, as without a store
     result.stdout.fnmatch_lines(
         [

@@ -43,6 +43,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from ..errors import CommerceEvalsError
 
 __all__ = [
+    "APPLICATION_NAME",
     "CONNECT_TIMEOUT_S",
     "INSTALL_HINT",
     "POSTGRES_SCHEMES",
@@ -60,6 +61,9 @@ __all__ = [
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 INSTALL_HINT = "pip install 'pytest-commerce-evals[postgres]'"
 CONNECT_TIMEOUT_S = 5
+APPLICATION_NAME = "pytest-commerce-evals"
+"""How the plugin's connections are named in `pg_stat_activity` (a URL's `application_name`
+wins)."""
 RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0)
 """Waits between the tries of an operation whose connection was lost: at most five tries in
 about 4 s (plus the connect timeout of each try that cannot reach the server). A retried write
@@ -323,11 +327,19 @@ class PostgresDatabase:
 
     def _new(self) -> Any:
         psycopg = self.psycopg
+        named = dict(parse_qsl(urlsplit(self.conninfo).query))
         raw = psycopg.connect(
             self.conninfo,
             autocommit=True,
-            connect_timeout=CONNECT_TIMEOUT_S,
-            application_name="pytest-commerce-evals",
+            # the URL's own, when it gives them, win
+            **{
+                k: v
+                for k, v in (
+                    ("connect_timeout", CONNECT_TIMEOUT_S),
+                    ("application_name", APPLICATION_NAME),
+                )
+                if k not in named
+            },
         )
         raw.row_factory = _row_factory
         _load_numeric(raw)

@@ -3,6 +3,9 @@
     <store>/runs.sqlite          runs, trials and per-set results (WAL mode, busy timeout)
     <store>/unsaved-<run>.json   a run's record, written here only when the database failed
 
+or in a PostgreSQL database named by a `postgresql://` URL: the same tables and statements,
+through `store.database` (a lost connection is opened again and the operation tried again).
+
 A run row is written (with `complete = 0`) before its first trial result is stored; trials are
 written as they arrive, in small batches; `complete = 1` is set at the end of the session only when
 the session was not interrupted. Several processes may write runs to one store at once: each

@@ -551,5 +551,8 @@ def test_plain_sql_of_a_new_table_and_query_runs_on_both_backends(url, tmp_path)
                 ("",),
             ).fetchone()
             results[store.dialect] = dict(row)
+            # a literal % in a statement without parameters reads as itself
+            (like,) = conn.execute("SELECT COUNT(*) FROM calibration WHERE dimension LIKE 'gr%'")
+            assert like[0] == 1
         store.close()
     assert results["sqlite"] == results["postgresql"] == {"runs": 2, "total": 14, "best": 0.9}

@@ -254,7 +254,8 @@ class PostgresConnection:
         return translate(sql, lambda table: self.database.table_info(self, table))
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        return self.raw.execute(self._sql(sql), _params(params) if params else None)
+        # parameters always given (an empty list too), so the driver reads `%%` as `%`
+        return self.raw.execute(self._sql(sql), _params(params))
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
         cursor = self.raw.cursor()

@@ -38,9 +38,9 @@ from ..store.database import (
     RETRY_DELAYS_S,
     DriverMissing,
     PostgresDatabase,
+    describe,
     is_database_url,
     public_url,
-    scrub,
 )
 from ..store.run_store import printable
 
@@ -177,7 +177,7 @@ class VerdictStore:
             if self._pg is not None:
                 raise ValueError(
                     f"{self.path}: verdict store unusable "
-                    f"({scrub(str(exc).strip(), self.url)}); it only caches verdicts: point "
+                    f"({describe(exc, self.url)}); it only caches verdicts: point "
                     "--commerce-judge-store at another schema or database"
                 ) from None
             raise ValueError(
@@ -208,9 +208,7 @@ class VerdictStore:
 
     def _lost(self, exc: BaseException) -> None:
         self.close()
-        self.unavailable = f"{self.path}: verdict store unreachable: " + scrub(
-            str(exc).strip(), self.url
-        )
+        self.unavailable = f"{self.path}: verdict store unreachable: {describe(exc, self.url)}"
 
     def _retry(self, work: Callable[[], T]) -> T:
         """`work()`; on PostgreSQL tried again on a new connection while the connection is lost

@@ -52,6 +52,7 @@ __all__ = [
     "PostgresDatabase",
     "Row",
     "driver_available",
+    "describe",
     "is_database_url",
     "public_url",
     "scrub",
@@ -131,6 +132,11 @@ def scrub(text: str, url: str | None = None) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
     return text
+
+
+def describe(error: BaseException, url: str | None) -> str:
+    """A driver's error on one line (libpq's messages run over several), without the password."""
+    return scrub(" ".join(str(error).split()), url)
 
 
 # -- translation -----------------------------------------------------------------------------

@@ -59,9 +59,9 @@ from .database import (
     RETRY_DELAYS_S,
     DriverMissing,
     PostgresDatabase,
+    describe,
     is_database_url,
     public_url,
-    scrub,
 )
 
 __all__ = [
@@ -959,12 +959,10 @@ class RunStore:
                 yield conn
         except self._pg.transient as exc:
             raise StoreUnavailable(
-                f"{self.path}: run store unreachable: {scrub(str(exc).strip(), self.url)}"
+                f"{self.path}: run store unreachable: {describe(exc, self.url)}"
             ) from None
         except self._pg.errors as exc:
-            raise StoreError(
-                f"{self.path}: run store error: {scrub(str(exc).strip(), self.url)}"
-            ) from None
+            raise StoreError(f"{self.path}: run store error: {describe(exc, self.url)}") from None
 
     @contextmanager
     def _transaction(self, *, lock: bool = False) -> Iterator[sqlite3.Connection]:

@@ -27,8 +27,9 @@ DEFAULT_CALIBRATION_SET = Path("tests") / "data" / "calibration"
 # -- settings (declared in settings.TABLE) -------------------------------------------------------
 
 
-def store_path(config: pytest.Config) -> Path | None:
-    """Where verdicts are stored, or None when storing is switched off."""
+def store_path(config: pytest.Config) -> Path | str | None:
+    """Where verdicts are stored (a SQLite file, or a PostgreSQL URL as a str), or None when
+    storing is switched off."""
     return settings(config).judge_store
 
 

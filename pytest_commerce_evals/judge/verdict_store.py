@@ -14,6 +14,10 @@ Several pytest-xdist workers may write at once: the database runs in WAL mode wi
 timeout, and writes are single statements. Each process and thread keeps one connection of its
 own (a forked child opens a new one, never touching the parent's); `close()` closes them, and so
 does garbage collection of the store.
+
+A `postgresql://` URL (see `store.database`) keeps the verdicts in PostgreSQL instead: the same
+table and statements, one connection per process and thread, and a lookup or write whose
+connection was lost is tried again on a new one.
 """
 
 from __future__ import annotations
@@ -22,23 +26,41 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..results import RubricVerdict
+from ..store.database import (
+    RETRY_DELAYS_S,
+    DriverMissing,
+    PostgresDatabase,
+    describe,
+    is_database_url,
+    public_url,
+)
 from ..store.run_store import printable
 
-__all__ = ["DEFAULT_STORE_PATH", "SCHEMA_VERSION", "StoredVerdict", "VerdictStore"]
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "SCHEMA_VERSION",
+    "StoredVerdict",
+    "VerdictStore",
+    "copy_verdicts",
+]
 
 SCHEMA_VERSION = 1
 DEFAULT_STORE_PATH = Path(".commerce") / "verdicts.sqlite"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 
 _BUSY_TIMEOUT_S = 60.0
+PG_SCHEMA = "commerce_verdicts"
+"""The PostgreSQL schema of a verdict store whose URL names none (`?schema=`)."""
+_PG_LOCK = 0x76657264  # the advisory lock writers hold while they create the tables
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -113,7 +135,7 @@ def _migrate(row: dict) -> dict:
     return row
 
 
-def _read(row: sqlite3.Row) -> StoredVerdict | None:
+def _read(row: Any) -> StoredVerdict | None:
     """A row as a verdict; None for one that no longer reads as one (damaged, or written by
     something else): a miss, so the verdict is asked again and the row written over."""
     try:
@@ -126,25 +148,38 @@ class VerdictStore:
     """SQLite-backed verdicts, safe under several writing processes."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._open: list[tuple[int, sqlite3.Connection]] = []  # (pid, connection)
+        self._pg: PostgresDatabase | None = None
+        self.url: str | None = None
+        if is_database_url(path):
+            self.url = str(path).strip()
+            self.path: Path | str = public_url(self.url)
+            try:
+                self._pg = PostgresDatabase(self.url, schema=PG_SCHEMA)
+            except DriverMissing as exc:
+                raise ValueError(str(exc)) from None
+        else:
+            self.path = Path(path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.unavailable: str | None = None
+        """Why a PostgreSQL store's server cannot be reached (None while it can): every lookup
+        is then a miss and every write is skipped, so the judge runs as without a store."""
+        errors = (sqlite3.Error, UnicodeDecodeError, *(self._pg.errors if self._pg else ()))
         try:
-            with self._connect() as conn:
-                # WAL is a property of the file: set once, every later connection uses it.
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.executescript(_SCHEMA)
-                conn.execute(
-                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-                found = conn.execute(
-                    "SELECT value FROM meta WHERE key = 'schema_version'"
-                ).fetchone()
-        except (sqlite3.Error, UnicodeDecodeError) as exc:  # a message quoting damaged bytes
+            found = self._retry(self._create)
+        except tuple(self._pg.transient if self._pg else ()) as exc:
+            self._lost(exc)
+            return
+        except errors as exc:  # a message quoting damaged bytes
             self.close()
+            if self._pg is not None:
+                raise ValueError(
+                    f"{self.path}: verdict store unusable "
+                    f"({describe(exc, self.url)}); it only caches verdicts: point "
+                    "--commerce-judge-store at another schema or database"
+                ) from None
             raise ValueError(
                 f"{self.path}: verdict store damaged or unreadable ({exc}); it only caches "
                 "verdicts: move it aside and the next run starts a new one"
@@ -165,10 +200,57 @@ class VerdictStore:
                 f"plugin's {SCHEMA_VERSION}"
             )
 
+    @property
+    def dialect(self) -> str:
+        """`sqlite` or `postgresql`: for the rare statement that must differ between the two
+        (most SQL runs on both as written; see `store.database`)."""
+        return "sqlite" if self._pg is None else "postgresql"
+
+    def _lost(self, exc: BaseException) -> None:
+        self.close()
+        self.unavailable = f"{self.path}: verdict store unreachable: {describe(exc, self.url)}"
+
+    def _retry(self, work: Callable[[], T]) -> T:
+        """`work()`; on PostgreSQL tried again on a new connection while the connection is lost
+        (`store.database.RETRY_DELAYS_S`). Every statement here is safe to repeat."""
+        if self._pg is None:
+            return work()
+        for wait in (*RETRY_DELAYS_S, None):
+            try:
+                return work()
+            except self._pg.transient:
+                self._pg.drop()
+                if wait is None:
+                    raise
+                time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _create(self) -> Any:
+        with self._connect() as conn:
+            if self._pg is not None:
+                # writers creating the tables at once queue on one lock
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (_PG_LOCK,))
+                if self._pg.tables(conn) & {"runs", "trials"}:
+                    raise ValueError(
+                        f"{self.path}: this schema holds a run store; give the verdict store a "
+                        "schema of its own (?schema=NAME, or none for commerce_verdicts)"
+                    )
+            else:
+                # WAL is a property of the file: set once, every later connection uses it.
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            return conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+
     def __repr__(self) -> str:
         return f"VerdictStore({str(self.path)!r})"
 
-    def _connection(self) -> sqlite3.Connection:
+    def _connection(self) -> Any:
+        if self._pg is not None:
+            return self._pg.connection()
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid():
             return conn
@@ -193,6 +275,8 @@ class VerdictStore:
 
     def close(self) -> None:
         """Close this process's connections; the store reopens one if used again."""
+        if self._pg is not None:
+            self._pg.close()
         pid = os.getpid()
         with self._lock:
             mine = [c for p, c in self._open if p == pid]
@@ -209,7 +293,8 @@ class VerdictStore:
 
     def __del__(self) -> None:
         try:
-            self.close()
+            if hasattr(self, "_open"):
+                self.close()
         except Exception:  # interpreter shutdown: nothing left to release
             pass
 
@@ -217,18 +302,29 @@ class VerdictStore:
         self, transcript_hash: str, judge_fingerprint: str, rubric_fingerprint: str
     ) -> StoredVerdict | None:
         """The stored verdict for exactly these three hashes, or None."""
-        with self._connect() as conn:
-            row = conn.execute(
-                "SELECT * FROM verdicts WHERE transcript_hash = ? AND judge_fingerprint = ? "
-                "AND rubric_fingerprint = ?",
-                (transcript_hash, judge_fingerprint, rubric_fingerprint),
-            ).fetchone()
+        if self.unavailable is not None:
+            return None
+
+        def read() -> Any:
+            with self._connect() as conn:
+                return conn.execute(
+                    "SELECT * FROM verdicts WHERE transcript_hash = ? AND judge_fingerprint = ? "
+                    "AND rubric_fingerprint = ?",
+                    (transcript_hash, judge_fingerprint, rubric_fingerprint),
+                ).fetchone()
+
+        try:
+            row = self._retry(read)
+        except tuple(self._pg.transient if self._pg else ()) as exc:
+            self._lost(exc)
+            return None
         if row is None:
             return None
         return _read(row)
 
     def put(self, verdict: RubricVerdict) -> bool:
-        """Store a PASS or FAIL verdict; returns False (and stores nothing) for anything else."""
+        """Store a PASS or FAIL verdict; returns False (and stores nothing) for anything else,
+        and on a PostgreSQL store whose server cannot be reached."""
         if verdict.outcome not in ("pass", "fail") or verdict.verdict is None:
             return False
         if not (
@@ -248,19 +344,36 @@ class VerdictStore:
             truncated_turns=verdict.truncated_turns,
             created_at=time.time(),
         )
+        self.put_stored(record)
+        return self.unavailable is None  # a PostgreSQL server that cannot be reached kept nothing
+
+    def put_stored(self, record: StoredVerdict) -> None:
+        """Store a verdict as it was read from a store (its `created_at` kept), over any with
+        the same three hashes. On a PostgreSQL store whose server cannot be reached, nothing."""
+        if self.unavailable is not None:
+            return
         data = record.model_dump()
         columns = ", ".join(data)
         marks = ", ".join("?" for _ in data)
-        with self._connect() as conn:
-            conn.execute(
-                f"INSERT OR REPLACE INTO verdicts ({columns}) VALUES ({marks})",
-                tuple(data.values()),
-            )
-        return True
+
+        def write() -> None:
+            with self._connect() as conn:
+                conn.execute(
+                    f"INSERT OR REPLACE INTO verdicts ({columns}) VALUES ({marks})",
+                    tuple(data.values()),
+                )
+
+        try:
+            self._retry(write)
+        except tuple(self._pg.transient if self._pg else ()) as exc:
+            self._lost(exc)
 
     def count(self) -> int:
-        with self._connect() as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
+        def read() -> int:
+            with self._connect() as conn:
+                return int(conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
+
+        return self._retry(read)
 
     def all(self, dimension: str | None = None) -> list[StoredVerdict]:
         """Every stored verdict (of one dimension), oldest first: what trends are built from."""
@@ -269,6 +382,24 @@ class VerdictStore:
         if dimension is not None:
             query += " WHERE dimension = ?"
             args = (dimension,)
-        with self._connect() as conn:
-            rows = conn.execute(query + " ORDER BY created_at, rowid", args).fetchall()
-        return [v for v in map(_read, rows) if v is not None]
+
+        def read() -> list[Any]:
+            with self._connect() as conn:
+                return conn.execute(query + " ORDER BY created_at, rowid", args).fetchall()
+
+        return [v for v in map(_read, self._retry(read)) if v is not None]
+
+
+def copy_verdicts(source: VerdictStore, dest: VerdictStore) -> int:
+    """Copy every verdict of `source` into `dest` (each keeps its time); a verdict already
+    there is written over with the same values, so copying again changes nothing. Returns how
+    many were copied. A PostgreSQL store whose server cannot be reached is a `ValueError`."""
+    for store in (source, dest):
+        if store.unavailable is not None:
+            raise ValueError(store.unavailable)
+    found = source.all()
+    for verdict in found:
+        dest.put_stored(verdict)
+    if dest.unavailable is not None:
+        raise ValueError(dest.unavailable)
+    return len(found)

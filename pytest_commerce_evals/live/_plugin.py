@@ -279,17 +279,20 @@ def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
 
 
 def _stored_live_runs(
-    folder: Path, limit: int
+    folder: Path | str, limit: int
 ) -> tuple[list[tuple[str, str, list[RubricVerdict]]], list[str], str | None]:
     """(live runs, what was damaged and left out, why the store could not be read at all). The
     trend only reads: the store is opened read-only, and no store yet means no runs."""
-    from ..store.run_store import DB_NAME, RunStore, StoreError
+    from ..store.run_store import RunStore, StoreError
 
-    if not (folder / DB_NAME).exists():
+    if not RunStore.exists(folder):
         return [], [], None
     try:
         store = RunStore(folder, read_only=True)
-        return read_live_runs(store, limit=limit), store.damaged, None
+        try:
+            return read_live_runs(store, limit=limit), store.damaged, None
+        finally:
+            store.close()
     except (StoreError, OSError) as exc:
         return [], [], str(exc)
 

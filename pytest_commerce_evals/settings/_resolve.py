@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ..store import database
 from .table import AUTO_TRIALS_CAP, GROUP, NO_STORE, TABLE, AutoTrials, Setting, bounds_text
 
 # -- registration ----------------------------------------------------------------------------
@@ -209,6 +210,17 @@ def _parse(s: Setting, origin: str, raw: Any, root: Path | None) -> Any:
         text = str(raw)
         if text.strip().lower() in NO_STORE:
             return None
+        if database.is_database_url(text):
+            # a PostgreSQL database: kept as the URL (its password too, for the driver; every
+            # message shows it through `public_url`)
+            if not database.driver_available():
+                raise _fail(
+                    s,
+                    origin,
+                    f"{database.public_url(text)} is a PostgreSQL store, which needs the psycopg "
+                    f"driver (not installed): {database.INSTALL_HINT}",
+                )
+            return text.strip()
         path = Path(text)
         return path if path.is_absolute() or root is None else root / path
     if kind == "paths":

@@ -101,7 +101,7 @@ class Setting:
             "flag": "a switch (no value)",
             "url": "an http(s) URL, e.g. http://localhost:11434/v1",
             "concurrency": "auto, or a whole number 1..1024",
-            "store": "a path relative to the rootdir, or none/off",
+            "store": "a path relative to the rootdir, a postgresql:// URL, or none/off",
             "paths": "folders relative to the rootdir",
             "list": "a list",
             "secret": "the key (environment only)",
@@ -312,13 +312,16 @@ TABLE: tuple[Setting, ...] = (
     Setting(
         "judge_store",
         "store",
-        "SQLite file of stored judge verdicts, relative to the rootdir; 'none' disables "
-        "reuse (default: ini commerce_judge_store, else .commerce/verdicts.sqlite)",
+        "SQLite file of stored judge verdicts, relative to the rootdir, or a PostgreSQL URL "
+        "(postgresql://user@host:5432/db, optional ?schema=NAME; needs the [postgres] extra); "
+        "'none' disables reuse (ini commerce_judge_store, env COMMERCE_JUDGE_STORE; default "
+        ".commerce/verdicts.sqlite)",
         default=".commerce/verdicts.sqlite",
         option="--commerce-judge-store",
         ini="commerce_judge_store",
-        metavar="PATH",
-        ini_help="SQLite file of stored judge verdicts",
+        env="COMMERCE_JUDGE_STORE",
+        metavar="PATH|URL",
+        ini_help="SQLite file of stored judge verdicts, or a PostgreSQL URL",
     ),
     Setting(
         "judge_budget",
@@ -397,14 +400,34 @@ TABLE: tuple[Setting, ...] = (
     Setting(
         "store",
         "store",
-        "folder of the run store (SQLite inside), relative to the rootdir; 'none' records "
-        "nothing (ini commerce_store; default .commerce/runs)",
+        "folder of the run store (SQLite inside), relative to the rootdir, or a PostgreSQL URL "
+        "(postgresql://user@host:5432/db, optional ?schema=NAME; needs the [postgres] extra); "
+        "'none' records nothing (ini commerce_store, env COMMERCE_STORE; default .commerce/runs)",
         default=".commerce/runs",
         option="--commerce-store",
         ini="commerce_store",
-        metavar="PATH",
-        ini_help="folder of the run store (SQLite inside)",
+        env="COMMERCE_STORE",
+        metavar="PATH|URL",
+        ini_help="folder of the run store (SQLite inside), or a PostgreSQL URL",
         blank_option_unset=False,
+    ),
+    Setting(
+        "store_copy",
+        "str",
+        "copy every run from one run store to another and exit without running tests: "
+        "SRC,DST, each a folder (relative to the rootdir) or a PostgreSQL URL; a run already "
+        "in DST is written over with the same rows, so copying twice adds nothing",
+        option="--commerce-store-copy",
+        metavar="SRC,DST",
+    ),
+    Setting(
+        "judge_store_copy",
+        "str",
+        "copy every stored judge verdict from one verdict store to another and exit without "
+        "running tests: SRC,DST, each a SQLite file (relative to the rootdir) or a PostgreSQL "
+        "URL; idempotent (may be given with --commerce-store-copy)",
+        option="--commerce-judge-store-copy",
+        metavar="SRC,DST",
     ),
     Setting(
         "baseline",

@@ -22,6 +22,7 @@ from ..results import TrialRecord
 from ..settings import agent_label, settings
 from ..stats import format_rate
 from . import regrade
+from .database import is_database_url, public_url, scrub
 from .history import (
     FailingSetDiff,
     History,
@@ -37,7 +38,7 @@ from .history import (
 )
 from .paths import output_path, store_folder
 from .run_store import (
-    DB_NAME,
+    DEFAULT_STORE_PATH,
     RunRecord,
     RunStore,
     Selection,
@@ -135,7 +136,22 @@ def _resolve_run(store: RunStore | None, ref: str, what: str) -> RunRecord:
 
 def _open_store(config: pytest.Config, *, read_only: bool = False) -> RunStore | None:
     folder = store_folder(config)
-    return RunStore(folder, read_only=read_only) if folder is not None else None
+    if folder is None:
+        return None
+    store = RunStore(folder, read_only=read_only)
+    config.add_cleanup(store.close)
+    return store
+
+
+def local_folder(config: pytest.Config, target: Path | str | None) -> Path | None:
+    """Where a run's files go beside its store: the store's folder, or for a database URL the
+    default folder under the rootdir (`unsaved-<run>.json` when the database cannot be written);
+    None when the run records nothing."""
+    if target is None:
+        return None
+    if isinstance(target, Path):
+        return target
+    return Path(config.rootpath) / DEFAULT_STORE_PATH
 
 
 def _problem(error: BaseException) -> str:
@@ -156,7 +172,8 @@ class RunRecorder:
         from ..settings import run_config
 
         self.config = config
-        self.folder = store_folder(config)
+        self.target = store_folder(config)
+        self.folder = local_folder(config, self.target)
         commit, dirty = git_state(Path(config.rootpath))
         model, base = _agent_identity(config, ran=False)
         rc = run_config(config)
@@ -192,6 +209,8 @@ class RunRecorder:
         self.written: list[tuple[str, Path]] = []
         self.write_errors: list[str] = []
         self.store_warnings: list[str] = []
+        self.lost_connection = 0
+        """Operations tried again after the database connection was lost (PostgreSQL)."""
 
     def _terminate_as_interrupt(self) -> None:
         """A SIGTERM (a CI job's timeout, `kill`) ends the run as Ctrl-C does: the trials that
@@ -209,6 +228,9 @@ class RunRecorder:
         self.config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
 
     def _fail(self, error: BaseException) -> None:
+        if self.store is not None:
+            self.lost_connection += self.store.retries
+            self.store.close()
         self.store, self.store_error = None, _problem(error)
 
     def begin(self) -> None:
@@ -227,7 +249,8 @@ class RunRecorder:
             return
         # nothing a store does may cost the run: any failure sends it to the unsaved record
         try:
-            self.store = RunStore(self.folder)
+            self.store = RunStore(self.target)
+            self.config.add_cleanup(self.store.close)
             self.store.begin_run(self.record)
         except Exception as exc:
             self._fail(exc)
@@ -435,6 +458,24 @@ class RunRecorder:
                     {},
                 )
             )
+        retried = self.lost_connection + (self.store.retries if self.store is not None else 0)
+        if retried and self.store is not None:
+            out.append(
+                (
+                    f"run store: the connection to {self.store.path} was lost and opened again "
+                    f"({retried} operation(s) tried again); every finished trial is stored "
+                    "once",
+                    {"yellow": True},
+                )
+            )
+        elif retried:
+            out.append(
+                (
+                    f"run store: the connection was lost; {retried} operation(s) tried again "
+                    "before giving up",
+                    {"yellow": True},
+                )
+            )
         out += [(f"run store: {w}", {"yellow": True}) for w in self.store_warnings]
         if self.store is not None and self.store.damaged:
             out += _damaged_lines(self.store)
@@ -595,9 +636,11 @@ class _HistoryForWorkers:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        if self.recorder.folder is not None:
+        target = self.recorder.target
+        if target is not None:
             node.workerinput[HISTORY_SOURCE] = {
-                "folder": str(self.recorder.folder),
+                "target": str(target),
+                "url": isinstance(target, str),
                 "record": self.recorder.record.model_dump(mode="json"),
             }
 
@@ -656,7 +699,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
-    if settings(config).compare:
+    found = settings(config)
+    if found.store_copy or found.judge_store_copy:
+        from _pytest.main import wrap_session
+
+        return wrap_session(config, _copy_main)
+    if found.compare:
         from _pytest.main import wrap_session
 
         return wrap_session(config, _compare_main)
@@ -677,20 +725,25 @@ def pytest_commerce_evals_case_history(
     newest first; None without a store or a run being recorded, {} when no run knows a case."""
     recorder = config.stash.get(RECORDER, None)
     source = getattr(config, "workerinput", {}).get(HISTORY_SOURCE)
-    if recorder is not None and recorder.folder is not None:
-        folder, record, store = recorder.folder, recorder.record, recorder.store
+    if recorder is not None and recorder.target is not None:
+        target, record, store = recorder.target, recorder.record, recorder.store
     elif recorder is None and source:  # an xdist worker: the controller said where to read
-        folder, store = Path(source["folder"]), None
-        record = RunRecord.model_validate(source["record"])
+        target = source["target"] if source["url"] else Path(source["target"])
+        record, store = RunRecord.model_validate(source["record"]), None
     else:
         return None
-    if store is None and not (folder / DB_NAME).is_file():
+    if store is None and not RunStore.exists(target):
         return {}  # no run recorded yet
+    opened = None
     try:
-        store = store or RunStore(folder, read_only=True)
+        if store is None:
+            store = opened = RunStore(target, read_only=True)
         history = load_history(store, record, case_ids, settings(config).history_runs)
     except Exception:  # no readable store: no history
         return None
+    finally:
+        if opened is not None:
+            opened.close()
     out = {}
     for case_id in case_ids:
         past = history.past(case_id)
@@ -758,6 +811,90 @@ def _flaky_main(config: pytest.Config, session: pytest.Session) -> int | pytest.
     if store.damaged:
         for line, markup in _damaged_lines(store):
             write(line, **markup)
+
+
+# -- moving history between stores ------------------------------------------------------------
+
+
+def _copy_target(config: pytest.Config, text: str) -> Path | str:
+    """One side of a copy: a database URL as given, a path relative to the rootdir."""
+    if is_database_url(text):
+        return text.strip()
+    path = Path(text.strip()).expanduser()
+    return path if path.is_absolute() else Path(config.rootpath) / path
+
+
+def _copy_sides(config: pytest.Config, option: str, value: str) -> tuple[Path | str, Path | str]:
+    src, sep, dst = value.partition(",")
+    if not sep or not src.strip() or not dst.strip():
+        raise pytest.UsageError(
+            f"{option} takes two stores, SRC,DST (each a path or a postgresql:// URL), "
+            "separated by a comma"
+        )
+    return _copy_target(config, src), _copy_target(config, dst)
+
+
+def _shown(target: Path | str) -> str:
+    return public_url(target) if isinstance(target, str) else str(target)
+
+
+def copy_runs(source: RunStore, dest: RunStore) -> tuple[int, int, int]:
+    """Copy every run of `source` into `dest`, oldest first: (runs written, runs already there
+    unchanged, trials written). A run already in `dest` with other rows is written over, so
+    copying again changes nothing; a damaged run is left out and noted in `source.damaged`."""
+    written = same = trials = 0
+    for summary in reversed(source.runs()):
+        try:
+            record = source.load_run(summary.run_id)
+        except StoreError as exc:
+            source.damaged.append(str(exc))
+            continue
+        try:
+            there: RunRecord | None = dest.load_run(record.run_id)
+        except StoreError:
+            there = None
+        if there is not None and there == record:
+            same += 1
+            continue
+        dest.import_record(record)
+        written += 1
+        trials += len(record.trials)
+    return written, same, trials
+
+
+def _copy_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
+    from ..judge.verdict_store import VerdictStore, copy_verdicts
+
+    write = line_writer(config)
+    found = settings(config)
+    try:
+        if found.store_copy:
+            src, dst = _copy_sides(config, "--commerce-store-copy", found.store_copy)
+            if not RunStore.exists(src):
+                raise StoreError(f"{_shown(src)}: no run store here (no run has been recorded)")
+            source = RunStore(src, read_only=True)
+            dest = RunStore(dst)
+            try:
+                written, same, trials = copy_runs(source, dest)
+            finally:
+                source.close()
+                dest.close()
+            write(
+                f"copied {written} run(s) ({trials} trials) from {source.path} to {dest.path}; "
+                f"{same} already there unchanged"
+            )
+            for line, markup in _damaged_lines(source) if source.damaged else []:
+                write(line, **markup)
+        if found.judge_store_copy:
+            src, dst = _copy_sides(config, "--commerce-judge-store-copy", found.judge_store_copy)
+            if isinstance(src, Path) and not src.is_file():
+                raise StoreError(f"{src}: no verdict store here")
+            with VerdictStore(src) as vsrc, VerdictStore(dst) as vdst:
+                count = copy_verdicts(vsrc, vdst)
+                write(f"copied {count} verdict(s) from {vsrc.path} to {vdst.path}")
+    except (StoreError, ValueError, pytest.UsageError) as exc:
+        write(f"commerce-evals: {scrub(str(exc))}", red=True)
+        return pytest.ExitCode.USAGE_ERROR
     return pytest.ExitCode.OK
 
 

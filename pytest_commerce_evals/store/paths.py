@@ -14,9 +14,10 @@ from ..settings import settings
 __all__ = ["output_path", "store_folder"]
 
 
-def store_folder(config: pytest.Config) -> Path | None:
-    """The run store's folder (`--commerce-store`, ini `commerce_store`, or the default under
-    the rootdir, resolved by the settings); None when the run records nothing."""
+def store_folder(config: pytest.Config) -> Path | str | None:
+    """The run store's folder (`--commerce-store`, ini `commerce_store`, env `COMMERCE_STORE`,
+    or the default under the rootdir, resolved by the settings), or its PostgreSQL URL (a str);
+    None when the run records nothing."""
     return settings(config).store
 
 

@@ -3,6 +3,9 @@
     <store>/runs.sqlite          runs, trials and per-set results (WAL mode, busy timeout)
     <store>/unsaved-<run>.json   a run's record, written here only when the database failed
 
+or in a PostgreSQL database named by a `postgresql://` URL: the same tables and statements,
+through `store.database` (a lost connection is opened again and the operation tried again).
+
 A run row is written (with `complete = 0`) before its first trial result is stored; trials are
 written as they arrive, in small batches; `complete = 1` is set at the end of the session only when
 the session was not interrupted. Several processes may write runs to one store at once: each
@@ -54,6 +57,14 @@ from ..results import (
     verdicts_from_json,
 )
 from ..stats import wilson_interval
+from .database import (
+    RETRY_DELAYS_S,
+    DriverMissing,
+    PostgresDatabase,
+    describe,
+    is_database_url,
+    public_url,
+)
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -65,6 +76,7 @@ __all__ = [
     "Selection",
     "SetResult",
     "StoreError",
+    "StoreUnavailable",
     "StoredTrial",
     "clean_json",
     "git_state",
@@ -83,6 +95,8 @@ SCHEMA_VERSION = 2
 DEFAULT_STORE_PATH = Path(".commerce") / "runs"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 DB_NAME = "runs.sqlite"
+PG_SCHEMA = "commerce_runs"
+"""The PostgreSQL schema of a run store whose URL names none (`?schema=`)."""
 
 _BUSY_TIMEOUT_S = 60.0
 RunKind = Literal["regression", "live"]
@@ -90,6 +104,11 @@ RunKind = Literal["regression", "live"]
 
 class StoreError(CommerceEvalsError):
     """The run store cannot be opened, read or written; the message names the file."""
+
+
+class StoreUnavailable(StoreError):
+    """The store's server cannot be reached, or the connection to it was lost (PostgreSQL);
+    the operation is tried again a few times before this is raised."""
 
 
 class _DamagedRun(StoreError):
@@ -849,11 +868,30 @@ class RunStore:
     """
 
     def __init__(self, folder: str | Path, *, read_only: bool = False) -> None:
-        self.folder = Path(folder)
-        self.path = self.folder / DB_NAME
         self.read_only = read_only
         self.damaged: list[str] = []
         """What reading had to leave out, one message per damaged run or trial."""
+        self.retries = 0
+        """How many times an operation was tried again after the connection was lost."""
+        self._pg: PostgresDatabase | None = None
+        self._errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+        self._lost: tuple[type[BaseException], ...] = ()
+        if is_database_url(folder):
+            # a PostgreSQL database (and schema): `path` is its URL without the password
+            self.url = str(folder).strip()
+            self.folder = None
+            self.path: Path | str = public_url(self.url)
+            try:
+                self._pg = PostgresDatabase(self.url, schema=PG_SCHEMA, read_only=read_only)
+            except DriverMissing as exc:
+                raise StoreError(str(exc)) from None
+            self._errors += self._pg.errors
+            self._lost = self._pg.transient
+            self._retry(self._open_database)
+            return
+        self.url = None
+        self.folder = Path(folder)
+        self.path = self.folder / DB_NAME
         if read_only:
             if not self.path.is_file():
                 raise StoreError(f"{self.path}: no run store here (no run has been recorded)")
@@ -869,7 +907,66 @@ class RunStore:
             self._check_schema(conn)
 
     def __repr__(self) -> str:
-        return f"RunStore({str(self.folder)!r})"
+        return f"RunStore({str(self.folder or self.path)!r})"
+
+    @staticmethod
+    def exists(target: str | Path) -> bool:
+        """Whether a store may be there to read: a SQLite store's file exists (a database URL
+        is always worth a try)."""
+        return is_database_url(target) or (Path(target) / DB_NAME).exists()
+
+    @property
+    def dialect(self) -> str:
+        """`sqlite` or `postgresql`: for the rare statement that must differ between the two
+        (most SQL runs on both as written; see `store.database`)."""
+        return "sqlite" if self._pg is None else "postgresql"
+
+    @property
+    def reconnects(self) -> int:
+        """How many times a lost database connection was opened again (PostgreSQL)."""
+        return self._pg.reconnects if self._pg is not None else 0
+
+    def close(self) -> None:
+        """Close the store's connections (PostgreSQL; a SQLite store holds none between
+        operations)."""
+        if self._pg is not None:
+            self._pg.close()
+
+    def _open_database(self) -> None:
+        if self.read_only:
+            with self._connect() as conn:
+                if not {"meta", "runs"} & self._tables(conn):
+                    raise StoreError(f"{self.path}: no run store here (no run has been recorded)")
+                self._check_schema(conn)
+            return
+        with self._transaction(lock=True) as conn:
+            self._check_schema(conn)
+
+    def _retry(self, work: Any) -> Any:
+        """`work()`; on PostgreSQL tried again (after a wait, on a new connection) while the
+        connection is lost, up to `len(RETRY_DELAYS_S)` more times. Every write is safe to
+        repeat: it upserts on its key."""
+        if self._pg is None:
+            return work()
+        for wait in (*RETRY_DELAYS_S, None):
+            try:
+                return work()
+            except StoreUnavailable:
+                if wait is None:
+                    raise
+                self.retries += 1
+                time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _tables(self, conn: Any) -> set[str]:
+        if self._pg is not None:
+            return self._pg.tables(conn)
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+    def _columns(self, conn: Any, table: str) -> set[str]:
+        if self._pg is not None:
+            return set(self._pg.columns(conn, table))
+        return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
 
     def _set_wal(self) -> None:
         """WAL is a property of the file: set once, every later connection uses it. Two
@@ -898,6 +995,10 @@ class RunStore:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        if self._pg is not None:
+            with self._database(self._pg.connect()) as conn:
+                yield conn
+            return
         try:
             with closing(self._open()) as conn:
                 conn.row_factory = sqlite3.Row
@@ -915,9 +1016,29 @@ class RunStore:
             ) from None
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _database(self, opened: Any) -> Iterator[Any]:
+        """A PostgreSQL connection or transaction, its failures as `StoreError` (a lost or
+        refused connection: `StoreUnavailable`), the password never in a message."""
+        assert self._pg is not None
+        try:
+            with opened as conn:
+                yield conn
+        except self._pg.transient as exc:
+            raise StoreUnavailable(
+                f"{self.path}: run store unreachable: {describe(exc, self.url)}"
+            ) from None
+        except self._pg.errors as exc:
+            raise StoreError(f"{self.path}: run store error: {describe(exc, self.url)}") from None
+
+    @contextmanager
+    def _transaction(self, *, lock: bool = False) -> Iterator[sqlite3.Connection]:
         """A write transaction that takes the write lock up front, so concurrent writers queue
-        on the busy timeout instead of failing a lock upgrade."""
+        on the busy timeout instead of failing a lock upgrade. On PostgreSQL rows are locked as
+        written; `lock` serialises the writers that create or migrate the tables."""
+        if self._pg is not None:
+            with self._database(self._pg.transaction(lock=lock)) as conn:
+                yield conn
+            return
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -934,11 +1055,11 @@ class RunStore:
         """meta.schema_version, or 1 for a schema 1 store that predates it."""
         try:
             rows = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-        except sqlite3.Error as exc:
+        except self._errors as exc:
             raise self._damage(f"the meta table cannot be read ({exc})") from None
         if not rows:
-            columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
-            if "kind" in columns:  # the runs table is schema 2: the version row was lost
+            if "kind" in self._columns(conn, "runs"):
+                # the runs table is schema 2: the version row was lost
                 raise self._damage("the meta table has no schema_version row")
             return 1
         value = rows[0][0]
@@ -954,7 +1075,7 @@ class RunStore:
         return version
 
     def _check_schema(self, conn: sqlite3.Connection) -> None:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = self._tables(conn)
         if not tables and not self.read_only:
             # a new store; the write lock is held, so no other process races us
             for statement in _SCHEMA_V2.split(";"):
@@ -962,6 +1083,11 @@ class RunStore:
                     conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             return
+        if "verdicts" in tables and "runs" not in tables:
+            raise StoreError(
+                f"{self.path}: this schema holds a verdict store; give the run store a schema of "
+                "its own (?schema=NAME, or none for commerce_runs)"
+            )
         if "meta" not in tables or "runs" not in tables:
             raise StoreError(
                 f"{self.path}: not a commerce-evals run store (tables: "
@@ -982,13 +1108,15 @@ class RunStore:
         if version < 2:
             try:
                 self._migrate_1_to_2(conn)
-            except sqlite3.Error as exc:
+            except self._lost:
+                raise
+            except self._errors as exc:
                 raise self._damage(
                     f"meta.schema_version is 1 but the tables do not migrate to 2 ({exc})"
                 ) from None
-        missing = {"trials", "set_results"} - {
-            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-        }
+            if self._pg is not None:
+                self._pg.forget_tables()
+        missing = {"trials", "set_results"} - self._tables(conn)
         if missing:
             raise self._damage(f"table(s) {', '.join(sorted(missing))} missing")
         if version != SCHEMA_VERSION:
@@ -1014,10 +1142,15 @@ class RunStore:
     def begin_run(self, record: RunRecord) -> None:
         """Write the run row, marked incomplete; trials follow with `add_trials`."""
         record = clean_header(record)
+        self._retry(lambda: self._begin_run(record))
+
+    def _begin_run(self, record: RunRecord) -> None:
+        # a run written again (a retried write, or a record imported over a run the store had
+        # begun) replaces its row
         with self._transaction() as conn:
             conn.execute(
-                "INSERT INTO runs (run_id, kind, started_at, ended_at, complete, exit_status, "
-                "git_commit, git_dirty, agent_model, agent_base_url, judge_model, "
+                "INSERT OR REPLACE INTO runs (run_id, kind, started_at, ended_at, complete, "
+                "exit_status, git_commit, git_dirty, agent_model, agent_base_url, judge_model, "
                 "judge_fingerprints, selection, signature, options, baseline) "
                 "VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -1079,6 +1212,10 @@ class RunStore:
         return len(trials)
 
     def _insert_trials(self, rows: list[tuple[Any, ...]]) -> None:
+        self._retry(lambda: self._write_trials(rows))
+
+    def _write_trials(self, rows: list[tuple[Any, ...]]) -> None:
+        # keyed by (run_id, case_id, trial): a batch written again replaces itself, never adds
         with self._transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO trials (run_id, case_id, trial, set_name, threshold, "
@@ -1091,11 +1228,15 @@ class RunStore:
     def set_agent(self, run_id: str, model: str | None, base_url: str | None) -> None:
         """Name the run's agent once the run knows it: the label the user gave, or the model of
         the client a trial's agent asked the plugin for (None: neither)."""
-        with self._transaction() as conn:
-            conn.execute(
-                "UPDATE runs SET agent_model = ?, agent_base_url = ? WHERE run_id = ?",
-                (model, public_base_url(base_url), run_id),
-            )
+
+        def write() -> None:
+            with self._transaction() as conn:
+                conn.execute(
+                    "UPDATE runs SET agent_model = ?, agent_base_url = ? WHERE run_id = ?",
+                    (model, public_base_url(base_url), run_id),
+                )
+
+        self._retry(write)
 
     def finish_run(
         self,
@@ -1113,6 +1254,20 @@ class RunStore:
         `trials`: every trial of the run as the caller added them, so they need not be read
         back twice (a case and trial added twice counts once, the last, as stored); by default
         they are read from the store."""
+        self._retry(
+            lambda: self._finish_run(run_id, complete, exit_status, ended_at, baseline, trials)
+        )
+        return self.load_run(run_id)
+
+    def _finish_run(
+        self,
+        run_id: str,
+        complete: bool,
+        exit_status: int | None,
+        ended_at: str | None,
+        baseline: str | None,
+        trials: list[StoredTrial] | None,
+    ) -> None:
         with self._transaction() as conn:
             if trials is None:
                 trials = self._trials(conn, run_id)
@@ -1133,7 +1288,6 @@ class RunStore:
                 ),
             )
             self._write_sets(conn, run_id, set_results(trials))
-        return self.load_run(run_id)
 
     @staticmethod
     def _write_sets(conn: sqlite3.Connection, run_id: str, sets: list[SetResult]) -> None:
@@ -1238,6 +1392,9 @@ class RunStore:
             raise _DamagedRun(f"{self.path}: {where}: damaged: {validation_summary(exc)}") from None
 
     def load_run(self, run_id: str, *, with_trials: bool = True) -> RunRecord:
+        return self._retry(lambda: self._load_run(run_id, with_trials))
+
+    def _load_run(self, run_id: str, with_trials: bool) -> RunRecord:
         with self._connect() as conn:
             row = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
@@ -1273,6 +1430,9 @@ class RunStore:
             args.append(exclude)
         query = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         query += " ORDER BY started_at DESC, run_id DESC"
+        return self._retry(lambda: self._select_runs(query, args, limit))
+
+    def _select_runs(self, query: str, args: list[Any], limit: int | None) -> list[RunRecord]:
         out: list[RunRecord] = []
         with self._connect() as conn:
             for row in conn.execute(query, args):

@@ -1,0 +1,484 @@
+"""The database under the run store and the verdict store: SQLite (a file, the default) or
+PostgreSQL (a `postgresql://` URL, with the optional `[postgres]` extra: psycopg 3).
+
+Both stores write plain SQL in SQLite's dialect with `?` placeholders; on PostgreSQL each
+statement is translated as it is run (`translate`):
+
+- `?` becomes `%s` (a `?` inside a quoted literal is kept) and every `%` is escaped as `%%`;
+- `INSERT OR REPLACE INTO t ...` becomes `INSERT INTO t ... ON CONFLICT (<t's primary key>) DO
+  UPDATE SET <every other listed column> = EXCLUDED.<column>`, and `INSERT OR IGNORE` becomes
+  `... ON CONFLICT DO NOTHING` (the primary key and the columns are read from the catalog once);
+- in `CREATE TABLE` and `ALTER TABLE`: `INTEGER PRIMARY KEY AUTOINCREMENT` becomes an identity
+  column, `INTEGER` becomes `BIGINT` (SQLite's integers are 64-bit), `REAL` becomes `DOUBLE
+  PRECISION` (PostgreSQL's `REAL` is 32-bit), `BLOB` becomes `BYTEA`, and `TEXT` is compared
+  byte by byte (`COLLATE "C"`, as SQLite orders it);
+- `rowid` becomes `ctid` (insertion order, as far as ordering needs it); `BEGIN IMMEDIATE` is
+  `BEGIN`.
+
+Rows read back as on SQLite: by index, by column name and through `dict(row)`; a `numeric`
+(what `SUM` of integers gives) comes back as an int when whole and a float otherwise; a Python
+bool is written as 1 or 0.
+
+A URL names a database and, optionally, a schema (`?schema=NAME`); without one the run store
+uses the schema `commerce_runs` and the verdict store `commerce_verdicts`, so one URL serves
+both. A schema is created when a store is first opened for writing (when it is missing: a role
+may be given one made for it). Tests and separate histories each get a schema of their own.
+
+A password in the URL, in `PGPASSWORD` or in a `.pgpass` is used by the driver and never shown:
+`public_url` is the URL as every message, header and record shows it, and `scrub` takes the
+password out of a driver's error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from ..errors import CommerceEvalsError
+
+__all__ = [
+    "APPLICATION_NAME",
+    "CONNECT_TIMEOUT_S",
+    "INSTALL_HINT",
+    "POSTGRES_SCHEMES",
+    "RETRY_DELAYS_S",
+    "DriverMissing",
+    "PostgresDatabase",
+    "Row",
+    "driver_available",
+    "describe",
+    "is_database_url",
+    "public_url",
+    "scrub",
+    "translate",
+]
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+INSTALL_HINT = "pip install 'pytest-commerce-evals[postgres]'"
+CONNECT_TIMEOUT_S = 5
+APPLICATION_NAME = "pytest-commerce-evals"
+"""How the plugin's connections are named in `pg_stat_activity` (a URL's `application_name`
+wins)."""
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0)
+"""Waits between the tries of an operation whose connection was lost: at most five tries in
+about 4 s (plus the connect timeout of each try that cannot reach the server). A retried write
+upserts on its key, so a batch that did commit before the connection dropped is not written
+twice."""
+
+_LOCK_KEY = 0x636F6D6D  # the advisory lock a writer holds while it creates or migrates a schema
+
+
+class DriverMissing(CommerceEvalsError):
+    """A PostgreSQL URL was given but psycopg is not installed."""
+
+
+def is_database_url(value: Any) -> bool:
+    """A `postgresql://` (or `postgres://`) URL, not a path."""
+    return isinstance(value, str) and value.strip().lower().startswith(POSTGRES_SCHEMES)
+
+
+def driver_available() -> bool:
+    return importlib.util.find_spec("psycopg") is not None
+
+
+def _split(url: str) -> tuple[str, str | None]:
+    """(the URL the driver takes, the schema named by `?schema=`)."""
+    parts = urlsplit(url.strip())
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), schema
+
+
+def public_url(url: str) -> str:
+    """The URL as it may be shown and stored: user, host, port, database and schema; never a
+    password or any other query parameter (`sslmode`, `options`, `passfile`...)."""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        if parts.username:
+            host = f"{parts.username}@{host}"
+        schema = _split(url)[1]
+    except ValueError:  # not a URL the driver could take either: show only its scheme
+        return url.split("://", 1)[0] + "://(unreadable URL)"
+    query = urlencode({"schema": schema}) if schema else ""
+    return urlunsplit((parts.scheme, host, parts.path, query, ""))
+
+
+def _password(url: str) -> str | None:
+    try:
+        found = urlsplit(url.strip()).password
+    except ValueError:
+        return None
+    return unquote(found) if found else None
+
+
+def scrub(text: str, url: str | None = None) -> str:
+    """`text` without the URL's password or `PGPASSWORD`'s value, and with any URL in it shown
+    by `public_url`."""
+    secrets = [s for s in (_password(url) if url else None, os.environ.get("PGPASSWORD")) if s]
+    if url:
+        text = text.replace(url.strip(), public_url(url))
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def describe(error: BaseException, url: str | None) -> str:
+    """A driver's error on one line (libpq's messages run over several), without the password."""
+    return scrub(" ".join(str(error).split()), url)
+
+
+# -- translation -----------------------------------------------------------------------------
+
+_UPSERT = re.compile(
+    r"^\s*INSERT\s+OR\s+(REPLACE|IGNORE)\s+INTO\s+([\w.\"]+)\s*(?:\(([^)]*)\))?\s*"
+    r"(VALUES\b.*|SELECT\b.*)$",
+    re.S | re.I,
+)
+_PARAMS = re.compile(r"'(?:[^']|'')*'|\?|%")
+_DDL = re.compile(r"^\s*(CREATE\s+TABLE|ALTER\s+TABLE)\b", re.I)
+_ROWID = re.compile(r"\browid\b", re.I)
+
+
+def _placeholders(sql: str) -> str:
+    def swap(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if token == "?":
+            return "%s"
+        return token.replace("%", "%%")  # the driver reads % inside a literal too
+
+    return _PARAMS.sub(swap, sql)
+
+
+def translate(sql: str, table_info: Callable[[str], tuple[list[str], list[str]]]) -> str:
+    """One SQLite statement as PostgreSQL runs it. `table_info(table)` gives the table's columns
+    and its primary key (for `INSERT OR REPLACE` / `OR IGNORE`)."""
+    text = sql.strip().rstrip(";")
+    if re.fullmatch(r"BEGIN\s+(IMMEDIATE|EXCLUSIVE|DEFERRED)", text, re.I):
+        return "BEGIN"
+    if _DDL.match(text):
+        text = re.sub(
+            r"\bINTEGER\s+PRIMARY\s+KEY\s+AUTOINCREMENT\b",
+            "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+            text,
+            flags=re.I,
+        )
+        text = re.sub(r"\bINTEGER\b", "BIGINT", text, flags=re.I)
+        text = re.sub(r"\bREAL\b", "DOUBLE PRECISION", text, flags=re.I)
+        text = re.sub(r"\bBLOB\b", "BYTEA", text, flags=re.I)
+        text = re.sub(r"\bTEXT\b", 'TEXT COLLATE "C"', text, flags=re.I)
+        return _placeholders(text)
+    text = _ROWID.sub("ctid", text)
+    m = _UPSERT.match(text)
+    if m:
+        how, table, listed, rest = m.groups()
+        columns, key = table_info(table)
+        names = [c.strip().strip('"') for c in listed.split(",")] if listed else columns
+        head = f"INSERT INTO {table} ({', '.join(names)}) {rest}"
+        update = [c for c in names if c not in key]
+        if how.upper() == "IGNORE" or not update or not key:
+            text = f"{head} ON CONFLICT DO NOTHING"
+        else:
+            sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in update)
+            text = f"{head} ON CONFLICT ({', '.join(key)}) DO UPDATE SET {sets}"
+    return _placeholders(text)
+
+
+def _params(params: Sequence[Any] | dict[str, Any]) -> Any:
+    """Parameters as SQLite would store them: a bool as 1 or 0."""
+    if isinstance(params, dict):
+        return {k: int(v) if isinstance(v, bool) else v for k, v in params.items()}
+    return [int(v) if isinstance(v, bool) else v for v in params]
+
+
+# -- rows and connections ----------------------------------------------------------------------
+
+
+class Row:
+    """A row read from PostgreSQL that reads like `sqlite3.Row`: `row[0]`, `row["name"]`,
+    `dict(row)`, `keys()`, unpacking."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, values: Sequence[Any], index: dict[str, int]) -> None:
+        self._values = tuple(values)
+        self._index = index
+
+    def __getitem__(self, key: int | slice | str) -> Any:
+        if isinstance(key, str):
+            return self._values[self._index[key]]
+        return self._values[key]
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Row):
+            return self._values == other._values and self.keys() == other.keys()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values)
+
+    def __repr__(self) -> str:
+        return f"Row({dict(zip(self._index, self._values, strict=False))!r})"
+
+
+def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
+    index = {d.name: n for n, d in enumerate(cursor.description or ())}
+    return lambda values: Row(values, index)
+
+
+class PostgresConnection:
+    """A psycopg connection that takes SQLite's SQL (see `translate`), in autocommit mode:
+    `BEGIN`/`COMMIT` as the caller says, or `with conn:` for one transaction (as `sqlite3`)."""
+
+    dialect = "postgresql"
+
+    def __init__(self, raw: Any, database: PostgresDatabase) -> None:
+        self.raw = raw
+        self.database = database
+
+    def _sql(self, sql: str) -> str:
+        return translate(sql, lambda table: self.database.table_info(self, table))
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        # parameters always given (an empty list too), so the driver reads `%%` as `%`
+        return self.raw.execute(self._sql(sql), _params(params))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        cursor = self.raw.cursor()
+        cursor.executemany(self._sql(sql), [_params(r) for r in rows])
+        return cursor
+
+    def executescript(self, script: str) -> None:
+        for statement in script.split(";"):
+            if statement.strip():
+                self.execute(statement)
+
+    def commit(self) -> None:
+        if self.raw.info.transaction_status != 0:  # not idle: a transaction is open
+            self.raw.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.raw.info.transaction_status != 0:
+            self.raw.execute("ROLLBACK")
+
+    def __enter__(self) -> PostgresConnection:
+        if self.raw.info.transaction_status == 0:
+            self.raw.execute("BEGIN")
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            try:
+                self.rollback()
+            except Exception:  # the connection is gone: nothing to roll back
+                pass
+
+
+class PostgresDatabase:
+    """A PostgreSQL database (and schema) named by a URL: one connection per process and
+    thread, opened when first used and again after it was lost."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, schema: str, read_only: bool = False) -> None:
+        """`schema`: where the tables are when the URL names none (`?schema=`)."""
+        if not driver_available():
+            raise DriverMissing(
+                f"{public_url(url)}: a PostgreSQL store needs the psycopg driver, which is not "
+                f"installed: {INSTALL_HINT}"
+            )
+        import psycopg
+
+        self.psycopg = psycopg
+        self.url = url.strip()
+        self.public = public_url(url)
+        self.conninfo, named = _split(self.url)
+        self.schema = named or schema
+        self.read_only = read_only
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: list[tuple[int, Any]] = []
+        self._tables: dict[str, tuple[list[str], list[str]]] = {}
+        self.reconnects = 0
+        """How many times a lost connection was opened again."""
+        self.errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        self.transient: tuple[type[BaseException], ...] = (
+            psycopg.OperationalError,
+            psycopg.InterfaceError,
+        )
+
+    def __repr__(self) -> str:
+        return f"PostgresDatabase({self.public!r})"
+
+    def _new(self) -> Any:
+        psycopg = self.psycopg
+        named = dict(parse_qsl(urlsplit(self.conninfo).query))
+        raw = psycopg.connect(
+            self.conninfo,
+            autocommit=True,
+            # the URL's own, when it gives them, win
+            **{
+                k: v
+                for k, v in (
+                    ("connect_timeout", CONNECT_TIMEOUT_S),
+                    ("application_name", APPLICATION_NAME),
+                )
+                if k not in named
+            },
+        )
+        raw.row_factory = _row_factory
+        _load_numeric(raw)
+        found = raw.execute(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+        ).fetchone()
+        if found is None and not self.read_only:
+            # only when missing: a role without CREATE on the database can use a schema made
+            # for it
+            with raw.transaction():
+                raw.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                raw.execute(
+                    psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                        psycopg.sql.Identifier(self.schema)
+                    )
+                )
+        raw.execute(
+            psycopg.sql.SQL("SET search_path TO {}").format(psycopg.sql.Identifier(self.schema))
+        )
+        if self.read_only:
+            raw.execute("SET default_transaction_read_only = on")
+        return raw
+
+    def connection(self) -> PostgresConnection:
+        """This process's and thread's connection, opened (again) when there is none or it was
+        closed."""
+        raw = getattr(self._local, "raw", None)
+        if raw is not None and self._local.pid == os.getpid() and not raw.closed:
+            return PostgresConnection(raw, self)
+        again = raw is not None and self._local.pid == os.getpid()
+        raw = self._new()
+        self.reconnects += again
+        self._local.raw, self._local.pid = raw, os.getpid()
+        with self._lock:
+            self._open.append((os.getpid(), raw))
+        return PostgresConnection(raw, self)
+
+    def drop(self) -> None:
+        """Forget this thread's connection (after it failed): the next use opens a new one."""
+        raw = getattr(self._local, "raw", None)
+        if raw is not None and self._local.pid == os.getpid():
+            try:
+                raw.close()
+            except Exception:  # already broken
+                pass
+            with self._lock:
+                self._open = [(p, c) for p, c in self._open if c is not raw]
+
+    def close(self) -> None:
+        pid = os.getpid()
+        with self._lock:
+            mine = [c for p, c in self._open if p == pid]
+            self._open = [(p, c) for p, c in self._open if p != pid]
+        for raw in mine:
+            try:
+                raw.close()
+            except Exception:  # already broken
+                pass
+        self._local = threading.local()
+
+    def __del__(self) -> None:
+        # a store dropped without close(): its connections go with it, quietly
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
+
+    @contextmanager
+    def transaction(self, *, lock: bool = False) -> Iterator[PostgresConnection]:
+        """One transaction; `lock` takes the advisory lock writers share while they create or
+        migrate tables."""
+        conn = self.connection()
+        try:
+            with conn:
+                if lock:
+                    conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                yield conn
+        except self.transient:
+            self.drop()
+            raise
+
+    @contextmanager
+    def connect(self) -> Iterator[PostgresConnection]:
+        conn = self.connection()
+        try:
+            yield conn
+            conn.rollback()  # a read left nothing open
+        except self.transient:
+            self.drop()
+            raise
+
+    def tables(self, conn: PostgresConnection) -> set[str]:
+        rows = conn.raw.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def columns(self, conn: PostgresConnection, table: str) -> list[str]:
+        rows = conn.raw.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+            "current_schema() AND table_name = %s ORDER BY ordinal_position",
+            (table,),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def table_info(self, conn: PostgresConnection, table: str) -> tuple[list[str], list[str]]:
+        """(columns in order, primary key columns) of a table, read once."""
+        name = table.strip('"').lower()
+        if name not in self._tables:
+            key = conn.raw.execute(
+                "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) "
+                "AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)",
+                (name,),
+            ).fetchall()
+            self._tables[name] = (self.columns(conn, name), [r[0] for r in key])
+        return self._tables[name]
+
+    def forget_tables(self) -> None:
+        """Read the tables' columns again (after a migration changed them)."""
+        self._tables.clear()
+
+
+def _load_numeric(raw: Any) -> None:
+    """`numeric` read as SQLite gives it: an int when whole, else a float."""
+    from decimal import Decimal
+
+    from psycopg.adapt import Loader
+
+    class NumericLoader(Loader):
+        def load(self, data: Any) -> Any:
+            value = Decimal(bytes(data).decode())
+            return int(value) if value == value.to_integral_value() else float(value)
+
+    raw.adapters.register_loader("numeric", NumericLoader)

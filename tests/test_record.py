@@ -248,8 +248,10 @@ SCHEMA_2_TRIAL = {
 }
 
 
-def test_a_record_written_today_is_written_as_schema_2_and_reads_back_the_same(tmp_path):
-    assert SCHEMA_VERSION == 2  # the formats did not change: no new schema
+def test_a_record_written_today_is_written_as_schema_3_and_reads_back_the_same(tmp_path):
+    # schema 3 added the `regrade` kind and the record's per-case results; a trial is written
+    # key for key as under schema 2
+    assert SCHEMA_VERSION == 3
     record = a_record()
     written = json.loads(record_json(run([record])))
     assert written["trials"] == [SCHEMA_2_TRIAL]  # key for key, in the same order

@@ -126,7 +126,7 @@ def test_a_regrade_grades_the_stored_transcripts_with_the_edited_expected(suite)
         ]
     )
     new = runs(p)[1]
-    assert new["kind"] == "regression" and json.loads(new["options"])["regrade_of"] == source
+    assert new["kind"] == "regrade" and json.loads(new["options"])["regrade_of"] == source
     assert new["baseline"] == source
     assert new["agent_model"] == "agent-m"  # the source's agent made the transcripts
     assert json.loads(new["selection"])["trials"] == 2

@@ -146,11 +146,43 @@ def test_a_version_1_store_is_migrated_when_opened(tmp_path):
     ].grader_results == []
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
         assert (
-            conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+            conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
         )
     # the migrated store takes new runs
     store.import_record(run([trial("cart-001-a")], run_id="20250101-000000-000002"))
     assert [r.run_id for r in store.runs()] == ["20250101-000000-000002", "20240101-000000-000001"]
+
+
+def test_a_schema_2_store_migrates_to_3_keeping_its_runs_and_admits_a_regrade(tmp_path):
+    folder = tmp_path / "runs"
+    store = RunStore(folder)
+    store.import_record(run([trial("cart-001-a"), trial("cart-002-b", "fail")]))
+    store.close()
+    # turn it back into a schema-2 store: the runs table's check admitted two kinds
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
+        ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'runs'").fetchone()[0]
+        conn.execute("ALTER TABLE runs RENAME TO runs_old")
+        conn.execute(ddl.replace(", 'regrade'", ""))
+        conn.execute("INSERT INTO runs SELECT * FROM runs_old")
+        conn.execute("DROP TABLE runs_old")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+            conn.execute("UPDATE runs SET kind = 'regrade'")
+    store = RunStore(folder)
+    before = run([trial("cart-001-a"), trial("cart-002-b", "fail")])
+    assert store.load_run(before.run_id).trials == before.trials
+    store.import_record(
+        before.model_copy(update={"run_id": "20250101-000000-000009", "kind": "regrade"})
+    )
+    assert store.load_run("20250101-000000-000009").kind == "regrade"
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+            "3",
+        )
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert {"runs_comparable", "runs_by_model"} <= indexes
+    with pytest.raises(StoreError):  # a kind outside the three is still refused
+        store.import_record(before.model_copy(update={"kind": "nightly"}))
 
 
 def test_a_newer_store_is_refused_by_name(tmp_path):
@@ -159,7 +191,7 @@ def test_a_newer_store_is_refused_by_name(tmp_path):
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(
-        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 2"
+        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 3"
     ):
         RunStore(folder)
 
@@ -530,14 +562,14 @@ def changed(**keys) -> dict:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 2; found '2'"),
-        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 2; found 2.0"),
-        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 2; found True"),
-        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 2; found 0"),
-        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 2; found -3"),
-        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 2"),
+        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 3; found '2'"),
+        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 3; found 2.0"),
+        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 3; found True"),
+        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 3; found 0"),
+        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 3; found -3"),
+        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 3"),
         (changed(schema_version=10**60), f"schema_version 1{'0' * 29}… (61 characters) is newer"),
-        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 2; found None"),
+        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 3; found None"),
         (changed(run_id=...), "not a commerce-evals run record: key run_id: Field required"),
         (changed(trials={"a": 1}), "key trials: Input should be a valid list (found dict)"),
         (changed(trials=5), "key trials: Input should be a valid list (found int)"),
@@ -545,7 +577,7 @@ def changed(**keys) -> dict:
         (changed(sets=[[]]), "key sets.0: Input should be a valid dictionary or instance of SetResult"),
         (changed(selection="cases"), "key selection: Input should be a valid dictionary"),
         (changed(surprise=1), "key surprise: Extra inputs are not permitted"),
-        (changed(kind="nightly"), "key kind: Input should be 'regression' or 'live'"),
+        (changed(kind="nightly"), "key kind: Input should be 'regression', 'live' or 'regrade'"),
         # no lax coercion: what a hand-edited record says must be what it means
         (changed(complete="yes"), "key complete: Input should be a valid boolean (found str)"),
         (changed(exit_status="0"), "key exit_status: Input should be a valid integer"),
@@ -641,11 +673,11 @@ def sql(folder: Path, statement: str, *args) -> None:
     [
         (
             "UPDATE meta SET value = 'two' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 2)",
+            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 3)",
         ),
         (
             "UPDATE meta SET value = '-1' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 2)",
+            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 3)",
         ),
         (
             "DELETE FROM meta",
@@ -732,7 +764,7 @@ def test_a_damaged_store_still_runs_and_keeps_the_run_in_the_unsaved_record(suit
     result.stdout.fnmatch_lines(
         [
             f"*run store error: {store / 'runs.sqlite'}: run store damaged: meta.schema_version "
-            "is 'x', not a schema version (1 to 2); move the file aside*",
+            "is 'x', not a schema version (1 to 3); move the file aside*",
             f"*its full record was written to {store}/unsaved-*.json instead*",
         ]
     )

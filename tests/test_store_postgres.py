@@ -215,8 +215,8 @@ def test_a_trial_written_twice_is_stored_once(url, schema):
 def test_a_newer_schema_is_refused_and_a_version_1_schema_is_migrated(url, schema):
     RunStore(url).close()
     with admin() as conn:
-        conn.execute(f"UPDATE \"{schema}\".meta SET value = '3' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match=r"schema_version 3 is newer than this plugin's 2"):
+        conn.execute(f"UPDATE \"{schema}\".meta SET value = '4' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match=r"schema_version 4 is newer than this plugin's 3"):
         RunStore(url)
     with admin() as conn:
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
@@ -253,7 +253,12 @@ def test_a_newer_schema_is_refused_and_a_version_1_schema_is_migrated(url, schem
     old = store.load_run("20240101-000000-000001")
     assert old.kind == "regression" and old.complete and old.agent_model == "old-model"
     assert [(s.passed, s.graded, s.rate, s.met) for s in old.sets] == [(1, 2, 0.5, False)]
-    assert rows(schema, "SELECT value FROM meta") == [("2",)]
+    assert rows(schema, "SELECT value FROM meta") == [("3",)]
+    # schema 3 admits a regrade run
+    store.import_record(
+        old.model_copy(update={"run_id": "20240101-000000-000002", "kind": "regrade"})
+    )
+    assert store.load_run("20240101-000000-000002").kind == "regrade"
     store.close()
 
 

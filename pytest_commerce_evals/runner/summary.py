@@ -50,7 +50,10 @@ class SetStats:
 
     def _rate_counts(self) -> tuple[int, int]:
         """Pooled trials, or the mean of per-case rates when cases ran unequal counts
-        (`results.set_rate_counts`, the rule the run store's set results use too)."""
+        (`results.set_rate_counts`, the rule the run store's set results use too); the set's
+        own counts when no case is known."""
+        if not self.cases:
+            return self.passed, self.graded
         return set_rate_counts(tuple(c) for c in self.cases.values())
 
     @property

@@ -7,9 +7,9 @@ the collected trials the source run holds (in its trial count per case), `identi
 source's agent and commit into the new run, and `summary_lines` says what was regraded, what was
 added or removed since, and, when the judge changed, how the stored and the new verdicts agree.
 
-The new run names its source in `options["regrade_of"]` and diffs against it (its baseline). The
-run store's schema admits two kinds of run, `regression` and `live`; a regrade is stored as a
-`regression` run marked by `regrade_of` (`is_regrade`), so the schema does not change.
+The new run is of kind `regrade` (run store schema 3), names its source in
+`options["regrade_of"]` and diffs against it (its baseline). Being of its own kind, it is never
+the baseline of a later regression run, nor a model's latest run for `--commerce-compare`.
 """
 
 from __future__ import annotations
@@ -71,8 +71,9 @@ class Regrade:
 
 
 def is_regrade(record: RunRecord) -> bool:
-    """Whether `record` is a regrade run (it names its source in `options["regrade_of"]`)."""
-    return bool(record.options.get("regrade_of"))
+    """Whether `record` is a regrade run (kind `regrade`, naming its source in
+    `options["regrade_of"]`)."""
+    return record.kind == "regrade"
 
 
 # -- configure ----------------------------------------------------------------------------------
@@ -106,10 +107,10 @@ def resolve_source(config: pytest.Config, ref: str) -> RunRecord:
                 )
     except StoreError as exc:
         raise pytest.UsageError(f"{given}: {exc}; {ALLOWED}") from None
-    if found.kind != "regression":
+    if found.kind not in ("regression", "regrade"):
         raise pytest.UsageError(
-            f"{given}: run {found.run_id} is a {found.kind} run; only a regression run's "
-            "trials are cases that can be graded again"
+            f"{given}: run {found.run_id} is a {found.kind} run; only a regression (or regrade) "
+            "run's trials are cases that can be graded again"
         )
     if not found.trials:
         raise pytest.UsageError(f"{given}: run {found.run_id} recorded no trials to grade")
@@ -168,6 +169,7 @@ def identity(source: RunRecord, record: RunRecord) -> dict[str, Any]:
     """What the new run takes from its source: the agent and the commit that made the
     transcripts, and the source's id (`options["regrade_of"]`)."""
     return {
+        "kind": "regrade",
         "git_commit": source.git_commit,
         "git_dirty": source.git_dirty,
         "agent_model": source.agent_model,

@@ -91,7 +91,7 @@ __all__ = [
     "write_record",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DEFAULT_STORE_PATH = Path(".commerce") / "runs"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 DB_NAME = "runs.sqlite"
@@ -99,7 +99,7 @@ PG_SCHEMA = "commerce_runs"
 """The PostgreSQL schema of a run store whose URL names none (`?schema=`)."""
 
 _BUSY_TIMEOUT_S = 60.0
-RunKind = Literal["regression", "live"]
+RunKind = Literal["regression", "live", "regrade"]
 
 
 class StoreError(CommerceEvalsError):
@@ -733,11 +733,11 @@ def write_record(record: RunRecord, path: str | Path) -> Path:
 
 # -- the database -----------------------------------------------------------------------------
 
-_SCHEMA_V2 = """
+_SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL DEFAULT 'regression' CHECK (kind IN ('regression', 'live')),
+    kind TEXT NOT NULL DEFAULT 'regression' CHECK (kind IN ('regression', 'live', 'regrade')),
     started_at TEXT NOT NULL,
     ended_at TEXT,
     complete INTEGER NOT NULL DEFAULT 0,
@@ -1078,7 +1078,7 @@ class RunStore:
         tables = self._tables(conn)
         if not tables and not self.read_only:
             # a new store; the write lock is held, so no other process races us
-            for statement in _SCHEMA_V2.split(";"):
+            for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -1116,6 +1116,18 @@ class RunStore:
                 ) from None
             if self._pg is not None:
                 self._pg.forget_tables()
+        if version < 3:
+            try:
+                self._migrate_2_to_3(conn)
+            except self._lost:
+                raise
+            except self._errors as exc:
+                raise self._damage(
+                    f"meta.schema_version is {version} but the runs table does not migrate to 3 "
+                    f"({exc})"
+                ) from None
+            if self._pg is not None:
+                self._pg.forget_tables()
         missing = {"trials", "set_results"} - self._tables(conn)
         if missing:
             raise self._damage(f"table(s) {', '.join(sorted(missing))} missing")
@@ -1136,6 +1148,26 @@ class RunStore:
                 (json.dumps(prints), run_id),
             )
             self._write_sets(conn, run_id, set_results(trials))
+
+    def _migrate_2_to_3(self, conn: sqlite3.Connection) -> None:
+        """Schema 3 admits runs of kind `regrade`. PostgreSQL swaps the column's check; SQLite
+        cannot alter a check, so its runs table is rebuilt with the same rows."""
+        if self._pg is not None:
+            conn.execute("ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_kind_check")
+            conn.execute(
+                "ALTER TABLE runs ADD CONSTRAINT runs_kind_check "
+                "CHECK (kind IN ('regression', 'live', 'regrade'))"
+            )
+            return
+        table = _SCHEMA.split("CREATE TABLE runs (", 1)[1].split(");", 1)[0]
+        columns = ", ".join(self._columns(conn, "runs"))
+        conn.execute(f"CREATE TABLE runs_v3 ({table})")
+        conn.execute(f"INSERT INTO runs_v3 ({columns}) SELECT {columns} FROM runs")
+        conn.execute("DROP TABLE runs")
+        conn.execute("ALTER TABLE runs_v3 RENAME TO runs")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip().startswith("CREATE INDEX"):
+                conn.execute(statement)
 
     # writing -----------------------------------------------------------------------------
 

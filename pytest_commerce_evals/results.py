@@ -70,6 +70,12 @@ class RubricVerdict:
 
     `outcome` is `pass`/`fail` when the judge returned a verdict, `judge_error` when its reply
     could not be parsed into one, `infra_error` when the endpoint failed past the retries.
+
+    `calibration` is how far the judge in use is trusted on this dimension, as the reports show
+    it beside the verdict: `κ 0.72 (n=40)`, `κ undefined (n=4)` or `uncalibrated` (None: not
+    looked up, e.g. a record written before calibration was recorded). `advisory` is set when
+    the verdict is shown but does not decide the trial's outcome, and says why (the judge's
+    calibrated kappa is below `--commerce-judge-min-kappa`, or it is uncalibrated).
     """
 
     dimension: str
@@ -85,6 +91,8 @@ class RubricVerdict:
     truncated_chars: int = 0
     truncated_turns: int = 0
     reused: bool = False
+    calibration: str | None = None
+    advisory: str | None = None
 
 
 @dataclass
@@ -210,8 +218,9 @@ def meets_threshold(passed: int, graded: int, threshold: float) -> bool:
 
 def fold_outcome(outcome: Outcome, verdicts: Iterable[RubricVerdict]) -> Outcome:
     """A trial's outcome once the judge has spoken: a code failure or a FAIL verdict fails the
-    trial; otherwise judge or endpoint trouble on a verdict is not a pass."""
-    verdicts = list(verdicts)
+    trial; otherwise judge or endpoint trouble on a verdict is not a pass. An advisory verdict
+    (`RubricVerdict.advisory`) is reported but decides nothing."""
+    verdicts = [v for v in verdicts if not v.advisory]
     if outcome == "fail" or any(v.outcome == "fail" for v in verdicts):
         return "fail"
     if any(v.outcome == "infra_error" for v in verdicts):
@@ -228,15 +237,16 @@ def failure_lines(
     grader_results: Iterable[GraderResult], error: str | None, verdicts: Iterable[RubricVerdict]
 ) -> list[str]:
     """Why a trial did not pass, one line per failed grader, the error, and each verdict that
-    failed or could not be given."""
+    failed or could not be given (an advisory one marked so, with its reason)."""
     out = [g.message for g in grader_results if not g.passed]
     if error:
         out.append(str(error).strip())
     for v in verdicts:
+        note = f" (advisory, does not decide the outcome: {v.advisory})" if v.advisory else ""
         if v.outcome == "fail":
-            out.append(f"rubric {v.dimension}: FAIL — {v.reasoning}")
+            out.append(f"rubric {v.dimension}: FAIL{note} — {v.reasoning}")
         elif v.outcome in ("judge_error", "infra_error"):
-            out.append(f"rubric {v.dimension}: {v.outcome} — {v.error}")
+            out.append(f"rubric {v.dimension}: {v.outcome}{note} — {v.error}")
     return out
 
 

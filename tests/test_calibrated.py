@@ -330,15 +330,26 @@ def test_above_the_bar_the_fail_decides(team_run):
 
 
 def test_a_teams_own_judge_still_decides_by_default(team_run):
-    result = team_run.runpytest("cases")
+    result = team_run.runpytest(
+        "cases",
+        "--commerce-judge-model=team-judge",
+        "--commerce-judge-base-url=http://127.0.0.1:9/v1",
+    )
     result.assert_outcomes(failed=1, warnings=None)
     result.stdout.fnmatch_lines(
         [
-            "commerce-evals judge calibration: * every verdict decides "
-            "(--commerce-judge-min-kappa=auto sets no bar for a configured judge)",
+            "commerce-evals judge calibration: team-judge uncalibrated (judge *); every verdict "
+            "decides (--commerce-judge-min-kappa=auto sets no bar for a configured judge)",
         ]
     )
     result.stdout.fnmatch_lines(["budget_respected: uncalibrated, decides"])
+
+
+def test_a_teams_own_judge_decides_by_default_even_on_the_embedded_endpoint(team_run):
+    # nothing configured: the endpoint is the embedded model, but the verdicts are the team's
+    result = team_run.runpytest("cases")
+    result.assert_outcomes(failed=1, warnings=None)
+    result.stdout.fnmatch_lines(["price_accurate: κ 0.30 (n=20), decides"])
 
 
 def test_the_html_report_shows_kappa_and_advisory(team_run):
@@ -378,7 +389,7 @@ def test_progress_lines_with_a_fake_clock():
 
 def test_progress_line_and_durations():
     assert progress_line(12, 34, 24, 70, 185.0) == (
-        "calibration: 12/34 items, 3m05s elapsed, about 5m54s left"
+        "calibration: 12/34 items, 3m05s elapsed, about 5m55s left"
     )
     assert progress_line(0, 3, 0, 5, 2.0) == "calibration: 0/3 items, 2s elapsed"
     assert format_duration(3725) == "1h02m"

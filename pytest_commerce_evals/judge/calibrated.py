@@ -177,7 +177,9 @@ class Bar:
 
 
 def resolve_bar(setting: float | str | None, embedded: bool) -> Bar:
-    """The bar for a judge under `setting` (as `parse_min_kappa` returns it)."""
+    """The bar for a judge under `setting` (as `parse_min_kappa` returns it, or its text)."""
+    if isinstance(setting, str):
+        setting = parse_min_kappa(setting)
     if setting == "auto":
         if embedded:
             return Bar(

@@ -53,6 +53,7 @@ __all__ = [
     "format_agreement",
     "format_duration",
     "load_calibration_set",
+    "pooled",
     "progress_line",
     "run_calibration",
 ]
@@ -320,6 +321,16 @@ def calibration_rows(
     ]
 
 
+def pooled(table: dict[str, DimensionAgreement]) -> DimensionAgreement:
+    """Every dimension's pairs and errors together: the judge's overall agreement and kappa."""
+    out = DimensionAgreement("(all)")
+    for row in table.values():
+        out.pairs.extend(row.pairs)
+        out.judge_errors += row.judge_errors
+        out.infra_errors += row.infra_errors
+    return out
+
+
 def _fmt(value: float | None, undefined: str) -> str:
     return undefined if value is None else f"{value:.2f}"
 
@@ -331,7 +342,10 @@ def format_agreement(table: dict[str, DimensionAgreement]) -> list[str]:
         f"{'dimension':<{width}}  {'n':>3}  {'agreement':>9}  {'kappa':>9}  "
         f"{'judge_err':>9}  {'infra_err':>9}"
     ]
-    for name, row in table.items():
+    rows = dict(table)
+    if len(table) > 1:
+        rows["(all)"] = pooled(table)
+    for name, row in rows.items():
         lines.append(
             f"{name:<{width}}  {row.n:>3}  {_fmt(row.agreement, 'n/a'):>9}  "
             f"{_fmt(row.kappa, 'undefined'):>9}  {row.judge_errors:>9}  {row.infra_errors:>9}"

@@ -17,8 +17,10 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
     create_model,
+    field_serializer,
     field_validator,
 )
 
@@ -339,6 +341,19 @@ class TrialRecord(BaseModel):
     def _verdicts(cls, value: Any) -> Any:
         return _as_dataclasses(value, _VERDICT_DATA, RubricVerdict)
 
+    @field_serializer("verdicts", mode="wrap")
+    def _verdicts_out(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        # a verdict's calibration fields are written only when set, so a record without them
+        # is written exactly as before they existed
+        data = handler(value)
+        if isinstance(data, list):
+            for item in data:
+                if isinstance(item, dict):
+                    for key in _VERDICT_OPTIONAL:
+                        if item.get(key, "") is None:
+                            del item[key]
+        return data
+
     @field_validator("turns", mode="before")
     @classmethod
     def _turns(cls, value: Any) -> Any:
@@ -425,3 +440,4 @@ _GRADER_DATA = _data_model(GraderResult)
 # verdicts recorded under schema 1 carry no `rubric` (their stores and records are migrated
 # without rewriting the verdicts): read as ''
 _VERDICT_DATA = _data_model(RubricVerdict, rubric="")
+_VERDICT_OPTIONAL = ("calibration", "advisory")  # written only when set

@@ -46,7 +46,9 @@ HERE = Path(__file__).parent
 CALIBRATION_SET = HERE / "data" / "calibration"
 PASS = '{"reasoning": "Ridgeline 3 costs 109.00, under 120.", "verdict": "PASS"}'
 EMBEDDED_ID = PACKAGED_MODELS[DEFAULT_MODEL].model_id
-EMBEDDED_FP = Judge(None, EMBEDDED_ID, params=JudgeParams(response_format="json_object")).fingerprint
+EMBEDDED_FP = Judge(
+    None, EMBEDDED_ID, params=JudgeParams(response_format="json_object")
+).fingerprint
 
 
 def cal(dimension="price_accurate", kappa=0.72, n=40, fp="f" * 64, **changes):
@@ -215,7 +217,12 @@ def test_the_failure_text_and_the_record_say_advisory_and_old_records_load():
         "< 0.6 (--commerce-judge-min-kappa=0.6)) — quotes $129"
     ]
     base = dict(
-        case_id="c", trial=1, set_name="s", threshold=0.9, priority="low", difficulty="easy",
+        case_id="c",
+        trial=1,
+        set_name="s",
+        threshold=0.9,
+        priority="low",
+        difficulty="easy",
         outcome="pass",
     )
     record = TrialRecord.model_validate({**base, "verdicts": [v.__dict__]})
@@ -249,8 +256,12 @@ def test_by_default_the_embedded_judges_verdicts_are_advisory_from_the_shipped_f
     # a calibration of that fingerprint in the store wins over the shipped one
     store_lookup = CalibrationLookup(shipped=shipped_calibrations())
     store_lookup._cache[EMBEDDED_FP] = {dimension: cal(dimension, kappa=0.9, fp=EMBEDDED_FP)}
-    [w] = annotate([fail_verdict(dimension, fp=EMBEDDED_FP, model=EMBEDDED_ID)], store_lookup,
-                   "auto", is_embedded=lambda verdict: True)
+    [w] = annotate(
+        [fail_verdict(dimension, fp=EMBEDDED_FP, model=EMBEDDED_ID)],
+        store_lookup,
+        "auto",
+        is_embedded=lambda verdict: True,
+    )
     assert (w.advisory, fold_outcome("pass", [w])) == (None, "fail")
 
 
@@ -309,9 +320,9 @@ def test_below_the_bar_the_run_passes_and_says_why(team_run):
     result.stdout.fnmatch_lines(
         [
             "*commerce-evals judge calibration*",
-            "budget_respected: uncalibrated, advisory (judge uncalibrated on this dimension, "
+            "budget_respected: uncalibrated, 1 verdict(s), advisory (judge uncalibrated on this dimension, "
             "bar κ 0.6 (--commerce-judge-min-kappa=0.6))",
-            "price_accurate: κ 0.30 (n=20), advisory (judge κ 0.30 (n=20) < 0.6 "
+            "price_accurate: κ 0.30 (n=20), 1 verdict(s), advisory (judge κ 0.30 (n=20) < 0.6 "
             "(--commerce-judge-min-kappa=0.6)); 1 FAIL verdict(s) did not fail their trial",
         ]
     )
@@ -324,7 +335,7 @@ def test_above_the_bar_the_fail_decides(team_run):
         [
             "*rubric price_accurate: FAIL — quotes $129*",
             "*commerce-evals judge calibration*",
-            "price_accurate: κ 0.30 (n=20), decides",
+            "price_accurate: κ 0.30 (n=20), 1 verdict(s), decides",
         ]
     )
 
@@ -342,14 +353,14 @@ def test_a_teams_own_judge_still_decides_by_default(team_run):
             "decides (--commerce-judge-min-kappa=auto sets no bar for a configured judge)",
         ]
     )
-    result.stdout.fnmatch_lines(["budget_respected: uncalibrated, decides"])
+    result.stdout.fnmatch_lines(["budget_respected: uncalibrated, 1 verdict(s), decides"])
 
 
 def test_a_teams_own_judge_decides_by_default_even_on_the_embedded_endpoint(team_run):
     # nothing configured: the endpoint is the embedded model, but the verdicts are the team's
     result = team_run.runpytest("cases")
     result.assert_outcomes(failed=1, warnings=None)
-    result.stdout.fnmatch_lines(["price_accurate: κ 0.30 (n=20), decides"])
+    result.stdout.fnmatch_lines(["price_accurate: κ 0.30 (n=20), 1 verdict(s), decides"])
 
 
 def test_the_html_report_shows_kappa_and_advisory(team_run):
@@ -401,7 +412,9 @@ def test_the_calibrate_option_stores_the_result_and_prints_progress(pytester, mo
     subset = sorted(load_calibration_set(CALIBRATION_SET), key=lambda i: i.id)[:4]
     path = pytester.path / "set.json"
     path.write_text(json.dumps([i.model_dump(mode="json") for i in subset]))
-    result = pytester.runpytest("--commerce-judge-calibrate", f"--commerce-judge-calibration-set={path}")
+    result = pytester.runpytest(
+        "--commerce-judge-calibrate", f"--commerce-judge-calibration-set={path}"
+    )
     assert result.ret == 0
     labels = sum(len(i.labels) for i in subset)
     result.stdout.fnmatch_lines(
@@ -424,8 +437,9 @@ def test_the_calibrate_option_stores_the_result_and_prints_progress(pytester, mo
 def test_calibration_rows_carry_the_table():
     subset = sorted(load_calibration_set(CALIBRATION_SET), key=lambda i: i.id)[:2]
     table = run_calibration(Judge(FakeClient(lambda request: PASS), "judge-7b"), subset)
-    rows = calibration_rows(table, judge_fingerprint="f" * 64, judge_model="judge-7b",
-                            set_id="s" * 64, set_items=2)
+    rows = calibration_rows(
+        table, judge_fingerprint="f" * 64, judge_model="judge-7b", set_id="s" * 64, set_items=2
+    )
     assert [(r.dimension, r.n, r.kappa) for r in rows] == [
         (d, t.n, t.kappa) for d, t in table.items()
     ]

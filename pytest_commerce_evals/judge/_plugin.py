@@ -241,9 +241,8 @@ def calibration_header(config: pytest.Config) -> list[str]:
         measured = f"{who} uncalibrated (judge {fingerprint[:12]})"
     elif shipped is not None and all(r.source == "shipped" for r in rows.values()):
         kappa = "undefined" if shipped.overall_kappa is None else f"{shipped.overall_kappa:.2f}"
-        agreement = (
-            "" if shipped.overall_agreement is None else f", {shipped.overall_agreement:.0%} agreement"
-        )
+        agreement = shipped.overall_agreement
+        agreement = "" if agreement is None else f", {agreement:.0%} agreement"
         measured = (
             f"{who} calibrated κ {kappa} over {shipped.overall_n} labels{agreement} "
             "(calibration shipped with the plugin)"
@@ -292,9 +291,9 @@ def calibration_summary(seen: dict) -> list[str]:
     for dimension, (label, advisory, count, fails) in sorted(seen.items()):
         if advisory:
             also = f"; {fails} FAIL verdict(s) did not fail their trial" if fails else ""
-            lines.append(f"{dimension}: {label}, advisory ({advisory}){also}")
+            lines.append(f"{dimension}: {label}, {count} verdict(s), advisory ({advisory}){also}")
         else:
-            lines.append(f"{dimension}: {label}, decides")
+            lines.append(f"{dimension}: {label}, {count} verdict(s), decides")
     return lines
 
 

@@ -200,9 +200,7 @@ def advisory_reason(row: StoredCalibration | None, bar: Bar) -> str | None:
     if row is None:
         return f"judge uncalibrated on this dimension, bar κ {bar.kappa:g} ({bar.why})"
     if row.kappa is None:
-        return (
-            f"judge κ undefined (n={row.n}) on this dimension, bar κ {bar.kappa:g} ({bar.why})"
-        )
+        return f"judge κ undefined (n={row.n}) on this dimension, bar κ {bar.kappa:g} ({bar.why})"
     if row.kappa < bar.kappa:
         return f"judge κ {row.kappa:.2f} (n={row.n}) < {bar.kappa:g} ({bar.why})"
     return None

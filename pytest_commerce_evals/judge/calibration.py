@@ -237,7 +237,9 @@ def format_duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def progress_line(done: int, total: int, labels_done: int, labels_total: int, elapsed: float) -> str:
+def progress_line(
+    done: int, total: int, labels_done: int, labels_total: int, elapsed: float
+) -> str:
     """`calibration: 12/34 items, 3m05s elapsed, about 5m40s left`. The estimate scales the time
     per judged label so far to the labels left (items carry different numbers of labels)."""
     line = f"calibration: {done}/{total} items, {format_duration(elapsed)} elapsed"

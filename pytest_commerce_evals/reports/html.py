@@ -463,8 +463,7 @@ def _verdict_row(v: RubricVerdict) -> str:
     trust = f'<br><span class="note">{e(v.calibration)}</span>' if v.calibration else ""
     if v.advisory:
         trust += (
-            f'<br><span class="note">advisory, does not decide the outcome: {e(v.advisory)}'
-            "</span>"
+            f'<br><span class="note">advisory, does not decide the outcome: {e(v.advisory)}</span>'
         )
     return (
         f'<tr><td>{e(v.dimension)}<br><span class="note">{e(v.rubric)}</span>'

@@ -277,6 +277,12 @@ def test_the_default_embedded_judge_fingerprint_matches_the_shipped_file(pyteste
         "are shown but decide no trial, and so are those of dimensions it was not calibrated on "
         "(--commerce-judge-min-kappa=none lets every verdict decide)"
     ]
+    config = pytester.parseconfig("--commerce-judge-min-kappa=0.6")
+    assert _judge_plugin.calibration_header(config)[0].startswith(
+        f"commerce-evals judge verdicts advisory: embedded {EMBEDDED_ID} calibrated κ "
+    )
+    config = pytester.parseconfig("--commerce-judge-min-kappa=-1")
+    assert "met on every calibrated dimension" in _judge_plugin.calibration_header(config)[0]
     config = pytester.parseconfig("--commerce-judge-min-kappa=none")
     assert _judge_plugin.calibration_header(config)[0].endswith(
         "every verdict decides (--commerce-judge-min-kappa=none)"
@@ -354,6 +360,21 @@ def test_a_teams_own_judge_still_decides_by_default(team_run):
         ]
     )
     result.stdout.fnmatch_lines(["budget_respected: uncalibrated, 1 verdict(s), decides"])
+
+
+def test_the_header_says_an_uncalibrated_judge_is_advisory_under_a_bar(team_run):
+    result = team_run.runpytest(
+        "cases",
+        "--commerce-judge-model=team-judge",
+        "--commerce-judge-base-url=http://127.0.0.1:9/v1",
+        "--commerce-judge-min-kappa=0.6",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "commerce-evals judge verdicts advisory: team-judge uncalibrated (judge *), bar κ 0.6 "
+            "(--commerce-judge-min-kappa=0.6); advisory verdicts are shown but decide no trial*",
+        ]
+    )
 
 
 def test_a_teams_own_judge_decides_by_default_even_on_the_embedded_endpoint(team_run):

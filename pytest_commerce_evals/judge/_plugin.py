@@ -253,7 +253,15 @@ def calibration_header(config: pytest.Config) -> list[str]:
     if bar.kappa is None:
         return [f"commerce-evals judge calibration: {measured}; every verdict decides ({bar.why})"]
     below = sorted(d for d, r in rows.items() if advisory_reason(r, bar))
-    if not rows or len(below) == len(rows):
+    if rows and not below:
+        return [
+            f"commerce-evals judge calibration: {measured}; bar κ {bar.kappa:g} ({bar.why}) "
+            "met on every calibrated dimension: those verdicts decide, the verdicts of "
+            "dimensions it was not calibrated on are advisory"
+        ]
+    if not rows:
+        head = f"judge verdicts advisory: {measured}, bar κ {bar.kappa:g} ({bar.why})"
+    elif len(below) == len(rows):
         head = f"judge verdicts advisory: {measured} < {bar.kappa:g} ({bar.why})"
     else:
         head = (

@@ -237,16 +237,16 @@ def calibration_header(config: pytest.Config) -> list[str]:
     bar = resolve_bar(found.judge_min_kappa, embedded)
     who = f"embedded {model}" if embedded else model
     shipped = shipped_calibrations().get(fingerprint)
-    if not rows:
-        measured = f"{who} uncalibrated (judge {fingerprint[:12]})"
-    elif shipped is not None and all(r.source == "shipped" for r in rows.values()):
-        kappa = "undefined" if shipped.overall_kappa is None else f"{shipped.overall_kappa:.2f}"
+    if shipped is not None and all(r.source == "shipped" for r in rows.values()):
+        kappa = "" if shipped.overall_kappa is None else f" κ {shipped.overall_kappa:.2f}"
         agreement = shipped.overall_agreement
         agreement = "" if agreement is None else f", {agreement:.0%} agreement"
         measured = (
-            f"{who} calibrated κ {kappa} over {shipped.overall_n} labels{agreement} "
+            f"{who} calibrated{kappa} over {shipped.overall_n} labels{agreement} "
             "(calibration shipped with the plugin)"
         )
+    elif not rows:
+        measured = f"{who} uncalibrated (judge {fingerprint[:12]})"
     else:
         labels = sum(r.n for r in rows.values())
         measured = f"{who} calibrated on {len(rows)} dimension(s), {labels} labels (verdict store)"
@@ -259,9 +259,9 @@ def calibration_header(config: pytest.Config) -> list[str]:
             "met on every calibrated dimension: those verdicts decide, the verdicts of "
             "dimensions it was not calibrated on are advisory"
         ]
-    if not rows:
+    if not rows and shipped is None:
         head = f"judge verdicts advisory: {measured}, bar κ {bar.kappa:g} ({bar.why})"
-    elif len(below) == len(rows):
+    elif len(below) == len(rows) and (shipped is None or (shipped.overall_kappa or 0) < bar.kappa):
         head = f"judge verdicts advisory: {measured} < {bar.kappa:g} ({bar.why})"
     else:
         head = (

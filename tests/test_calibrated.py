@@ -464,3 +464,27 @@ def test_calibration_rows_carry_the_table():
     assert [(r.dimension, r.n, r.kappa) for r in rows] == [
         (d, t.n, t.kappa) for d, t in table.items()
     ]
+
+
+def test_the_header_reads_the_store_for_the_configured_judge(pytester):
+    fingerprint = Judge(None, "team-judge", params=JudgeParams()).fingerprint
+    store = VerdictStore(pytester.path / ".commerce" / "verdicts.sqlite")
+    store.put_calibration(cal("price_accurate", kappa=0.8, n=30, fp=fingerprint))
+    store.put_calibration(cal("budget_respected", kappa=0.5, n=12, fp=fingerprint))
+    store.close()
+    judge = ("--commerce-judge-model=team-judge", "--commerce-judge-base-url=http://127.0.0.1:9/v1")
+    config = pytester.parseconfig(*judge, "--commerce-judge-min-kappa=0.6")
+    assert _judge_plugin.calibration_header(config) == [
+        "commerce-evals judge verdicts advisory on 1 of 2 calibrated dimension(s) "
+        "(budget_respected): team-judge calibrated on 2 dimension(s), 42 labels (verdict store), "
+        "bar κ 0.6 (--commerce-judge-min-kappa=0.6); advisory verdicts are shown but decide no "
+        "trial, and so are those of dimensions it was not calibrated on "
+        "(--commerce-judge-min-kappa=none lets every verdict decide)"
+    ]
+    config = pytester.parseconfig(*judge, "--commerce-judge-min-kappa=0.5")
+    assert _judge_plugin.calibration_header(config) == [
+        "commerce-evals judge calibration: team-judge calibrated on 2 dimension(s), 42 labels "
+        "(verdict store); bar κ 0.5 (--commerce-judge-min-kappa=0.5) met on every calibrated "
+        "dimension: those verdicts decide, the verdicts of dimensions it was not calibrated on "
+        "are advisory"
+    ]

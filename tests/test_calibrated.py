@@ -16,6 +16,7 @@ from helpers import toy_conftest
 from pytest_commerce_evals.judge import _plugin as _judge_plugin
 from pytest_commerce_evals.judge.calibrated import (
     EMBEDDED_MIN_KAPPA,
+    MIN_LABELS,
     CalibrationLookup,
     annotate,
     calibration_label,
@@ -185,6 +186,20 @@ def test_below_the_bar_a_fail_is_advisory_and_does_not_fail_the_trial():
     assert fold_outcome("pass", [w]) == "fail"
     # code graders still decide
     assert fold_outcome("fail", [v]) == "fail"
+
+
+def test_a_kappa_over_too_few_labels_does_not_clear_the_bar():
+    lookup = CalibrationLookup(shipped={})
+    lookup._cache["f" * 64] = {"price_accurate": cal(kappa=1.0, n=MIN_LABELS - 1)}
+    [v] = annotate([fail_verdict()], lookup, 0.6)
+    assert v.advisory == (
+        f"judge κ 1.00 measured on {MIN_LABELS - 1} labels, fewer than the {MIN_LABELS} a kappa "
+        "needs to clear the bar κ 0.6 (--commerce-judge-min-kappa=0.6)"
+    )
+    assert fold_outcome("pass", [v]) == "pass"
+    lookup._cache["f" * 64] = {"price_accurate": cal(kappa=1.0, n=MIN_LABELS)}
+    [v] = annotate([fail_verdict()], lookup, 0.6)
+    assert (v.advisory, fold_outcome("pass", [v])) == (None, "fail")
 
 
 def test_uncalibrated_is_advisory_only_under_a_bar_the_user_set():

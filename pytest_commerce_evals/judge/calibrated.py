@@ -9,8 +9,8 @@ by the project). No row at all: the dimension is `uncalibrated`.
 
 The bar (`judge_min_kappa`):
 
-- a number in [-1, 1]: a dimension whose kappa is below it, undefined, or uncalibrated is
-  advisory;
+- a number in [-1, 1]: a dimension whose kappa is below it, undefined, measured on fewer than
+  `MIN_LABELS` labels, or uncalibrated is advisory;
 - `none`: every verdict decides;
 - `auto` (the default): the bar is `EMBEDDED_MIN_KAPPA` (0.4) for the embedded judge, and none
   for any other, so a team's own judge never stops deciding unless the team sets the bar.
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMBEDDED_MIN_KAPPA",
+    "MIN_LABELS",
     "SHIPPED_FILE",
     "Bar",
     "CalibrationLookup",
@@ -48,6 +49,10 @@ __all__ = [
 
 EMBEDDED_MIN_KAPPA = 0.4
 """The bar `auto` sets for the embedded judge: moderate agreement beyond chance."""
+
+MIN_LABELS = 10
+"""Under a bar, a kappa measured on fewer labels is too noisy to clear it (over 3 labels of both
+kinds a judge that guesses agrees on all, kappa 1.0, one time in eight)."""
 
 SHIPPED_FILE = "calibrations.json"
 
@@ -203,6 +208,11 @@ def advisory_reason(row: StoredCalibration | None, bar: Bar) -> str | None:
         return f"judge κ undefined (n={row.n}) on this dimension, bar κ {bar.kappa:g} ({bar.why})"
     if row.kappa < bar.kappa:
         return f"judge κ {row.kappa:.2f} (n={row.n}) < {bar.kappa:g} ({bar.why})"
+    if row.n < MIN_LABELS:
+        return (
+            f"judge κ {row.kappa:.2f} measured on {row.n} labels, fewer than the {MIN_LABELS} "
+            f"a kappa needs to clear the bar κ {bar.kappa:g} ({bar.why})"
+        )
     return None
 
 

@@ -503,3 +503,36 @@ def test_the_header_reads_the_store_for_the_configured_judge(pytester):
         "dimension: those verdicts decide, the verdicts of dimensions it was not calibrated on "
         "are advisory"
     ]
+
+
+EMBEDDED_VERDICT = """
+from pytest_commerce_evals import RubricVerdict
+
+def pytest_commerce_evals_grade_rubric(config, case, result):
+    # what the built-in judge on the embedded model answers, without running the model
+    return [RubricVerdict("price_accurate", "PASS if a. FAIL if b.", "fail", verdict="FAIL",
+                          reasoning="quotes $129", judge_model={model!r},
+                          judge_fingerprint={fingerprint!r})]
+"""
+
+
+def test_by_default_the_embedded_judge_is_shown_but_does_not_decide(team_run):
+    team_run.makeconftest(
+        toy_conftest()
+        + textwrap.dedent(EMBEDDED_VERDICT.format(model=EMBEDDED_ID, fingerprint=EMBEDDED_FP))
+    )
+    entry = shipped_calibrations()[EMBEDDED_FP]
+    label = calibration_label(entry.dimensions.get("price_accurate"))
+    result = team_run.runpytest("cases")
+    result.assert_outcomes(passed=1, warnings=None)
+    result.stdout.fnmatch_lines(
+        [
+            f"commerce-evals judge verdicts advisory: embedded {EMBEDDED_ID} calibrated *",
+            "*commerce-evals judge calibration*",
+            f"price_accurate: {label}, 1 verdict(s), advisory (*--commerce-judge-min-kappa=auto "
+            "sets 0.4 for the embedded judge)); 1 FAIL verdict(s) did not fail their trial",
+        ]
+    )
+    # the same verdicts decide once the bar is lifted
+    result = team_run.runpytest("cases", "--commerce-judge-min-kappa=none")
+    result.assert_outcomes(failed=1, warnings=None)

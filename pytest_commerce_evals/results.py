@@ -18,8 +18,10 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
     create_model,
+    field_serializer,
     field_validator,
 )
 
@@ -72,6 +74,12 @@ class RubricVerdict:
 
     `outcome` is `pass`/`fail` when the judge returned a verdict, `judge_error` when its reply
     could not be parsed into one, `infra_error` when the endpoint failed past the retries.
+
+    `calibration` is how far the judge in use is trusted on this dimension, as the reports show
+    it beside the verdict: `κ 0.72 (n=40)`, `κ undefined (n=4)` or `uncalibrated` (None: not
+    looked up, e.g. a record written before calibration was recorded). `advisory` is set when
+    the verdict is shown but does not decide the trial's outcome, and says why (the judge's
+    calibrated kappa is below `--commerce-judge-min-kappa`, or it is uncalibrated).
     """
 
     dimension: str
@@ -87,6 +95,8 @@ class RubricVerdict:
     truncated_chars: int = 0
     truncated_turns: int = 0
     reused: bool = False
+    calibration: str | None = None
+    advisory: str | None = None
 
 
 @dataclass
@@ -232,8 +242,9 @@ def meets_threshold(passed: int, graded: int, threshold: float) -> bool:
 
 def fold_outcome(outcome: Outcome, verdicts: Iterable[RubricVerdict]) -> Outcome:
     """A trial's outcome once the judge has spoken: a code failure or a FAIL verdict fails the
-    trial; otherwise judge or endpoint trouble on a verdict is not a pass."""
-    verdicts = list(verdicts)
+    trial; otherwise judge or endpoint trouble on a verdict is not a pass. An advisory verdict
+    (`RubricVerdict.advisory`) is reported but decides nothing."""
+    verdicts = [v for v in verdicts if not v.advisory]
     if outcome == "fail" or any(v.outcome == "fail" for v in verdicts):
         return "fail"
     if any(v.outcome == "infra_error" for v in verdicts):
@@ -250,15 +261,16 @@ def failure_lines(
     grader_results: Iterable[GraderResult], error: str | None, verdicts: Iterable[RubricVerdict]
 ) -> list[str]:
     """Why a trial did not pass, one line per failed grader, the error, and each verdict that
-    failed or could not be given."""
+    failed or could not be given (an advisory one marked so, with its reason)."""
     out = [g.message for g in grader_results if not g.passed]
     if error:
         out.append(str(error).strip())
     for v in verdicts:
+        note = f" (advisory, does not decide the outcome: {v.advisory})" if v.advisory else ""
         if v.outcome == "fail":
-            out.append(f"rubric {v.dimension}: FAIL — {v.reasoning}")
+            out.append(f"rubric {v.dimension}: FAIL{note} — {v.reasoning}")
         elif v.outcome in ("judge_error", "infra_error"):
-            out.append(f"rubric {v.dimension}: {v.outcome} — {v.error}")
+            out.append(f"rubric {v.dimension}: {v.outcome}{note} — {v.error}")
     return out
 
 
@@ -351,6 +363,19 @@ class TrialRecord(BaseModel):
     def _verdicts(cls, value: Any) -> Any:
         return _as_dataclasses(value, _VERDICT_DATA, RubricVerdict)
 
+    @field_serializer("verdicts", mode="wrap")
+    def _verdicts_out(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        # a verdict's calibration fields are written only when set, so a record without them
+        # is written exactly as before they existed
+        data = handler(value)
+        if isinstance(data, list):
+            for item in data:
+                if isinstance(item, dict):
+                    for key in _VERDICT_OPTIONAL:
+                        if item.get(key, "") is None:
+                            del item[key]
+        return data
+
     @field_validator("turns", mode="before")
     @classmethod
     def _turns(cls, value: Any) -> Any:
@@ -437,3 +462,4 @@ _GRADER_DATA = _data_model(GraderResult)
 # verdicts recorded under schema 1 carry no `rubric` (their stores and records are migrated
 # without rewriting the verdicts): read as ''
 _VERDICT_DATA = _data_model(RubricVerdict, rubric="")
+_VERDICT_OPTIONAL = ("calibration", "advisory")  # written only when set

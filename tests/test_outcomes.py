@@ -278,7 +278,7 @@ def test_all_green_summary_says_so(pytester: pytest.Pytester):
     result = pytester.runpytest("cases")
     assert result.ret == 0
     lines = result.stdout.lines
-    start = next(i for i, line in enumerate(lines) if "commerce-evals" in line and "=" in line)
+    start = next(i for i, line in enumerate(lines) if line.strip("= ") == "commerce-evals")
     first = next(line for line in lines[start + 1 :] if line.strip())
     assert first == "all 1 cases passed every graded trial (1 graded trials)"
     result.stdout.fnmatch_lines(

@@ -562,3 +562,24 @@ def test_plain_sql_of_a_new_table_and_query_runs_on_both_backends(url, tmp_path)
             assert like[0] == 1
         store.close()
     assert results["sqlite"] == results["postgresql"] == {"runs": 2, "total": 14, "best": 0.9}
+
+
+@needs_server
+def test_calibrations_are_kept_by_judge_fingerprint_on_postgresql(url, schema):
+    from pytest_commerce_evals.judge.verdict_store import StoredCalibration
+
+    with VerdictStore(url) as store:
+        row = StoredCalibration(
+            judge_fingerprint="jf",
+            dimension="grounded",
+            set_id="s1",
+            n=12,
+            agreement=0.75,
+            kappa=0.5,
+        )
+        assert store.put_calibration(row)
+        assert store.put_calibration(row.model_copy(update={"kappa": 0.6, "created_at": 2.0}))
+        found = store.calibration("jf")
+        assert list(found) == ["grounded"] and found["grounded"].kappa == 0.6
+        assert store.calibration("other") == {}
+    assert rows(schema, "SELECT count(*) FROM calibrations") == [(1,)]  # replaced, not added

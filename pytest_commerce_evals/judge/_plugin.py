@@ -4,6 +4,7 @@ declared in `settings.TABLE`)."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,15 +13,24 @@ import pytest
 from ..reports.terminal import line_writer
 from ..results import RubricVerdict
 from ..settings import settings
+from .calibrated import (
+    CalibrationLookup,
+    advisory_reason,
+    annotate,
+    resolve_bar,
+    shipped_calibrations,
+)
 from .judge import ContextBudget, Judge, JudgeParams
 from .rubrics import resolve_dimensions
 from .verdict_store import VerdictStore
 
 if TYPE_CHECKING:
     from ..cases.case import Case
-    from ..results import TrialResult
+    from ..results import TrialRecord, TrialResult
 
 JUDGE = pytest.StashKey["Judge | None"]()
+LOOKUP = pytest.StashKey[CalibrationLookup]()
+SEEN = pytest.StashKey[dict]()  # dimension -> [calibration, advisory, verdicts, advisory FAILs]
 DEFAULT_CALIBRATION_SET = Path("tests") / "data" / "calibration"
 
 
@@ -121,6 +131,18 @@ _build_lock = threading.Lock()
 # -- hooks -------------------------------------------------------------------------------------
 
 
+@pytest.hookimpl(wrapper=True, specname="pytest_commerce_evals_grade_rubric")
+def pytest_commerce_evals_grade_rubric_calibrated(
+    config: pytest.Config, case: Case, result: TrialResult
+) -> Any:
+    """Whichever judge answered (the built-in one or a team's), its verdicts carry the judge's
+    calibration on their dimension and, under --commerce-judge-min-kappa, are advisory."""
+    verdicts = yield
+    if not verdicts:
+        return verdicts
+    return annotate_verdicts(config, list(verdicts))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_commerce_evals_grade_rubric(
     config: pytest.Config, case: Case, result: TrialResult
@@ -154,11 +176,152 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
     return None
 
 
+# -- calibration of the judge in use ----------------------------------------------------------
+
+
+def _calibration_lookup(config: pytest.Config) -> CalibrationLookup:
+    """The session's lookup: the verdict store (when configured and present), then the shipped
+    calibrations. A store that does not exist yet holds no calibration and is not created."""
+    lookup = config.stash.get(LOOKUP, None)
+    if lookup is None:
+        path = store_path(config)
+        store = None
+        if path is not None and path.is_file():
+            try:
+                store = VerdictStore(path)
+            except ValueError:
+                store = None  # named when the judge opens it; here: no calibration from it
+            else:
+                config.add_cleanup(store.close)
+        lookup = CalibrationLookup(store)
+        config.stash[LOOKUP] = lookup
+    return lookup
+
+
+def _embedded_judge_model(config: pytest.Config) -> str | None:
+    """The model id of the judge endpoint when it is the embedded model, else None."""
+    from ..models.endpoint import EndpointError, resolve_endpoint
+
+    try:
+        resolved = resolve_endpoint(config, "judge")
+    except EndpointError:
+        return None
+    return resolved.model if _is_embedded(resolved) else None
+
+
+def annotate_verdicts(config: pytest.Config, verdicts: list[RubricVerdict]) -> list[RubricVerdict]:
+    """Each verdict with its judge's calibration and, under the bar, marked advisory."""
+    embedded = _embedded_judge_model(config)
+    return annotate(
+        verdicts,
+        _calibration_lookup(config),
+        settings(config).judge_min_kappa,
+        is_embedded=lambda v: embedded is not None and v.judge_model == embedded,
+    )
+
+
+def calibration_header(config: pytest.Config) -> list[str]:
+    """The run header's line on the judge's calibration and whether its verdicts decide."""
+    from ..models.endpoint import EndpointError, resolve_endpoint
+
+    found = settings(config)
+    if found.no_judge or found.judge_calibrate:
+        return []
+    try:
+        resolved = resolve_endpoint(config, "judge")
+        model = _endpoint_model(resolved)
+    except (EndpointError, pytest.UsageError):
+        return []
+    embedded = _is_embedded(resolved)
+    fingerprint = Judge(client=None, model=model, params=judge_params(config, resolved)).fingerprint
+    rows = _calibration_lookup(config)(fingerprint)
+    bar = resolve_bar(found.judge_min_kappa, embedded)
+    who = f"embedded {model}" if embedded else model
+    shipped = shipped_calibrations().get(fingerprint)
+    if shipped is not None and all(r.source == "shipped" for r in rows.values()):
+        kappa = "" if shipped.overall_kappa is None else f" κ {shipped.overall_kappa:.2f}"
+        agreement = shipped.overall_agreement
+        agreement = "" if agreement is None else f", {agreement:.0%} agreement"
+        measured = (
+            f"{who} calibrated{kappa} over {shipped.overall_n} labels{agreement} "
+            "(calibration shipped with the plugin)"
+        )
+    elif not rows:
+        measured = f"{who} uncalibrated (judge {fingerprint[:12]})"
+    else:
+        labels = sum(r.n for r in rows.values())
+        measured = f"{who} calibrated on {len(rows)} dimension(s), {labels} labels (verdict store)"
+    if bar.kappa is None:
+        return [f"commerce-evals judge calibration: {measured}; every verdict decides ({bar.why})"]
+    below = sorted(d for d, r in rows.items() if advisory_reason(r, bar))
+    if rows and not below:
+        return [
+            f"commerce-evals judge calibration: {measured}; bar κ {bar.kappa:g} ({bar.why}) "
+            "met on every calibrated dimension: those verdicts decide, the verdicts of "
+            "dimensions it was not calibrated on are advisory"
+        ]
+    if not rows and shipped is None:
+        head = f"judge verdicts advisory: {measured}, bar κ {bar.kappa:g} ({bar.why})"
+    elif len(below) == len(rows) and (shipped is None or (shipped.overall_kappa or 0) < bar.kappa):
+        head = f"judge verdicts advisory: {measured} < {bar.kappa:g} ({bar.why})"
+    else:
+        head = (
+            f"judge verdicts advisory on {len(below)} of {len(rows)} calibrated dimension(s) "
+            f"({', '.join(below) or 'none'}): {measured}, bar κ {bar.kappa:g} ({bar.why})"
+        )
+    return [
+        f"commerce-evals {head}; advisory verdicts are shown but decide no trial, and so are "
+        "those of dimensions it was not calibrated on (--commerce-judge-min-kappa=none lets "
+        "every verdict decide)"
+    ]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    try:
+        return calibration_header(config)
+    except Exception as exc:  # a header must never stop the run
+        return [f"commerce-evals judge calibration: not shown ({type(exc).__name__}: {exc})"]
+
+
+def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: TrialRecord) -> None:
+    seen = config.stash.setdefault(SEEN, {})
+    for v in record.verdicts:
+        if v.calibration is None:
+            continue
+        row = seen.setdefault(v.dimension, [v.calibration, v.advisory, 0, 0])
+        row[0], row[1] = v.calibration, v.advisory
+        row[2] += 1
+        row[3] += bool(v.advisory and v.outcome == "fail")
+
+
+def calibration_summary(seen: dict) -> list[str]:
+    """Per judged dimension: the judge's calibration, and whether its verdicts decided."""
+    lines = []
+    for dimension, (label, advisory, count, fails) in sorted(seen.items()):
+        if advisory:
+            also = f"; {fails} FAIL verdict(s) did not fail their trial" if fails else ""
+            lines.append(f"{dimension}: {label}, {count} verdict(s), advisory ({advisory}){also}")
+        else:
+            lines.append(f"{dimension}: {label}, {count} verdict(s), decides")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    seen = config.stash.get(SEEN, None)
+    if hasattr(config, "workerinput") or not seen:
+        return
+    terminalreporter.section("commerce-evals judge calibration")
+    for line in calibration_summary(seen):
+        terminalreporter.write_line(line)
+
+
 def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
     from ..agent import InfraError
     from .calibration import (
         CalibrationAborted,
         CalibrationError,
+        calibration_rows,
+        calibration_set_id,
         format_agreement,
         load_calibration_set,
         run_calibration,
@@ -187,12 +350,37 @@ def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pyt
         bold=True,
     )
     write(f"judge fingerprint {judge.fingerprint}")
+    labels = sum(len(item.labels) for item in items)
+    write(f"calibration: 0/{len(items)} items ({labels} labels), started")
     try:
-        table = run_calibration(judge, items, stop_on_infra_error=True)
+        table = run_calibration(
+            judge, items, stop_on_infra_error=True, progress=write, clock=time.monotonic
+        )
     except CalibrationAborted as exc:
         write(f"commerce-evals: calibration stopped, the judge endpoint failed: {exc}", red=True)
         return pytest.ExitCode.TESTS_FAILED
     for line in format_agreement(table):
         write(line)
+    stored_at = store_path(config)
+    if stored_at is not None:
+        rows = calibration_rows(
+            table,
+            judge_fingerprint=judge.fingerprint,
+            judge_model=judge.model,
+            set_id=calibration_set_id(items),
+            set_items=len(items),
+        )
+        with VerdictStore(stored_at) as store:
+            kept = all([store.put_calibration(row) for row in rows])
+            shown = store.path
+            unavailable = store.unavailable
+        if kept:
+            write(
+                f"calibration stored in {shown} for judge {judge.fingerprint[:12]} "
+                f"(set {rows[0].set_id[:12] if rows else '-'}); regression runs with this judge "
+                "show these kappas beside its verdicts"
+            )
+        else:
+            write(f"commerce-evals: calibration NOT stored: {unavailable}", red=True)
     errors = sum(row.judge_errors + row.infra_errors for row in table.values())
     return pytest.ExitCode.TESTS_FAILED if errors else pytest.ExitCode.OK

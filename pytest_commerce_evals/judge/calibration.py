@@ -21,9 +21,11 @@ or captured from production drop in unchanged.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -45,9 +47,14 @@ __all__ = [
     "CalibrationTurn",
     "DimensionAgreement",
     "agreement_table",
+    "calibration_rows",
+    "calibration_set_id",
     "cohen_kappa",
     "format_agreement",
+    "format_duration",
     "load_calibration_set",
+    "pooled",
+    "progress_line",
     "run_calibration",
 ]
 
@@ -218,12 +225,50 @@ class CalibrationAborted(CommerceEvalsError, RuntimeError):
     """The judge endpoint failed; calibrating further would only wait on retries."""
 
 
+def format_duration(seconds: float) -> str:
+    """`45s`, `3m05s`, `1h02m`: how progress lines write a duration."""
+    total = max(int(round(seconds)), 0)
+    if total < 60:
+        return f"{total}s"
+    minutes, secs = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def progress_line(
+    done: int, total: int, labels_done: int, labels_total: int, elapsed: float
+) -> str:
+    """`calibration: 12/34 items, 3m05s elapsed, about 5m40s left`. The estimate scales the time
+    per judged label so far to the labels left (items carry different numbers of labels)."""
+    line = f"calibration: {done}/{total} items, {format_duration(elapsed)} elapsed"
+    if done >= total:
+        return line + ", done"
+    if labels_done:
+        left = elapsed / labels_done * (labels_total - labels_done)
+        return line + f", about {format_duration(left)} left"
+    return line
+
+
 def run_calibration(
-    judge: Judge, items: Iterable[CalibrationItem], *, stop_on_infra_error: bool = False
+    judge: Judge,
+    items: Iterable[CalibrationItem],
+    *,
+    stop_on_infra_error: bool = False,
+    progress: Callable[[str], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, DimensionAgreement]:
-    """Judge every labelled dimension of every item and compare with the human labels."""
+    """Judge every labelled dimension of every item and compare with the human labels.
+
+    `progress`, when given, receives a `progress_line` after each item (a small judge on a CPU
+    takes many minutes over a set)."""
+    items = list(items)
+    labels_total = sum(len(item.labels) for item in items)
+    labels_done = 0
+    start = clock()
     labelled = []
-    for item in items:
+    for done, item in enumerate(items, 1):
         verdicts = judge.grade_transcript(
             [t.user for t in item.turns],
             [t.events for t in item.turns],
@@ -235,7 +280,57 @@ def run_calibration(
             if stop_on_infra_error and v.outcome == "infra_error":
                 raise CalibrationAborted(f"{item.id} / {v.dimension}: {v.error}")
             labelled.append((item.id, v.dimension, item.labels[v.dimension], v.outcome))
+        labels_done += len(item.labels)
+        if progress is not None:
+            progress(progress_line(done, len(items), labels_done, labels_total, clock() - start))
     return agreement_table(labelled)
+
+
+def calibration_set_id(items: Sequence[CalibrationItem]) -> str:
+    """sha256 of the set's items (their JSON form, in id order): which set a result is for."""
+    data = [item.model_dump(mode="json") for item in sorted(items, key=lambda i: i.id)]
+    blob = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def calibration_rows(
+    table: dict[str, DimensionAgreement],
+    *,
+    judge_fingerprint: str,
+    judge_model: str | None,
+    set_id: str,
+    set_items: int,
+) -> list:
+    """The table as `verdict_store.StoredCalibration` rows, one per dimension."""
+    from .verdict_store import StoredCalibration
+
+    now = time.time()
+    return [
+        StoredCalibration(
+            judge_fingerprint=judge_fingerprint,
+            dimension=name,
+            set_id=set_id,
+            judge_model=judge_model,
+            n=row.n,
+            agreement=row.agreement,
+            kappa=row.kappa,
+            judge_errors=row.judge_errors,
+            infra_errors=row.infra_errors,
+            set_items=set_items,
+            created_at=now,
+        )
+        for name, row in table.items()
+    ]
+
+
+def pooled(table: dict[str, DimensionAgreement]) -> DimensionAgreement:
+    """Every dimension's pairs and errors together: the judge's overall agreement and kappa."""
+    out = DimensionAgreement("(all)")
+    for row in table.values():
+        out.pairs.extend(row.pairs)
+        out.judge_errors += row.judge_errors
+        out.infra_errors += row.infra_errors
+    return out
 
 
 def _fmt(value: float | None, undefined: str) -> str:
@@ -249,7 +344,10 @@ def format_agreement(table: dict[str, DimensionAgreement]) -> list[str]:
         f"{'dimension':<{width}}  {'n':>3}  {'agreement':>9}  {'kappa':>9}  "
         f"{'judge_err':>9}  {'infra_err':>9}"
     ]
-    for name, row in table.items():
+    rows = dict(table)
+    if len(table) > 1:
+        rows["(all)"] = pooled(table)
+    for name, row in rows.items():
         lines.append(
             f"{name:<{width}}  {row.n:>3}  {_fmt(row.agreement, 'n/a'):>9}  "
             f"{_fmt(row.kappa, 'undefined'):>9}  {row.judge_errors:>9}  {row.infra_errors:>9}"

@@ -6,7 +6,16 @@ A lookup hits only when all three match, so a new judge model or an edited rubri
 old verdict. Only real verdicts (PASS or FAIL) are stored; a judge or infrastructure error is
 always retried on the next run.
 
-A damaged store is named when opened (a meta table that does not say schema 1); a row that no
+Calibration results are kept beside the verdicts, in `calibrations`: one row per judge
+fingerprint, dimension and calibration set, holding the number of labels, the agreement and
+Cohen's kappa. `calibration(fingerprint)` reads the newest row of each dimension back; a
+regression run looks the judge in use up there (see `judge.calibrated`).
+
+Schema history: 1, verdicts only; 2, adds `calibrations` (a version-1 store is migrated in place
+when opened: the table is created and `meta.schema_version` set to 2). A store written by a newer
+version is refused.
+
+A damaged store is named when opened (a meta table that does not say a known schema); a row that no
 longer reads as a verdict is a miss, asked again and written over. Text a judge wrote with a lone
 surrogate is stored with it escaped (`\\udXXX`).
 
@@ -47,12 +56,13 @@ from ..store.run_store import printable
 __all__ = [
     "DEFAULT_STORE_PATH",
     "SCHEMA_VERSION",
+    "StoredCalibration",
     "StoredVerdict",
     "VerdictStore",
     "copy_verdicts",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_STORE_PATH = Path(".commerce") / "verdicts.sqlite"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 
@@ -83,7 +93,47 @@ CREATE TABLE IF NOT EXISTS verdicts (
     PRIMARY KEY (transcript_hash, judge_fingerprint, rubric_fingerprint)
 );
 CREATE INDEX IF NOT EXISTS verdicts_by_dimension ON verdicts (dimension, created_at);
+CREATE TABLE IF NOT EXISTS calibrations (
+    judge_fingerprint TEXT NOT NULL,
+    dimension TEXT NOT NULL,
+    set_id TEXT NOT NULL,
+    judge_model TEXT,
+    n INTEGER NOT NULL,
+    agreement REAL,
+    kappa REAL,
+    judge_errors INTEGER NOT NULL DEFAULT 0,
+    infra_errors INTEGER NOT NULL DEFAULT 0,
+    set_items INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (judge_fingerprint, dimension, set_id)
+);
 """
+# `calibrations` uses portable SQL only (TEXT, INTEGER, REAL columns; `?` parameters).
+
+
+class StoredCalibration(BaseModel):
+    """One dimension's calibration result for one judge fingerprint.
+
+    `set_id` identifies the calibration set (sha256 of its items, see
+    `calibration.calibration_set_id`); `agreement` and `kappa` are None when undefined.
+    `source` says where the row was read from: `store`, or `shipped` for the calibrations
+    packaged with the plugin (not a column).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge_fingerprint: str
+    dimension: str
+    set_id: str
+    judge_model: str | None = None
+    n: int
+    agreement: float | None = None
+    kappa: float | None = None
+    judge_errors: int = 0
+    infra_errors: int = 0
+    set_items: int = 0
+    created_at: float = 0.0
+    source: str = "store"
 
 
 class StoredVerdict(BaseModel):
@@ -198,6 +248,17 @@ class VerdictStore:
             raise ValueError(
                 f"{self.path}: verdict store schema_version {found[0]} is newer than this "
                 f"plugin's {SCHEMA_VERSION}"
+            )
+        if version < SCHEMA_VERSION:
+            self._migrate_store(version)
+
+    def _migrate_store(self, version: int) -> None:
+        """Bring an older store up to `SCHEMA_VERSION`. 1 -> 2: the `calibrations` table (made
+        by the schema script above, which creates only what is missing) and the version."""
+        with self._connect() as conn:
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version' AND value = ?",
+                (str(SCHEMA_VERSION), str(version)),
             )
 
     @property
@@ -388,6 +449,61 @@ class VerdictStore:
                 return conn.execute(query + " ORDER BY created_at, rowid", args).fetchall()
 
         return [v for v in map(_read, self._retry(read)) if v is not None]
+
+    # -- calibrations ------------------------------------------------------------------------
+
+    def put_calibration(self, row: StoredCalibration) -> bool:
+        """Record one dimension's calibration result, replacing an earlier one of the same judge
+        fingerprint, dimension and calibration set. False when a PostgreSQL store's server cannot
+        be reached (nothing kept)."""
+        if self.unavailable is not None:
+            return False
+        data = row.model_dump(exclude={"source"})
+        data["dimension"] = printable(data["dimension"])
+        if data["judge_model"]:
+            data["judge_model"] = printable(data["judge_model"])
+        if not data["created_at"]:
+            data["created_at"] = time.time()
+        columns = ", ".join(data)
+        marks = ", ".join("?" for _ in data)
+
+        def write() -> None:
+            with self._connect() as conn:
+                conn.execute(
+                    "DELETE FROM calibrations WHERE judge_fingerprint = ? AND dimension = ? "
+                    "AND set_id = ?",
+                    (data["judge_fingerprint"], data["dimension"], data["set_id"]),
+                )
+                conn.execute(
+                    f"INSERT INTO calibrations ({columns}) VALUES ({marks})",
+                    tuple(data.values()),
+                )
+
+        self._retry(write)
+        return True
+
+    def calibration(self, judge_fingerprint: str) -> dict[str, StoredCalibration]:
+        """The newest calibration of each dimension for this judge fingerprint ({} if none, or
+        when a PostgreSQL store's server cannot be reached)."""
+        if self.unavailable is not None:
+            return {}
+
+        def read() -> list[Any]:
+            with self._connect() as conn:
+                return conn.execute(
+                    "SELECT * FROM calibrations WHERE judge_fingerprint = ? ORDER BY created_at",
+                    (judge_fingerprint,),
+                ).fetchall()
+
+        rows = self._retry(read)
+        out: dict[str, StoredCalibration] = {}
+        for row in rows:
+            try:
+                found = StoredCalibration.model_validate(dict(row))
+            except ValidationError:
+                continue  # a damaged row: as if that calibration had not been run
+            out[found.dimension] = found
+        return out
 
 
 def copy_verdicts(source: VerdictStore, dest: VerdictStore) -> int:

@@ -510,7 +510,7 @@ def _verdicts(trial: StoredTrial) -> str:
 
 
 def _verdict_row(v: RubricVerdict) -> str:
-    label = v.verdict or v.outcome
+    label = (v.verdict or v.outcome) + (" (advisory)" if v.advisory else "")
     reasoning = v.reasoning or v.error or ""
     if v.truncated_chars or v.truncated_turns:
         cut = (
@@ -525,10 +525,15 @@ def _verdict_row(v: RubricVerdict) -> str:
         f"{e((v.judge_fingerprint or '')[:12])} · rubric "
         f"{e((v.rubric_fingerprint or '')[:12])}{e(reused)}</span>"
     )
+    trust = f'<br><span class="note">{e(v.calibration)}</span>' if v.calibration else ""
+    if v.advisory:
+        trust += (
+            f'<br><span class="note">advisory, does not decide the outcome: {e(v.advisory)}</span>'
+        )
     return (
         f'<tr><td>{e(v.dimension)}<br><span class="note">{e(v.rubric)}</span>'
         f"</td>"
-        f"<td>{_badge(label, v.outcome)}</td><td>{e(reasoning)}</td><td>{judge}</td><td>"
+        f"<td>{_badge(label, v.outcome)}{trust}</td><td>{e(reasoning)}</td><td>{judge}</td><td>"
         f"{cut}</td></tr>"
     )
 

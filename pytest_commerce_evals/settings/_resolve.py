@@ -164,6 +164,15 @@ def _dimensions(s: Setting, origin: str, raw: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _min_kappa(s: Setting, origin: str, raw: Any) -> float | str | None:
+    from ..judge.calibrated import MinKappaError, parse_min_kappa
+
+    try:
+        return parse_min_kappa(raw)
+    except MinKappaError as exc:
+        raise _fail(s, origin, str(exc)) from None
+
+
 def _patterns(s: Setting, origin: str, raw: Any) -> tuple[tuple[str, str], ...]:
     out = []
     for n, line in enumerate(raw, 1):
@@ -185,6 +194,8 @@ def _parse(s: Setting, origin: str, raw: Any, root: Path | None) -> Any:
         return _concurrency(s, origin, raw)
     if kind == "trials":
         return _trials(s, origin, raw)
+    if kind == "min_kappa":
+        return _min_kappa(s, origin, raw)
     if kind == "flag":
         return bool(raw)
     if kind == "choice":

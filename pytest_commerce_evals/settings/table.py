@@ -46,6 +46,7 @@ class Setting:
     (a command-line switch), `url` (http or https), `concurrency` (`auto` or a number), `store`
     (a path relative to the rootdir, or none/off), `paths` (ini list of folders under the
     rootdir), `list` (ini list or repeatable option), `dimensions` (standard rubric dimensions),
+    `min_kappa` (`auto`, `none` or a kappa in [-1, 1]),
     `patterns` (ini lines `name: regex`), `secret` (environment only, never held) and `env`
     (read by the module that uses it, declared here for the docs)."""
 
@@ -101,6 +102,7 @@ class Setting:
             "flag": "a switch (no value)",
             "url": "an http(s) URL, e.g. http://localhost:11434/v1",
             "concurrency": "auto, or a whole number 1..1024",
+            "min_kappa": "auto, none, or a number -1..1",
             "store": "a path relative to the rootdir, a postgresql:// URL, or none/off",
             "paths": "folders relative to the rootdir",
             "list": "a list",
@@ -379,6 +381,20 @@ TABLE: tuple[Setting, ...] = (
         "do not call the judge: rubric dimensions are reported as not judged",
         default=False,
         option="--commerce-no-judge",
+    ),
+    Setting(
+        "judge_min_kappa",
+        "min_kappa",
+        "the calibrated Cohen's kappa a judge needs on a rubric dimension for its verdicts there "
+        "to decide a trial; below it (or uncalibrated) verdicts are reported as advisory and "
+        "decide nothing. auto: 0.4 for the embedded judge, no bar for a configured one; none: "
+        "every verdict decides (ini commerce_judge_min_kappa; default auto)",
+        default="auto",
+        option="--commerce-judge-min-kappa",
+        ini="commerce_judge_min_kappa",
+        metavar="KAPPA",
+        ini_default="auto",
+        ini_help="auto, none, or the kappa a judged dimension needs to decide a trial",
     ),
     Setting(
         "judge_calibrate",

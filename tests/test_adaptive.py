@@ -337,3 +337,18 @@ def test_under_xdist_the_workers_read_each_cases_history_from_the_store(scripted
     # the two bad cases failed all 5 before: 0/2 is consistent with that
     assert sorted(ran) == ["chat-001-good"] * 2 + ["chat-002-bad"] * 2 + ["chat-003-new-bad"] * 2
     result.stdout.fnmatch_lines(["*cases decided: 3 consistent with their baseline*"])
+
+
+def test_adaptive_trials_decide_at_the_diff_level(scripted):
+    # chat-002-bad: 0/2 against 20/20 has p = 1/231 = 0.0043: not below 0.01/10, but below 0.1/10
+    result = scripted.runpytest(
+        "cases",
+        "--commerce-trials=auto:2:6",
+        "--commerce-diff-level=0.1",
+        "--commerce-store=none",
+        "-p",
+        "no:cacheprovider",
+    )
+    ran = (scripted.path / "ran.txt").read_text().split(",")
+    assert ran.count("chat-002-bad") == 2, ran
+    result.stdout.fnmatch_lines(["*1 dropped against their baseline*"])

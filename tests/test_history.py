@@ -16,8 +16,10 @@ from pytest_commerce_evals.store.history import (
     case_lines,
     compare_runs,
     diff_failing_sets,
+    flaky_case,
     is_flaky,
     strip,
+    strip_counts,
 )
 from pytest_commerce_evals.store.run_store import RunStore, load_record
 
@@ -388,21 +390,29 @@ def test_a_fix_is_decided_by_the_rise_test():
 
 
 def test_flaky_is_an_outcome_that_flipped_back_and_forth():
-    outcomes = [5, 3, 5, 5, 4]  # oldest first: ✓✗✓✓✗ with the current run last
+    outcomes = [5, 2, 5, 5, 2]  # oldest first: ✓✗✓✓✗ with the current run last
     past = [counted(p, 5, day=d + 1) for d, p in enumerate(outcomes[:-1])][::-1]
     now = counted(outcomes[-1], 5, day=6)
     history = history_of(*past)
     from pytest_commerce_evals.store.history import case_rates
 
-    marks = strip(history, "a-001-x", case_rates(now)["a-001-x"])
-    assert marks == "✓✗✓✓✗" and is_flaky(marks)
-    assert not is_flaky("✓✓✓✗") and not is_flaky("✗✗✓") and is_flaky("✗✓✗")
+    current = case_rates(now)["a-001-x"]
+    marks = strip(history, "a-001-x", current)
+    assert marks == "✓✗✓✓✗" and strip_counts(history, "a-001-x", current) == (19, 25)
+    assert is_flaky(marks, 19, 25) and flaky_case(history, "a-001-x", current)
+    assert not is_flaky(marks, 22, 25)  # 22/25: Wilson upper bound 0.958, not below 0.95
+    assert not is_flaky("✓✓✓✗", 10, 20) and not is_flaky("✗✗✓", 1, 15)
+    assert is_flaky("✗✓✗", 8, 15)
+    # flipping is not enough: a case failing 1 trial in 50 flips now and then, but its rate is
+    # not clearly below FLAKY_BAR (49/50: Wilson upper bound 0.996); 40/50 (0.89) is
+    assert not is_flaky("✓✓✓✓✓✓✓✓✗✓", 49, 50) and is_flaky("✓✓✓✓✓✓✓✓✗✓", 40, 50)
+    assert is_flaky("✓✗✓", 44, 50) and not is_flaky("✓✗✓", 45, 50)  # upper 0.944 / 0.957
     # M runs at most, the current one included
     history.max_runs = 3
     assert strip(history, "a-001-x", case_rates(now)["a-001-x"]) == "✓✓✗"
     history.max_runs = 10
     lines = case_lines(now, history)
-    assert lines[1] == "  a-001-x  high      4/5 80% [38–96]  ✓✗✓✓✗  flaky"
+    assert lines[1] == "  a-001-x  high      2/5 40% [12–77]  ✓✗✓✓✗  flaky"
     diff = diff_failing_sets(past[0], now, history=history, pooled=True)
     assert diff.inconclusive[0].tested().endswith("flaky ✓✗✓✓✗")
 
@@ -466,22 +476,22 @@ def test_flaky_cases_from_history_and_the_flaky_listing(suite, tmp_path):
     p, _ = suite
     store = f"--commerce-store={tmp_path / 'store'}"
     endpoint = ("--commerce-agent=shop-bot",)
-    for pattern in ("ppp", "ppf", "ppp", "fpp"):  # 003: ✓✗✓✗ with 3 trials a run
+    for pattern in ("ppp", "pff", "ppp", "fpf"):  # 003: ✓✗✓✗ with 3 trials a run, 8/12
         patterned(p, cart_003_vegan_tote=pattern)
         last = p.runpytest("cases", store, "--commerce-trials=3", *endpoint)
     last.stdout.fnmatch_lines(
         [
             "case pass rates (graded trials, 95% Wilson interval; outcome per run over the last "
             "4 comparable runs, oldest first):",
-            "  cart-003-vegan-tote      low       2/3 67% [21–94]  ✓✗✓✗  flaky",
+            "  cart-003-vegan-tote      low       1/3 33% [6–79]  ✓✗✓✗  flaky",
             "  cart-002-checkout-total  critical  3/3 100% [44–100]  ✓✓✓✓",
         ]
     )
     last.stdout.fnmatch_lines(
         [
             "inconclusive *",
-            "  cart-003-vegan-tote  low       8/9 89% [57–98] over 3 runs → 2/3 67% [21–94]  "
-            "p=0.45  flaky ✓✗✓✗",
+            "  cart-003-vegan-tote  low       7/9 78% [45–94] over 3 runs → 1/3 33% [6–79]  "
+            "p=0.24  flaky ✓✗✓✗",
         ]
     )
     listed = p.runpytest(store, "--commerce-flaky")
@@ -492,7 +502,7 @@ def test_flaky_cases_from_history_and_the_flaky_listing(suite, tmp_path):
             "*commerce-evals: flaky cases*",
             "agent shop-bot: the last 4 complete regression run(s) (up to 10 per case; *",
             "flaky (1): outcome per run, oldest first *",
-            "  cart-003-vegan-tote  ✓✗✓✗        10/12 83% [55–95] over 4 runs",
+            "  cart-003-vegan-tote  ✓✗✓✗        8/12 67% [39–86] over 4 runs",
             "not flaky: 2 case(s) of the latest run",
         ]
     )
@@ -595,3 +605,26 @@ def test_a_regrade_is_diffed_trial_for_trial_without_a_noise_test():
     assert ids(diff_failing_sets(after, after, paired=True).still_failing) == ["a-001-x"]
     assert not diff_failing_sets(before, before, paired=True).entries
     assert "the same transcripts graded again" in "\n".join(paired.lines())
+
+
+def test_a_failure_somewhere_in_the_pool_does_not_make_a_clean_run_inconclusive():
+    # a 98% case: one failure in its pooled 25 trials, the latest run clean
+    past = [counted(5, 5, day=5), counted(4, 5, day=4)] + [counted(5, 5, day=d) for d in (3, 2, 1)]
+    history = history_of(*past)
+    clean = diff_failing_sets(past[0], counted(5, 5, day=6), history=history, pooled=True)
+    assert not clean.entries  # 5/5 after 5/5: no change to report, whatever the pool holds
+    one_fail = diff_failing_sets(past[0], counted(4, 5, day=6), history=history, pooled=True)
+    assert ids(one_fail.inconclusive) == ["a-001-x"]  # 5/5 -> 4/5 against 24/25: p = 0.31
+    assert one_fail.inconclusive[0].tested().startswith("24/25 96% [80–99] over 5 runs → 4/5")
+    # the latest run failed, this one is clean: a change the rise test does not decide
+    back = diff_failing_sets(
+        past[1], counted(5, 5, day=6), history=history_of(*past[1:]), pooled=True
+    )
+    assert ids(back.inconclusive) == ["a-001-x"]
+
+
+def test_a_one_trial_run_is_told_it_cannot_show_a_drop():
+    one = "\n".join(diff_failing_sets(counted(1, 1), counted(0, 1, day=2)).lines())
+    assert "one trial per case cannot show a drop beyond noise" in one
+    five = "\n".join(diff_failing_sets(counted(5, 5), counted(0, 5, day=2)).lines())
+    assert "one trial per case" not in five

@@ -36,9 +36,8 @@ from ..store.history import (
     ModelComparison,
     case_rates,
     describe_run,
-    is_flaky,
+    flaky_case,
     overall_rate,
-    strip,
 )
 from ..store.run_store import RunRecord, StoredTrial, json_text
 
@@ -610,7 +609,7 @@ def _cases_section(run: RunRecord, history: History | None = None) -> str:
         shown = (
             format_rate(rate.passed, rate.graded) + " (95% CI)" if rate.graded else rate.describe()
         )
-        if is_flaky(strip(history, case_id, rate)):
+        if flaky_case(history, case_id, rate):
             badge += " " + _badge("flaky")
         out.append(
             f'<details class="case {state}" id="{e(_anchor(case_id))}" data-search="{e(search)}"'

@@ -11,7 +11,7 @@ import pytest
 from ..authoring.vacuity import VacuityItem
 from ..results import NOT_GRADED as UNGRADED_OUTCOMES
 from ..results import TrialRecord
-from ..settings import run_config
+from ..settings import run_config, settings
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from ._xdist_compat import group_by_case, worker_grouped, xdist_queued
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
@@ -44,7 +44,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
         return  # the xdist controller runs no trial: its workers decide
-    run = AdaptiveRun(spec)
+    run = AdaptiveRun(spec, level=settings(config).diff_level)
     run.add_items([i for i in session.items if type(i) is CaseItem])
     config.stash[ADAPTIVE] = run
     if run.cases:

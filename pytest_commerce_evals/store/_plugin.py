@@ -32,6 +32,7 @@ from .history import (
     compare_runs,
     describe_run,
     diff_failing_sets,
+    flaky_case,
     is_flaky,
     load_history,
     strip,
@@ -553,11 +554,11 @@ def _case_markup(line: str) -> dict[str, bool]:
 def with_cases(record: RunRecord, history: History | None) -> RunRecord:
     """The record with its per-case results (rate, interval, and the strip when there is
     history) for the JSON record and the reports."""
-    strips = None
+    strips, flaky = None, []
     if history is not None:
         current = case_rates(record)
         strips = {c: strip(history, c, rate) for c, rate in current.items()}
-    flaky = [c for c, marks in (strips or {}).items() if is_flaky(marks)]
+        flaky = [c for c, rate in current.items() if flaky_case(history, c, rate)]
     return record.model_copy(update={"cases": case_results(record.trials, strips, flaky)})
 
 
@@ -795,9 +796,9 @@ def _flaky_main(config: pytest.Config, session: pytest.Session) -> int | pytest.
     for case_id in sorted(counts):
         past = history.past(case_id)
         marks = "".join(reversed([p.mark for p in past]))
-        if is_flaky(marks):
-            passed = sum(p.passed for p in past)
-            graded = sum(p.graded for p in past)
+        passed = sum(p.passed for p in past)
+        graded = sum(p.graded for p in past)
+        if is_flaky(marks, passed, graded):
             flaky.append((case_id, marks, format_rate(passed, graded), len(past)))
     write(
         f"flaky ({len(flaky)}): outcome per run, oldest first (✓ every graded trial passed, "

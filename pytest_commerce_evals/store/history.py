@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..cases.case import PRIORITIES
 from ..results import GRADED
-from ..stats import fisher_drop_p, fisher_rise_p, format_rate, pool_baseline
+from ..stats import fisher_drop_p, fisher_rise_p, format_rate, pool_baseline, wilson_interval
 from .run_store import RunRecord, RunStore
 
 __all__ = [
@@ -228,10 +228,37 @@ def strip(history: History | None, case_id: str, current: CaseRate | None) -> st
     return "".join(reversed(marks))
 
 
-def is_flaky(marks: str) -> bool:
+FLAKY_BAR = 0.95
+"""A case is flaky only when, besides flipping, it fails more than 1 trial in 20 with 95%
+confidence: the Wilson upper bound of its pass rate over the strip's runs is below this."""
+
+
+def strip_counts(
+    history: History | None, case_id: str, current: CaseRate | None
+) -> tuple[int, int]:
+    """The case's (passed, graded) trials over the runs its strip shows."""
+    runs: list[tuple[int, int]] = []
+    if current is not None and current.graded:
+        runs.append((current.passed, current.graded))
+    if history is not None:
+        runs += [(p.passed, p.graded) for p in history.past(case_id)]
+        runs = runs[: history.max_runs]
+    return sum(p for p, _ in runs), sum(g for _, g in runs)
+
+
+def is_flaky(marks: str, passed: int, graded: int) -> bool:
     """Flaky: the per-run outcome flipped back and forth across the runs of the strip (at least
-    two changes: `✓✗✓`, `✗✓✗`). One change (`✓✓✓✗`) is a change, which the diff's tests judge."""
-    return sum(a != b for a, b in zip(marks, marks[1:], strict=False)) >= 2
+    two changes: `✓✗✓`, `✗✓✗`; one change, `✓✓✓✗`, is a change, which the diff's tests judge),
+    and its pass rate over those runs is clearly below 1 (`FLAKY_BAR`). A case that passes 98%
+    of its trials fails a 5-trial run now and then, and its strip flips; over ten runs its 49/50
+    is not clearly below 0.95, so it is not called flaky. 40/50 is."""
+    flips = sum(a != b for a, b in zip(marks, marks[1:], strict=False)) >= 2
+    return flips and graded > 0 and wilson_interval(passed, graded)[1] < FLAKY_BAR
+
+
+def flaky_case(history: History | None, case_id: str, current: CaseRate | None) -> bool:
+    """`is_flaky` over the case's strip and its trials in the strip's runs."""
+    return is_flaky(strip(history, case_id, current), *strip_counts(history, case_id, current))
 
 
 # -- the diff -----------------------------------------------------------------------------------
@@ -256,10 +283,11 @@ class DiffEntry:
     base_runs: int = 0
     p: float | None = None
     strip: str = ""
+    strip_counts: tuple[int, int] = (0, 0)
 
     @property
     def flaky(self) -> bool:
-        return is_flaky(self.strip)
+        return is_flaky(self.strip, *self.strip_counts)
 
     def rates(self) -> str:
         """`before → after` as rates and counts (the model comparison's and the old diff's
@@ -362,6 +390,15 @@ class FailingSetDiff:
                 "their 95% Wilson interval"
             ),
         ]
+        if (
+            not self.paired
+            and max((r.graded for r in case_rates(self.after).values()), default=0) == 1
+        ):
+            out.append(
+                "note: one trial per case cannot show a drop beyond noise (0/1 against n/n "
+                "gives p = 1/(n+1)); run --commerce-trials=5 or --commerce-trials=auto on "
+                "merges to catch regressions"
+            )
         if self.before.agent_model != self.after.agent_model:
             out.append(
                 f"note: the baseline ran agent {self.before.agent_model or '(not named)'}, "
@@ -425,6 +462,7 @@ def diff_failing_sets(
         assert ref is not None
         entry = DiffEntry(case_id, ref.priority, ref.difficulty, b, a)
         entry.strip = strip(history, case_id, a)
+        entry.strip_counts = strip_counts(history, case_id, a)
         if pooled and history is not None:
             past = history.past(case_id)
             bp, bg, runs = pool_baseline([(p.passed, p.graded) for p in past], level)
@@ -432,7 +470,16 @@ def diff_failing_sets(
         else:
             bp, bg, runs = (b.passed, b.graded, 1) if b is not None and b.graded else (0, 0, 0)
         entry.base_passed, entry.base_graded, entry.base_runs = bp, bg, runs
-        was = None if not bg else bp < bg
+        # the case's status in the latest run that graded it (what a diff of single runs
+        # compares): a change of it that the tests do not decide is inconclusive. Not the pool's
+        # any-fail status: a pool of 50 trials of a 98% case nearly always holds a failure.
+        if b is not None and b.graded:
+            was: bool | None = b.passed < b.graded
+        elif pooled and history is not None and history.past(case_id):
+            latest = history.past(case_id)[0]
+            was = latest.passed < latest.graded
+        else:
+            was = None if not bg else bp < bg
         now = a.failing if a else None
         if now is None or was is None:
             if now is True or was is True:
@@ -484,10 +531,11 @@ def case_lines(run: RunRecord, history: History | None) -> list[str]:
     its per-run strip when earlier runs are known."""
     rates = case_rates(run)
     strips = {c: strip(history, c, r) for c, r in rates.items()}
+    flaky = {c for c, r in rates.items() if flaky_case(history, c, r)}
     order = sorted(
         rates,
         key=lambda c: (
-            not (rates[c].failing or is_flaky(strips[c])),
+            not (rates[c].failing or c in flaky),
             PRIORITY_ORDER.get(rates[c].priority, 9),
             c,
         ),
@@ -499,7 +547,7 @@ def case_lines(run: RunRecord, history: History | None) -> list[str]:
     for c in order:
         r = rates[c]
         rate = format_rate(r.passed, r.graded) if r.graded else r.describe()
-        mark = "  flaky" if is_flaky(strips[c]) else ""
+        mark = "  flaky" if c in flaky else ""
         shown = f"  {strips[c]}" if len(strips[c]) > 1 else ""
         out.append(f"  {c:<{width}}  {r.priority:<8}  {rate}{shown}{mark}".rstrip())
     return out

@@ -352,3 +352,32 @@ def test_adaptive_trials_decide_at_the_diff_level(scripted):
     ran = (scripted.path / "ran.txt").read_text().split(",")
     assert ran.count("chat-002-bad") == 2, ran
     result.stdout.fnmatch_lines(["*1 dropped against their baseline*"])
+
+
+def test_an_agent_not_named_before_its_first_trial_finds_its_history_under_its_model(scripted):
+    from run_builders import run as a_run
+    from run_builders import trial as a_trial
+
+    from pytest_commerce_evals.models.endpoint import resolve_endpoint
+    from pytest_commerce_evals.store.run_store import RunStore
+
+    # an agent that asks the plugin for a client is named by that client's model (here the
+    # embedded default) only once a trial ran; its earlier runs are stored under that model
+    model = resolve_endpoint(scripted.parseconfigure(), "agent").model
+    trials = [a_trial("chat-001-good", "pass", n=n, trials=5) for n in range(1, 6)]
+    store = RunStore(scripted.path / "store")
+    store.import_record(a_run(trials, model=model))
+    store.close()
+    scripted.makeconftest(CONFTEST.split("def pytest_commerce_evals_case_history")[0])
+    result = scripted.runpytest(
+        "cases",
+        "--commerce-trials=auto:2:6",
+        f"--commerce-store={scripted.path / 'store'}",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "good",
+    )
+    # 2/2 against the stored 5/5 is consistent at 2; without that history it runs all 6
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*2 of 6 possible trials ran*", "*1 consistent with their*"])

@@ -115,6 +115,17 @@ def _agent_identity(config: pytest.Config, ran: bool) -> tuple[str | None, str |
     return configured.model, public_base_url(configured.base_url)
 
 
+def _agent_guess(config: pytest.Config) -> str | None:
+    """The model an agent that asks the plugin for a client will get (the embedded one
+    included); None when no endpoint can be resolved."""
+    from ..models.endpoint import EndpointError, resolve_endpoint
+
+    try:
+        return resolve_endpoint(config, "agent").model
+    except EndpointError:
+        return None
+
+
 def _resolve_run(store: RunStore | None, ref: str, what: str) -> RunRecord:
     ref = ref.strip()
     path = Path(ref).expanduser()
@@ -739,7 +750,18 @@ def pytest_commerce_evals_case_history(
     try:
         if store is None:
             store = opened = RunStore(target, read_only=True)
-        history = load_history(store, record, case_ids, settings(config).history_runs)
+        max_runs = settings(config).history_runs
+        history = None
+        guess = _agent_guess(config) if record.agent_model is None else None
+        if guess:
+            # before a trial ran, an agent that will ask the plugin for a client is not named
+            # yet: its runs were stored under the configured model (the embedded one included)
+            found = load_history(
+                store, record.model_copy(update={"agent_model": guess}), case_ids, max_runs
+            )
+            history = found if found.runs else None
+        if history is None:
+            history = load_history(store, record, case_ids, max_runs)
     except Exception:  # no readable store: no history
         return None
     finally:

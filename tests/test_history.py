@@ -496,7 +496,7 @@ def test_flaky_cases_from_history_and_the_flaky_listing(suite, tmp_path):
     )
     listed = p.runpytest(store, "--commerce-flaky")
     assert listed.ret == 0
-    assert "no tests ran" in listed.stdout.str()
+    assert not {"passed", "failed"} & set(listed.parseoutcomes())  # it ran no tests
     listed.stdout.fnmatch_lines(
         [
             "*commerce-evals: flaky cases*",

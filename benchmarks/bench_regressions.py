@@ -40,7 +40,8 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_commerce_evals.results import meets_threshold  # noqa: E402
 from pytest_commerce_evals.runner.adaptive import DELTA, LEVEL, decide  # noqa: E402
-from pytest_commerce_evals.stats import fisher_drop_p, pool_baseline  # noqa: E402
+from pytest_commerce_evals.stats import pool_baseline  # noqa: E402
+from pytest_commerce_evals.store.history import classify  # noqa: E402
 
 RELIABLE, FLAKY, DROPPED_FROM = 0.98, 0.8, 0.95
 SETS, PER_SET, THRESHOLD = 13, 10, 0.9
@@ -97,18 +98,28 @@ def run_auto(
 
 def flagged_pooled(
     now: list[tuple[int, int]], history: list[list[tuple[int, int]]], level: float
-) -> set[int]:
-    flagged = set()
+) -> tuple[set[int], int]:
+    """The cases the failing-set diff's own rule (`store.history.classify`) reports newly
+    failing, and how many it lists at all (newly failing, fixed or inconclusive)."""
+    flagged, listed = set(), 0
     for c, (s, n) in enumerate(now):
         s0, n0, _ = pool_baseline([run[c] for run in history[:HISTORY_KEPT]], level)
-        if fisher_drop_p(s, n, s0, n0) < level:
-            flagged.add(c)
-    return flagged
+        latest_passed, latest_graded = history[0][c]
+        bucket, _ = classify(s, n, s0, n0, was=latest_passed < latest_graded, level=level)
+        flagged |= {c} if bucket == "newly_failing" else set()
+        listed += bucket in ("newly_failing", "fixed", "inconclusive")
+    return flagged, listed
 
 
-def flagged_any_fail(now: list[tuple[int, int]], previous: list[tuple[int, int]]) -> set[int]:
-    pairs = enumerate(zip(now, previous, strict=True))
-    return {c for c, ((s, n), (s0, n0)) in pairs if s < n and s0 == n0}
+def flagged_any_fail(
+    now: list[tuple[int, int]], previous: list[tuple[int, int]]
+) -> tuple[set[int], int]:
+    """Newly failing under the any-fail rule, and how many cases it lists (newly failing or
+    fixed)."""
+    pairs = list(enumerate(zip(now, previous, strict=True)))
+    flagged = {c for c, ((s, n), (s0, n0)) in pairs if s < n and s0 == n0}
+    fixed = {c for c, ((s, n), (s0, n0)) in pairs if s == n and s0 < n0}
+    return flagged, len(flagged) + len(fixed)
 
 
 def set_verdicts(counts: list[tuple[int, int]], per_case: bool) -> list[bool]:
@@ -141,6 +152,7 @@ def simulate(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             "agree": 0,
             "agree_pooled": 0,
             "first": 0,
+            "listed": 0,
         }
         for name in ("any-fail, fixed 5", "pooled Fisher, fixed 5", "pooled Fisher, auto")
     }
@@ -168,13 +180,15 @@ def simulate(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             auto_hist = history_runs("auto", base)
             auto_now = run_auto(rng, now_probs, auto_hist, minimum, maximum, args.level, args.delta)
             auto_flags = flagged_pooled(auto_now, auto_hist, args.level)
-            for name, flags in (
+            for name, (flags, listed) in (
                 ("any-fail, fixed 5", any_fail),
                 ("pooled Fisher, fixed 5", pooled),
                 ("pooled Fisher, auto", auto_flags),
             ):
                 hit = bool(flags) if scenario == "fa" else 0 in flags
                 rows[name][scenario] += hit
+                if scenario == "fa":
+                    rows[name]["listed"] += listed
             if scenario == "fa":
                 reference = set_verdicts(run_fixed(rng, base, 5), per_case=True)
                 fixed_sets = set_verdicts(now, per_case=True)
@@ -196,6 +210,7 @@ def simulate(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         row["det50"] /= args.merges
         row["calls"] /= args.merges
         row["first"] /= args.merges
+        row["listed"] /= args.merges
         row["agree"] /= args.merges * SETS
         row["agree_pooled"] /= args.merges * SETS
     return rows
@@ -232,7 +247,7 @@ def table(args: argparse.Namespace) -> None:
     )
     head = (
         f"{'rule':<24} {'false alarms':>12} {'det 0.95→0.3':>13} {'det 0.95→0.5':>13} "
-        f"{'calls/merge':>12} {'sets agree w/ fixed 5':>22}"
+        f"{'calls/merge':>12} {'sets agree w/ fixed 5':>22} {'listed':>7}"
     )
     print(head)
     for name, row in rows.items():
@@ -241,7 +256,7 @@ def table(args: argparse.Namespace) -> None:
             agreement += f" (pooled {row['agree_pooled']:.1%})"
         print(
             f"{name:<24} {row['fa']:>12.1%} {row['det30']:>13.1%} {row['det50']:>13.1%} "
-            f"{row['calls']:>12.1f} {agreement:>22}"
+            f"{row['calls']:>12.1f} {agreement:>22} {row['listed']:>7.1f}"
         )
     fixed_calls = rows["pooled Fisher, fixed 5"]["calls"]
     auto_calls = rows["pooled Fisher, auto"]["calls"]
@@ -250,6 +265,10 @@ def table(args: argparse.Namespace) -> None:
         f"({auto_calls / cases:.2f} trials per case); its first run, with no history, "
         f"{rows['pooled Fisher, auto']['first'] / cases:.2f} trials per case; "
         f"{time.perf_counter() - start:.1f} s"
+    )
+    print(
+        "listed: cases an unchanged merge's diff lists for a reader, on average (any-fail: newly "
+        "failing or fixed; pooled: newly failing, fixed or inconclusive)"
     )
 
 

@@ -628,3 +628,14 @@ def test_a_one_trial_run_is_told_it_cannot_show_a_drop():
     assert "one trial per case cannot show a drop beyond noise" in one
     five = "\n".join(diff_failing_sets(counted(5, 5), counted(0, 5, day=2)).lines())
     assert "one trial per case" not in five
+
+
+def test_classify_is_the_diffs_rule_on_counts():
+    from pytest_commerce_evals.store.history import classify
+
+    assert classify(0, 5, 5, 5, was=False, level=0.01) == ("newly_failing", pytest.approx(1 / 252))
+    assert classify(5, 5, 0, 5, was=True, level=0.01) == ("fixed", pytest.approx(1 / 252))
+    assert classify(4, 5, 5, 5, was=False, level=0.01)[0] == "inconclusive"
+    assert classify(2, 5, 4, 5, was=True, level=0.01)[0] == "inconclusive"  # failing, rate dropped
+    assert classify(3, 5, 3, 5, was=True, level=0.01)[0] == "still_failing"
+    assert classify(5, 5, 24, 25, was=False, level=0.01)[0] is None  # a clean run: nothing to say

@@ -583,3 +583,47 @@ def test_calibrations_are_kept_by_judge_fingerprint_on_postgresql(url, schema):
         assert list(found) == ["grounded"] and found["grounded"].kappa == 0.6
         assert store.calibration("other") == {}
     assert rows(schema, "SELECT count(*) FROM calibrations") == [(1,)]  # replaced, not added
+
+
+@needs_server
+def test_live_runs_their_verdicts_and_the_trend_on_postgresql(pytester, url, schema, monkeypatch):
+    from live_traffic import write_traffic
+
+    from pytest_commerce_evals.judge import _plugin as judge_plugin
+    from pytest_commerce_evals.judge.judge import Judge
+    from pytest_commerce_evals.testing import FakeClient
+
+    clients: list[FakeClient] = []
+
+    def build(config, *, with_store=True):  # the built-in judge on a scripted client
+        def reply(request):
+            first = request["messages"][1]["content"].split("\n")[0]
+            verdict = "FAIL" if "price_accurate" in first else "PASS"
+            return json.dumps({"reasoning": "scripted", "verdict": verdict})
+
+        clients.append(FakeClient(reply))
+        path = judge_plugin.store_path(config)
+        return Judge(clients[-1], "judge-7b", store=VerdictStore(path) if path else None)
+
+    monkeypatch.setattr(judge_plugin, "build_judge", build)
+    judge_schema = f"{schema}_v"
+    try:
+        write_traffic(pytester.path / "traffic.jsonl", ["cust-1", "cust-2", "cust-3"])
+        args = [
+            "-p",
+            "no:cacheprovider",
+            f"--commerce-store={url}",
+            f"--commerce-judge-store={SERVER}?schema={judge_schema}",
+            "--commerce-live=traffic.jsonl",
+            "--commerce-live-dimensions=price_accurate,budget_respected",
+        ]
+        pytester.runpytest(*args).assert_outcomes(failed=3, warnings=None)
+        again = pytester.runpytest(*args, "--commerce-trend")
+        again.assert_outcomes(failed=3, warnings=None)
+        assert [len(c.requests) for c in clients] == [6, 0]  # verdicts reused from PostgreSQL
+        again.stdout.fnmatch_lines(["*live trend*", "budget_respected", "*100.0%*n=3*"])
+        again.stdout.fnmatch_lines(["*over 2 live run(s)*"])
+        assert rows(schema, "SELECT kind, complete FROM runs") == [("live", 1), ("live", 1)]
+    finally:
+        with admin() as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{judge_schema}" CASCADE')

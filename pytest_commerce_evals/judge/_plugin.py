@@ -186,7 +186,7 @@ def _calibration_lookup(config: pytest.Config) -> CalibrationLookup:
     if lookup is None:
         path = store_path(config)
         store = None
-        if path is not None and path.is_file():
+        if path is not None and (isinstance(path, str) or path.is_file()):  # a URL, or a file
             try:
                 store = VerdictStore(path)
             except ValueError:

@@ -433,6 +433,28 @@ def overall_line(before: float | None, after: float | None, labels=("", "")) -> 
     return f"{text}; {NOISE_NOTE}"
 
 
+def classify(
+    passed: int, graded: int, base_passed: int, base_graded: int, *, was: bool, level: float
+) -> tuple[str | None, float]:
+    """The diff's rule for one case with graded trials on both sides: its bucket
+    (`newly_failing`, `fixed`, `inconclusive`, `still_failing`, or None for nothing to report)
+    and the p-value shown. `was` is whether the case failed a trial in the latest run that graded
+    it. The benchmark (`benchmarks/bench_regressions.py`) calls this same function."""
+    drop = fisher_drop_p(passed, graded, base_passed, base_graded)
+    rise = fisher_rise_p(passed, graded, base_passed, base_graded)
+    now = passed < graded
+    if drop < level:
+        return "newly_failing", drop
+    if rise < level:
+        return "fixed", rise
+    if was != now or (now and passed * base_graded < base_passed * graded):
+        # the status changed, or a failing case's rate dropped: not beyond noise
+        return "inconclusive", min(drop, rise)
+    if was and now:
+        return "still_failing", min(drop, rise)
+    return None, min(drop, rise)
+
+
 def diff_failing_sets(
     before: RunRecord,
     after: RunRecord,
@@ -500,20 +522,9 @@ def diff_failing_sets(
             elif now:
                 diff.still_failing.append(entry)
             continue
-        drop = fisher_drop_p(a.passed, a.graded, bp, bg)
-        rise = fisher_rise_p(a.passed, a.graded, bp, bg)
-        entry.p = min(drop, rise)
-        if drop < level:
-            entry.p = drop
-            diff.newly_failing.append(entry)
-        elif rise < level:
-            entry.p = rise
-            diff.fixed.append(entry)
-        elif was != now or (now and a.passed * bg < bp * a.graded):
-            # the status changed, or a failing case's rate dropped: not beyond noise
-            diff.inconclusive.append(entry)
-        elif was and now:
-            diff.still_failing.append(entry)
+        bucket, entry.p = classify(a.passed, a.graded, bp, bg, was=was, level=level)
+        if bucket:
+            getattr(diff, bucket).append(entry)
     diff.pooled_runs = [r.run_id for r in history.runs if r.run_id in used] if history else []
     for bucket in (
         diff.newly_failing,

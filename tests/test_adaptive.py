@@ -259,7 +259,6 @@ def test_each_case_runs_until_decided_and_the_rest_are_not_run(scripted, concurr
     )
     # the set counts the trials that ran: good 2/2, bad 0/3, new 0/2 -> mean of rates 33%
     result.stdout.fnmatch_lines(["*SHORT cases: 2/7 mean of per-case rates 33.3%*"])
-    result.stdout.fnmatch_lines(["*= 5 failed, 2 passed, 11 decided*"])
     assert result.ret == 1
 
 

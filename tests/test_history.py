@@ -540,6 +540,13 @@ def test_json_and_html_carry_each_case_rate_interval_and_history(suite, tmp_path
     assert "3/4 75% [30–95] (95% CI)" in page
     assert '<span class="strip"' in page and "this run" in page and "commit no git" in page
     assert "Inconclusive (1)" in page and "4/4 100% [51–100]" in page
+    # each case's outcomes across the comparable runs, visible without hovering: newest first
+    runs = RunStore(tmp_path / "store").runs()
+    tote_section = page[page.index('id="case-cart-003-vegan-tote"') :]
+    table = tote_section[: tote_section.index("</table>")]
+    table = table[table.index("Outcomes across comparable runs") :]
+    assert table.index(f"{runs[0].run_id} (this run)") < table.index(runs[1].run_id)
+    assert '<td class="num">3/4</td>' in table and '<td class="num">4/4</td>' in table
 
 
 def test_the_case_history_hook(suite, tmp_path):

@@ -408,6 +408,43 @@ def _strip_html(run: RunRecord, history: History | None, case_id: str, rate: Any
     return f' <span class="strip" title="outcome per comparable run, oldest first">{spans}</span>'
 
 
+def _history_table(run: RunRecord, history: History | None, case_id: str, rate: Any) -> str:
+    """The case's outcomes across the store's recent comparable runs, newest first: date, run,
+    agent model, commit and counts, the same runs as its strip."""
+    if history is None:
+        return ""
+    rows = []
+    if rate.graded:
+        rows.append(
+            (
+                run.started_at,
+                f"{run.run_id} (this run)",
+                run.agent_model,
+                run.git_commit,
+                rate.passed,
+                rate.graded,
+            )
+        )
+    rows += [
+        (p.started_at, p.run_id, p.agent_model, p.git_commit, p.passed, p.graded)
+        for p in history.past(case_id)[: history.max_runs - 1]
+    ]
+    if len(rows) < 2:
+        return ""
+    body = "".join(
+        f"<tr><td>{e(started[:16].replace('T', ' '))}</td><td>{e(run_id)}</td>"
+        f"<td>{e(model or 'not named')}</td><td>{e((commit or 'no git')[:10])}</td>"
+        f'<td class="num">{passed}/{graded}</td>'
+        f"<td>{_badge('pass') if passed == graded else _badge('fail')}</td></tr>"
+        for started, run_id, model, commit, passed, graded in rows
+    )
+    return (
+        '<div class="history"><b>Outcomes across comparable runs</b> (newest first)'
+        "<table><tr><th>started (UTC)</th><th>run</th><th>agent</th><th>commit</th>"
+        f"<th>passed / graded</th><th>outcome</th></tr>{body}</table></div>"
+    )
+
+
 # -- cases and trials -------------------------------------------------------------------------
 
 
@@ -617,6 +654,7 @@ def _cases_section(run: RunRecord, history: History | None = None) -> str:
             f"{e(first.priority)} · {e(first.difficulty)} · set {e(first.set_name)} · "
             f"{e(shown)}{_strip_html(run, history, case_id, rate)} "
             f'<span class="note">{e(tags)}</span></summary>'
+            + _history_table(run, history, case_id, rate)
             + "".join(_trial(t) for t in trials)
             + "</details>"
         )

@@ -627,3 +627,27 @@ def test_live_runs_their_verdicts_and_the_trend_on_postgresql(pytester, url, sch
     finally:
         with admin() as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{judge_schema}" CASCADE')
+
+
+@needs_server
+def test_a_stored_run_is_regraded_from_postgresql(suite, url, schema):
+    p, write = suite
+    write(cart_002_checkout_total="shoe-002")  # the agent adds the other shoe
+    store = f"--commerce-store={url}"
+    first = p.runpytest("cases", store, "--commerce-trials=2", "--commerce-no-judge")
+    first.assert_outcomes(passed=4, failed=2, warnings=None)
+    (source,) = re.findall(r"run (\S+) recorded", first.stdout.str())
+    # today's expectation accepts what the agent did; the agent must not be asked again
+    cases = p.path / "cases" / "cart" / "add.yaml"
+    cases.write_text(
+        cases.read_text().replace(
+            "cart_contains: [shoe-001]\n- id: cart-003", "cart_contains: [shoe-002]\n- id: cart-003"
+        )
+    )
+    write(cart_002_checkout_total="no-such-product")
+    again = p.runpytest("cases", store, f"--commerce-regrade={source[:15]}", "--commerce-no-judge")
+    again.assert_outcomes(passed=6, warnings=None)
+    again.stdout.fnmatch_lines([f"baseline: run {source} *", "fixed (1):"])
+    kinds = rows(schema, "SELECT kind, options FROM runs ORDER BY started_at")
+    assert [k for k, _ in kinds] == ["regression", "regrade"]
+    assert json.loads(kinds[1][1])["regrade_of"] == source

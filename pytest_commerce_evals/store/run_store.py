@@ -1536,16 +1536,7 @@ class RunStore:
             + " AND ".join(where)
             + " ORDER BY started_at DESC, run_id DESC"
         )
-        out: list[RunRecord] = []
-        with self._connect() as conn:
-            for row in conn.execute(query, args):
-                if limit is not None and len(out) >= limit:
-                    break
-                try:
-                    out.append(self._record(conn, row, False))
-                except _DamagedRun as exc:
-                    self._note(exc)
-        return out
+        return self._retry(lambda: self._select_runs(query, args, limit))
 
     def case_counts(self, run_id: str) -> dict[str, tuple[int, int]]:
         """Each case of a run as (passed, graded): its pass and its pass-or-fail trials."""

@@ -16,6 +16,7 @@ PACKAGE = Path(pytest_commerce_evals.__file__).parent
 NAME = "pytest_commerce_evals"
 CONTRACT = {
     "stats",
+    "compat",
     "__init__",
     "agent",
     "backend",

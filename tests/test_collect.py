@@ -228,6 +228,46 @@ def test_deep_nesting_stops_the_read_with_the_line(tmp_path):
     assert "nest deeper than 64 levels" in problem.message
 
 
+def _libyaml_stops_at(monkeypatch, line: int, column: int):
+    """libyaml as PyYAML 6.0.4's wheels build it: its scanner stops at its own nesting limit
+    before the builder sees MAX_DEPTH levels (older releases have no limit)."""
+    real = _collect._build
+    calls = []
+
+    def build(text, loader_cls):
+        calls.append(text)
+        if len(calls) == 1:
+            mark = yaml.Mark("<unicode string>", 0, line, column, None, None)
+            raise yaml.MarkedYAMLError(
+                "while increasing flow level", mark, _collect.LIBYAML_TOO_DEEP, mark
+            )
+        return real(text, loader_cls)
+
+    monkeypatch.setattr(_collect, "_build", build)
+    return calls
+
+
+def test_libyamls_own_nesting_limit_still_gets_the_readers_error_and_line(tmp_path, monkeypatch):
+    text = "- id: x\n  notes: " + "[" * 3000
+    calls = _libyaml_stops_at(monkeypatch, 1, 1007)  # where PyYAML 6.0.4's libyaml stops
+    (problem,) = load(tmp_path, text).problems
+    assert (problem.line, problem.message) == (
+        2,
+        "lists and mappings nest deeper than 64 levels here; the file was read no further "
+        "(a case needs about six)",
+    )
+    assert calls[1] == "- id: x\n  notes: " + "[" * 998  # read again up to libyaml's mark
+
+
+def test_libyamls_nesting_error_stands_when_the_text_before_it_is_not_too_deep(
+    tmp_path, monkeypatch
+):
+    _libyaml_stops_at(monkeypatch, 1, 12)
+    (problem,) = load(tmp_path, "- id: x\n  notes: " + "[" * 3000).problems
+    assert problem.line == 2
+    assert "exceeded maximum nesting depth" in problem.message
+
+
 def test_nesting_to_the_limit_still_reads(tmp_path):
     depth = _collect.MAX_DEPTH
     (problem,) = load(tmp_path, "[" * depth + "]" * depth).problems

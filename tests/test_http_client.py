@@ -534,3 +534,13 @@ def test_an_async_tls_failure_is_a_connection_error(monkeypatch):
     error = asyncio.run(main())
     assert isinstance(error.__cause__, ssl.SSLError)
     assert str(error.request.url) == "https://127.0.0.1:9/v1/chat/completions"
+
+
+def test_the_http_library_is_the_one_the_installed_sdk_is_built_on():
+    import openai
+
+    # another package may bring httpx2 beside an openai 1.x: the SDK's own client class decides
+    assert issubclass(openai.DefaultHttpxClient, httpx.Client)
+    assert issubclass(openai.DefaultAsyncHttpxClient, httpx.AsyncClient)
+    major = int(openai.__version__.split(".")[0])
+    assert httpx.__name__ == ("httpx2" if major >= 3 else "httpx"), (openai.__version__, httpx)

@@ -489,16 +489,25 @@ def test_a_hosted_model_without_a_key_stops_an_xdist_run_too(pytester, monkeypat
 def test_tags_named_like_expression_words_or_ini_markers(pytester: pytest.Pytester):
     (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
     pytester.syspathinsert(pytester.path)
-    pytester.makeconftest(toy_conftest())
+    # a marker the conftest (as any plugin) registers has its own meaning: a tag steps aside
+    pytester.makeconftest(
+        toy_conftest()
+        + "\n\ndef pytest_configure(config):\n"
+        + '    config.addinivalue_line("markers", "nightly: the conftest\'s own marker")\n'
+    )
     # an ini that also declares `critical` cannot give a tag the plugin's priority marker
     pytester.makeini("[pytest]\nmarkers =\n    slow: long-running cases\n    critical: x\n")
     (pytester.path / "cases").mkdir()
     (pytester.path / "cases" / "a.yaml").write_text(
-        "id: chat-001-words\npriority: low\ndifficulty: easy\ntags: [and, not, slow, critical]\n"
-        "turns: [hi]\nexpected: {no_ui: true}\n"
+        "id: chat-001-words\npriority: low\ndifficulty: easy\n"
+        "tags: [and, not, slow, critical, nightly]\nturns: [hi]\nexpected: {no_ui: true}\n"
     )
-    for expr in ("tag_and", "tag_not", "slow", "tag_critical"):
-        pytester.runpytest("cases", "-m", expr).assert_outcomes(passed=1, warnings=None)
+    assert pytester.runpytest("cases", "-m", "nightly").ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    for expr in ("tag_and", "tag_not", "slow", "tag_critical", "tag_nightly"):
+        result = pytester.runpytest("cases", "-m", expr)
+        result.assert_outcomes(passed=1, warnings=None)
+        # read without a pytest API that the newest release deprecates (config.inicfg in 9.2)
+        assert "PytestRemovedIn" not in result.stdout.str()
     assert pytester.runpytest("cases", "-m", "critical").ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 

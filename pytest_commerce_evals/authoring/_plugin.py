@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ..compat import run_session
 from ..settings import settings
 from .lint import RULES, FixtureIndex, lint_paths
 
@@ -14,9 +15,7 @@ from .lint import RULES, FixtureIndex, lint_paths
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if not settings(config).lint:
         return None
-    from _pytest.main import wrap_session
-
-    return wrap_session(config, _lint)
+    return run_session(config, _lint)
 
 
 def lint_targets(config: pytest.Config) -> list[Path]:

@@ -13,14 +13,20 @@ from typing import Any
 import pytest
 
 from ..authoring.vacuity import VacuityItem
-from ..runner.adaptive import grouped
 from ..runner.items import CaseItem, InvalidCase
 from ..settings import run_config, settings
 from .case import CaseFileWarning
 from .loader import CASE_SUFFIXES, CaseProblem, load_case_file, load_set_config
-from .markers import TAG_MARKERS
+from .markers import INI_MARKERS, TAG_MARKERS
 
 SEEN_IDS = pytest.StashKey[dict[str, str]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Keep the project's own `markers` lines before the conftests and plugins add theirs: a
+    tag may take the name of a marker the project declares, never of one a plugin gives meaning."""
+    early_config.stash[INI_MARKERS] = list(early_config.getini("markers"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -134,7 +140,4 @@ class CaseFile(pytest.File):
                     line=entry.line,
                     display=str(display),
                 )
-                if rc.adaptive is not None and grouped(config):
-                    # adaptive trials decide on all of a case's results: one xdist worker
-                    item.add_marker(pytest.mark.xdist_group(case.id))
                 yield item

@@ -640,6 +640,8 @@ def _parse_yaml(text: str) -> _Built:
     try:
         return _build(text, _Loader)
     except yaml.MarkedYAMLError as first:
+        if first.problem == LIBYAML_TOO_DEEP and first.problem_mark is not None:
+            _too_deep(text, first.problem_mark)
         if _Loader is yaml.SafeLoader or len(text) > FALLBACK_MAX_CHARS:
             raise
         try:
@@ -650,6 +652,26 @@ def _parse_yaml(text: str) -> _Built:
         except (yaml.YAMLError, DocumentTooLarge):
             pass
         raise
+
+
+LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
+"""libyaml's own limit (1,000 levels, from PyYAML 6.0.4's wheels on): its scanner looks ahead for
+a possible key and meets it before the builder has seen MAX_DEPTH levels."""
+
+
+def _too_deep(text: str, mark: Any) -> None:
+    """Raise the builder's own `DocumentTooLarge`, with the line where the text passes MAX_DEPTH,
+    for a text libyaml stopped at its deeper limit: the text before libyaml's mark nests within
+    libyaml's limit and past MAX_DEPTH, so reading it stops at MAX_DEPTH. Returns when it does
+    not (libyaml's own error is then reported)."""
+    lines = text.split("\n", mark.line + 1)
+    if len(lines) <= mark.line:
+        return  # lines broken by characters other than \n: libyaml's error stands
+    prefix = "\n".join([*lines[: mark.line], lines[mark.line][: mark.column]])
+    try:
+        _build(prefix, _Loader)
+    except yaml.YAMLError:
+        pass
 
 
 def _mark_at(exc: yaml.MarkedYAMLError) -> tuple[int, int]:

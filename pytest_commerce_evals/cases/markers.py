@@ -11,6 +11,8 @@ from .case import DIFFICULTIES, PRIORITIES
 
 TAG_MARKERS = pytest.StashKey[set[str]]()
 RESERVED_MARKS = pytest.StashKey[frozenset[str]]()
+INI_MARKERS = pytest.StashKey[list[str]]()
+"""The `markers` lines of the project's own ini, read before any plugin adds its own."""
 
 # marks that change how pytest runs an item: a tag must never become one of these
 PYTEST_MARKS = frozenset(
@@ -53,10 +55,8 @@ def reserved_marks(config: pytest.Config) -> frozenset[str]:
 
         registered = names(config.getini("markers"))
         # markers the project's own ini declares are its tags' vocabulary: `slow` stays `-m slow`
-        try:
-            own = names(config.inicfg.get("markers"))
-        except Exception:  # the ini mapping is a deprecated view in pytest 9; without it, none
-            own = set()
+        # (none known when the plugin came in through a conftest, after the ini was read)
+        own = names(config.stash.get(INI_MARKERS, []))
         tags = config.stash[TAG_MARKERS]
         plugin_marks = {
             *PRIORITIES,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..compat import run_session
 from ..reports.terminal import line_writer
 from ..results import RubricVerdict
 from ..settings import settings
@@ -170,9 +171,7 @@ def pytest_commerce_evals_grade_rubric(
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
     if settings(config).judge_calibrate:
         # the same shape as --fixtures: configure, run one command, unconfigure, exit
-        from _pytest.main import wrap_session
-
-        return wrap_session(config, _calibrate_main)
+        return run_session(config, _calibrate_main)
     return None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ..cases.case import Case, Expected, State
+from ..compat import run_session
 from ..judge.rubrics import STANDARD
 from ..reports.terminal import line_writer
 from ..results import RubricVerdict, TrialResult
@@ -337,9 +338,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
     if _trend_wanted(config) and not settings(config).live:
-        from _pytest.main import wrap_session
-
-        return wrap_session(config, _trend_main)
+        return run_session(config, _trend_main)
     return None
 
 

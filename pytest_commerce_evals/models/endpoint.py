@@ -447,11 +447,26 @@ def _infra(exc: BaseException, what: str, attempts: int) -> InfraError:
 def _describe(exc: BaseException) -> str:
     """`Type: message`, and what lies under it: the SDK's connection errors say only
     "Connection error." or "Request timed out.", their cause says which (refused, reset, ...)."""
-    text = f"{type(exc).__name__}: {exc}"
+    text = f"{type(exc).__name__}: {_status_message(exc) or exc}"
     cause = exc.__cause__
     if cause is not None and str(cause) and str(cause) not in text:
         text += f" ({type(cause).__name__}: {cause})"
     return text
+
+
+def _status_message(exc: BaseException) -> str | None:
+    """An error status as `Error code: <status> - <the server's message>`, whichever openai
+    release raised it (openai 1.93 put the whole error object in its message, later releases
+    only its message); None for other errors or a body with no message."""
+    openai = sys.modules.get("openai")
+    if openai is None or not isinstance(exc, openai.APIStatusError):
+        return None
+    body = exc.body
+    error = body.get("error", body) if isinstance(body, dict) else None
+    detail = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(detail, str) or not detail:
+        return None
+    return f"Error code: {exc.status_code} - {detail}"
 
 
 def _retrying(policy: RetryPolicy, cls: type, sleep: Callable | None) -> Any:

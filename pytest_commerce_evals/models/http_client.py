@@ -39,11 +39,13 @@ code (`_ChatClientBase`); only the call itself differs.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import re
 import ssl
 import threading
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, requires, version
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -80,12 +82,18 @@ _ENV_HEADERS = (
 
 def http_library() -> Any:
     """The HTTP library the installed openai SDK is built on: `httpx2` (openai 3.x), else
-    `httpx` (openai 1.x and 2.x)."""
+    `httpx` (openai 1.x and 2.x), from the SDK's declared requirements (another package may
+    bring `httpx2` beside an openai 1.x; the SDK itself is not imported)."""
     try:
-        import httpx2 as http
-    except ImportError:  # pragma: no cover - openai before 3.x
-        import httpx as http
-    return http
+        declared = requires("openai") or []
+    except PackageNotFoundError:
+        declared = []
+    wanted = {
+        re.split(r"[^A-Za-z0-9._-]", line.strip(), maxsplit=1)[0].lower()
+        for line in declared
+        if "extra ==" not in line  # the SDK's own requirements, not its extras'
+    }
+    return importlib.import_module("httpx2" if "httpx2" in wanted else "httpx")
 
 
 class _Completions:

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import gc
 from dataclasses import asdict
+from typing import Any
 
 import pytest
 
 from ..authoring.vacuity import VacuityItem
+from ..compat import case_scheduler, junit_error, xdist_queued
 from ..results import NOT_GRADED as UNGRADED_OUTCOMES
 from ..results import TrialRecord
 from ..settings import run_config, settings
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
-from ._xdist_compat import group_by_case, worker_grouped, xdist_queued
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
 from .items import CaseItem, InvalidCase
 from .state import AGENT_USED, NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN, VACUITY
@@ -25,11 +26,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[NON_CASE_FAILURES] = []
     config.stash[NOT_GRADED] = []
     config.stash[VACUITY] = []
-    if run_config(config).adaptive is not None:  # under xdist: each case's trials on one worker
-        if hasattr(config, "workerinput"):
-            worker_grouped(config)
-        else:
-            group_by_case(config)
+    if run_config(config).adaptive is not None and not hasattr(config, "workerinput"):
+        group_by_case(config)
+
+
+def group_by_case(config: pytest.Config) -> bool:
+    """Under `-n` with adaptive trials, every trial of a case must run on one worker (its
+    decisions need all of its results): with `--dist load` (xdist's default), `worksteal` or
+    `loadgroup` the controller schedules by case instead. (`loadscope` and `loadfile` keep a case
+    file on one worker already.) True when the plugin schedules."""
+    option = config.option
+    if not getattr(option, "numprocesses", None) or getattr(option, "dist", "no") not in (
+        "load",
+        "worksteal",
+        "loadgroup",
+    ):
+        return False
+    config.pluginmanager.register(_CaseScheduling(), "commerce_evals.case_scheduling")
+    return True
+
+
+class _CaseScheduling:
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        return case_scheduler(config, log)
 
 
 # -- adaptive trials (`--commerce-trials=auto`) ------------------------------------------------
@@ -273,19 +293,7 @@ class _JUnitOutcomes:
         outcome = data["outcome"]
         if outcome not in UNGRADED_OUTCOMES:
             return
-        from _pytest.junitxml import xml_key
-
-        xml = self.config.stash.get(xml_key, None)
-        if xml is None:
-            return
-        reporter = xml.node_reporter(report)
-        for node in reversed(reporter.nodes):
-            if node.tag == "failure":
-                node.tag = "error"
-                node.set("message", f"{outcome}: {node.get('message', '')}")
-                xml.stats["failure"] -= 1
-                xml.stats["error"] += 1
-                return
+        junit_error(self.config, report, outcome)
 
 
 class _Gatherer:

@@ -34,7 +34,6 @@ __all__ = [
     "CaseTrials",
     "Decision",
     "decide",
-    "grouped",
 ]
 
 LEVEL = 0.01
@@ -207,10 +206,3 @@ class AdaptiveRun:
 def adaptive_run(config: pytest.Config) -> AdaptiveRun | None:
     """This process's adaptive trials; None when the run has a fixed count."""
     return config.stash.get(ADAPTIVE, None)
-
-
-def grouped(config: pytest.Config) -> bool:
-    """Whether pytest-xdist distributes this run's items by `xdist_group` (`--dist loadgroup`,
-    which adaptive trials choose under `-n`): then each case's trials carry the case id as their
-    group, and one worker runs them all."""
-    return bool(getattr(config.option, "loadgroup", False))

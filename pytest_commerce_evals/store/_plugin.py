@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ..compat import run_session
 from ..reports.html import render_comparison_html, render_run_html, write_html
 from ..reports.terminal import line_writer
 from ..results import TrialRecord
@@ -713,17 +714,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
     found = settings(config)
     if found.store_copy or found.judge_store_copy:
-        from _pytest.main import wrap_session
-
-        return wrap_session(config, _copy_main)
+        return run_session(config, _copy_main)
     if found.compare:
-        from _pytest.main import wrap_session
-
-        return wrap_session(config, _compare_main)
+        return run_session(config, _compare_main)
     if settings(config).flaky:
-        from _pytest.main import wrap_session
-
-        return wrap_session(config, _flaky_main)
+        return run_session(config, _flaky_main)
     return None
 
 

@@ -485,7 +485,9 @@ def test_a_plain_chat_completions_agent_is_graded_through_the_plugin(pytester):
 
 
 RESPONSES_AGENT = '''
-import httpx2  # the HTTP library openai 3.x is built on (httpx before)
+from pytest_commerce_evals.models.http_client import http_library
+
+http = http_library()  # the HTTP library of the installed SDK: httpx2 from openai 3.0, else httpx
 import openai
 
 from pytest_commerce_evals.adapters.openai_responses import events_from_responses_items
@@ -518,15 +520,15 @@ def scripted_openai(outputs):
     replies = iter(outputs)
 
     def answer(request):
-        return httpx2.Response(200, json={
+        return http.Response(200, json={
             "id": "resp", "object": "response", "created_at": 0, "model": "shop-agent",
             "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto",
             "tools": [], "output": next(replies),
         })
 
-    transport = httpx2.MockTransport(answer)
+    transport = http.MockTransport(answer)
     return openai.OpenAI(api_key="scripted", base_url="http://scripted.invalid/v1",
-                         max_retries=0, http_client=httpx2.Client(transport=transport))
+                         max_retries=0, http_client=http.Client(transport=transport))
 
 
 def call(n, name, **arguments):

@@ -218,11 +218,11 @@ def test_precedence_of_concurrency_and_of_the_embedded_model(pytester, monkeypat
     assert settings(pytester.parseconfig("--commerce-concurrency=auto")).concurrency is None
 
 
-def test_the_store_option_may_switch_the_store_off_with_an_empty_value(pytester):
+def test_a_store_option_may_switch_the_store_off_with_an_empty_value(pytester):
     pytester.makeini("[pytest]\ncommerce_store = elsewhere\ncommerce_judge_store = v.sqlite\n")
     found = settings(pytester.parseconfig("--commerce-store=", "--commerce-judge-store="))
     assert found.store is None  # '' is one of the values that switch it off
-    assert found.judge_store == Path(pytester.path) / "v.sqlite"  # '' falls through to ini
+    assert found.judge_store is None  # for both stores
 
 
 def test_without_a_config_only_defaults_and_the_environment_count(monkeypatch):
@@ -374,13 +374,6 @@ def test_a_bad_retry_attempts_in_the_ini_stops_the_run_before_any_trial(
         (("--commerce-no-judge=yes",), {}, "", "*--commerce-no-judge*explicit argument 'yes'*"),
         # path / URL
         (
-            (),
-            {"OPENAI_BASE_URL": "localhost:8000", "OPENAI_MODEL": "m"},
-            "",
-            "*agent base URL 'localhost:8000' (from env) is not an http(s) URL; give the "
-            "server's OpenAI-compatible root, e.g. http://localhost:11434/v1*",
-        ),
-        (
             ("--commerce-base-url=localhost:8000",),
             {},
             "",
@@ -489,7 +482,6 @@ def test_redaction_kinds_are_checked_at_configure(pytester: pytest.Pytester):
     "raw, expected",
     [
         ("auto", AutoTrials(2, 10)),
-        ("AUTO", AutoTrials(2, 10)),
         ("auto:3:8", AutoTrials(3, 8)),
         ("auto:1:1", AutoTrials(1, 1)),
         ("auto:5:100", AutoTrials(5, 100)),
@@ -508,3 +500,202 @@ def test_auto_trials_collect_the_maximum_and_keep_the_bounds(pytester: pytest.Py
     assert settings(config).trials == AutoTrials(3, 7)
     rc = run_config(config)
     assert (rc.trials, rc.adaptive, str(rc.adaptive)) == (7, AutoTrials(3, 7), "auto:3:7")
+
+
+# -- values the docs do not allow, refused before any trial -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "origin", "raw", "message"),
+    [
+        ("threshold", "option", "nan", "expected a number 0..1; found 'nan'"),
+        ("threshold", "ini", "nan", "expected a number 0..1; found 'nan'"),
+        ("threshold", "option", float("nan"), "expected a number 0..1; found nan"),
+        ("sample_rate", "option", "nan", "expected a number 0..1; found 'nan'"),
+        ("diff_level", "option", "nan", "expected a number above 0 and below 1; found 'nan'"),
+        ("request_timeout", "ini", "inf", "expected a number above 0; found 'inf'"),
+        ("request_timeout", "ini", "nan", "expected a number above 0; found 'nan'"),
+        ("retry_wait_max", "ini", "inf", "expected a number 0 or more; found 'inf'"),
+        ("local_startup_timeout", "ini", "nan", "expected a number above 0; found 'nan'"),
+        ("retry_attempts", "ini", "٣", "expected a whole number 1 or more; found '٣'"),
+        ("trials", "option", "", "found an empty value"),
+        ("trials", "option", "٣", "found '٣'"),
+        ("trials", "option", "AUTO", "found 'AUTO'"),
+        ("trials", "option", " auto", "found ' auto' (spaces)"),
+        ("trials", "option", "auto:٢:٣", "auto:MIN:MAX takes two whole numbers; found 'auto:٢:٣'"),
+        ("concurrency", "option", "AUTO", "expected a whole number of trials in flight"),
+        ("concurrency", "option", "", "found an empty value"),
+        ("judge_min_kappa", "option", "AUTO", "found 'AUTO'"),
+        ("judge_min_kappa", "option", "None", "found 'None'"),
+        ("judge_min_kappa", "option", "", "found an empty value"),
+        ("judge_min_kappa", "option", "٠.٥", "found '٠.٥'"),
+        ("live_dimensions", "option", ",", "expected standard dimension names"),
+        ("json", "option", "", "found an empty value"),
+        ("redact", "ini", ["email", "none"], "found email none (none means no other value)"),
+        ("redact", "ini", ["NONE"], "found NONE"),
+        ("base_url", "option", "http://", "found 'http://'"),
+        ("base_url", "option", "http://host:99999/v1", "found 'http://host:99999/v1'"),
+        ("store", "option", "ftp://x/y", "found 'ftp://x/y', a URL of another kind"),
+    ],
+)
+def test_a_value_the_docs_do_not_allow_is_refused(name, origin, raw, message):
+    from pytest_commerce_evals.settings._resolve import _parse
+
+    setting = BY_NAME[name]
+    with pytest.raises(pytest.UsageError) as info:
+        _parse(setting, origin, raw, Path("/project"), Path("/project"))
+    assert str(info.value).startswith(setting.where(origin) + ": "), str(info.value)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "origin", "raw", "value"),
+    [
+        ("threshold", "option", "0.5", 0.5),
+        ("threshold", "ini", " 1e-1 ", 0.1),
+        ("threshold", "option", ".5", 0.5),
+        ("retry_attempts", "ini", "+3", 3),
+        ("trials", "option", "auto:2:6", AutoTrials(2, 6)),
+        ("trials", "ini", " auto ", AutoTrials()),  # ini and environment values are stripped
+        ("concurrency", "env", " 16", 16),
+        ("judge_min_kappa", "option", "none", None),
+        ("judge_min_kappa", "option", "-0.25", -0.25),
+        ("redact", "ini", ["none"], ("none",)),
+        ("agent", "option", " my agent ", "my agent"),  # text keeps its meaning
+        ("base_url", "option", "http://localhost:8080/v1", "http://localhost:8080/v1"),
+    ],
+)
+def test_the_values_the_docs_allow_still_read(name, origin, raw, value):
+    from pytest_commerce_evals.settings._resolve import _parse
+
+    assert _parse(BY_NAME[name], origin, raw, Path("/project"), Path("/project")) == value
+
+
+def test_a_redaction_pattern_python_cannot_compile_names_its_key_and_line():
+    from pytest_commerce_evals.settings._resolve import _parse
+
+    setting = BY_NAME["redact_patterns"]
+    for line, kind in (("x: a{99999999999}", "OverflowError"), ("bad: (", "error")):
+        with pytest.raises(pytest.UsageError) as info:
+            _parse(setting, "ini", ["ok: a+", line], None)
+        text = str(info.value)
+        assert text.startswith("ini commerce_redact_patterns line 2: "), text
+        assert kind in text and repr(line) in text
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "message"),
+    [
+        ("json", "folder", "is a folder, not a file"),
+        ("html", "folder", "is a folder, not a file"),
+        ("trend_svg", "folder", "is a folder, not a file"),
+        ("json", "under-a-file", "is a file, so nothing can be made below it"),
+        ("judge_store", "folder", "is a folder, not a file"),
+        ("judge_store", "under-a-file", "is a file, so nothing can be made below it"),
+        ("store", "file", "is a file, not a folder"),
+    ],
+)
+def test_a_path_the_run_cannot_write_is_refused(tmp_path, name, make, message):
+    from pytest_commerce_evals.settings._resolve import _parse
+
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    raw = {"folder": "a-folder", "file": "a-file", "under-a-file": "a-file/out"}[make]
+    with pytest.raises(pytest.UsageError) as info:
+        _parse(BY_NAME[name], "option", raw, tmp_path, tmp_path)
+    assert message in str(info.value)
+    # and a path it can write is taken
+    assert _parse(BY_NAME[name], "option", "a-folder/new/x", tmp_path, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://u@h:99999/db", "the port '99999' is not a number 1..65535"),
+        ("postgresql://u@h:abc/db", "the port 'abc' is not a number 1..65535"),
+        ("postgresql://u@h/db?schema=", "?schema= is empty"),
+        ("postgresql://u@h/db?schema=a&schema=b", "?schema= is given 2 times"),
+        ("postgresql://u@h/db?schema=" + "s" * 64, "?schema= is 64 bytes; PostgreSQL keeps 63"),
+        ("postgresql://u:p@ss@h/db", "percent-encode an '@' in the user name or password as %40"),
+    ],
+)
+def test_a_store_url_the_plugin_would_misread_is_refused(url, message):
+    from pytest_commerce_evals.settings._resolve import _parse
+    from pytest_commerce_evals.store import database
+
+    if not database.driver_available():
+        pytest.skip("psycopg is in the [postgres] extra")
+    for name in ("store", "judge_store"):
+        with pytest.raises(pytest.UsageError) as info:
+            _parse(BY_NAME[name], "option", url, None)
+        assert message in str(info.value), str(info.value)
+        assert "ss@h" not in str(info.value) and ":p@" not in str(info.value)  # no password
+    assert _parse(BY_NAME["store"], "option", "postgresql://u@h:5432/db?schema=" + "s" * 63, None)
+
+
+def test_a_url_with_a_bad_port_is_shown_with_it():
+    from pytest_commerce_evals.store.database import public_url
+
+    assert public_url("postgresql://u:secret@h:99999/db") == "postgresql://u@h:99999/db"
+    assert public_url("postgresql://u@h:abc/db") == "postgresql://u@h:abc/db"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("--commerce-threshold=nan",),
+            "--commerce-threshold: expected a number 0..1; found 'nan'",
+        ),
+        (("--commerce-trials=",), "--commerce-trials: expected * found an empty value"),
+        (("--commerce-json=cases",), "--commerce-json: cases: is a folder, not a file"),
+        (
+            ("--commerce-judge-store=cases",),
+            "--commerce-judge-store: *cases: is a folder, not a file",
+        ),
+        (("--commerce-store=ftp://x/y",), "--commerce-store: expected * a URL of another kind"),
+    ],
+)
+def test_a_bad_value_stops_the_run_before_any_trial(pytester: pytest.Pytester, args, message):
+    result = _run_cases(pytester, *args)
+    result.stderr.fnmatch_lines(["ERROR: " + message])
+    assert not (pytester.path / "ftp:").exists()
+
+
+def test_an_endpoint_variable_no_trial_uses_does_not_stop_a_run(
+    pytester: pytest.Pytester, monkeypatch
+):
+    """An agent with its own client never reads OPENAI_BASE_URL: another tool's value stays
+    another tool's; a trial whose agent asks the plugin for a client is told what is wrong."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "ftp://x")
+    monkeypatch.setenv("OPENAI_MODEL", "some-model")
+    pytester.makefile(".yaml", **{"cases/chat": CASE})
+    pytester.makeconftest(TRIAL_MARKER_CONFTEST)
+    result = pytester.runpytest("cases", "--commerce-store=none", "--commerce-no-judge")
+    assert result.ret != pytest.ExitCode.USAGE_ERROR, result.stderr.str()
+    assert (pytester.path / "a-trial-ran").exists()
+
+
+def test_an_endpoint_variable_a_judged_run_needs_stops_it_before_any_trial(
+    pytester: pytest.Pytester, monkeypatch
+):
+    """The judge runs on the agent's endpoint unless given its own: a judged case needs it."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:8000")
+    monkeypatch.setenv("OPENAI_MODEL", "m")
+    pytester.makefile(
+        ".yaml",
+        **{
+            "cases/chat": "- {id: chat-001-hello, priority: low, difficulty: easy, turns: [hi], "
+            "expected: {rubric: {tone: polite}}}\n"
+        },
+    )
+    pytester.makeconftest(TRIAL_MARKER_CONFTEST)
+    result = pytester.runpytest("cases", "--commerce-store=none")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(
+        [
+            "*commerce-evals judge: agent base URL 'localhost:8000' (from env) is not an http(s) "
+            "URL; give the server's OpenAI-compatible root, e.g. http://localhost:11434/v1*"
+        ]
+    )
+    assert not (pytester.path / "a-trial-ran").exists()

@@ -19,6 +19,7 @@ The bar (`judge_min_kappa`):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.resources import files
@@ -63,17 +64,14 @@ class MinKappaError(CommerceEvalsError, ValueError):
 
 def parse_min_kappa(raw: Any) -> float | str | None:
     """`auto` -> "auto", `none` -> None, a number in [-1, 1] -> that number."""
-    text = str(raw).strip().lower()
+    text = str(raw).strip()
     if text == "auto":
         return "auto"
     if text in ("none", "off"):
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise MinKappaError(
-            f"expected auto, none or a kappa between -1 and 1; found {raw!r}"
-        ) from None
+    if not re.fullmatch(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", text):
+        raise MinKappaError(f"expected auto, none or a kappa between -1 and 1; found {raw!r}")
+    value = float(text)
     if not -1.0 <= value <= 1.0:  # also refuses nan
         raise MinKappaError(f"expected a kappa between -1 and 1 (or auto, none); found {raw!r}")
     return value

@@ -201,7 +201,7 @@ class Redactor:
         for name, regex in self.patterns.items():
             try:
                 compiled = re.compile(regex)
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError) as exc:
                 raise ValueError(
                     f"redaction pattern {name!r}: {regex!r} is not a regex: {exc}"
                 ) from None

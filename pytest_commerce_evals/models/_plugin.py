@@ -8,7 +8,7 @@ import pytest
 
 from ..settings import agent_label, settings
 from . import embedded as _local_model
-from .endpoint import EndpointError, close_session_clients, resolve_endpoint
+from .endpoint import _SETTING, EndpointError, close_session_clients, resolve_endpoint
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -56,7 +56,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def _check_endpoints(config: pytest.Config, judge: bool) -> None:
-    needed = ["agent"]
+    # an agent endpoint set only by the shared variables (OPENAI_BASE_URL, OPENAI_MODEL) is
+    # checked when the agent asks the plugin for a client: an agent with its own client never
+    # uses them, and another tool's value must not stop its run
+    needed = [] if _from_environment_only(config, "agent") else ["agent"]
     if judge and not settings(config).no_judge:
         needed.append("judge")
     for purpose in needed:
@@ -64,6 +67,14 @@ def _check_endpoints(config: pytest.Config, judge: bool) -> None:
             resolve_endpoint(config, purpose)
         except EndpointError as exc:
             raise pytest.UsageError(f"commerce-evals {purpose}: {exc}") from None
+
+
+def _from_environment_only(config: pytest.Config, purpose: str) -> bool:
+    """Whether every endpoint setting given for `purpose` came from the environment."""
+    found = settings(config)
+    names = [_SETTING[purpose][field] for field in ("model", "base_url")]
+    given = [n for n in names if getattr(found, n) is not None]
+    return bool(given) and all(found.origin(n) == "env" for n in given)
 
 
 def _names_cases(config: pytest.Config) -> bool:

@@ -39,6 +39,7 @@ code (`_ChatClientBase`); only the call itself differs.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -80,10 +81,12 @@ _ENV_HEADERS = (
 )
 
 
+@functools.cache
 def http_library() -> Any:
     """The HTTP library the installed openai SDK is built on: `httpx2` (openai 3.x), else
     `httpx` (openai 1.x and 2.x), from the SDK's declared requirements (another package may
-    bring `httpx2` beside an openai 1.x; the SDK itself is not imported)."""
+    bring `httpx2` beside an openai 1.x; the SDK itself is not imported). Read once: every
+    client asks."""
     try:
         declared = requires("openai") or []
     except PackageNotFoundError:

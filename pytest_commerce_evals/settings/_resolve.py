@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -28,12 +31,10 @@ def register(parser: pytest.Parser) -> None:
                 kwargs.update(action="store_true", default=False)
             else:
                 kwargs.update(default=None, metavar=s.metavar)
+                # numbers stay text here: argparse's int() and float() take any Unicode digit,
+                # nan and inf; _number parses them
                 if s.kind == "list":
                     kwargs["action"] = "append"
-                elif s.kind == "int":
-                    kwargs["type"] = int
-                elif s.kind == "float":
-                    kwargs["type"] = float
                 elif s.kind == "choice":
                     kwargs.update(choices=s.choices, metavar=None)
             group.addoption(s.option, **kwargs)
@@ -59,8 +60,7 @@ def _given(s: Setting, config: Any, environ: Mapping[str, str]) -> tuple[str, An
             value = config.getoption(s.dest, None)
             if value is None or value is False or (s.kind == "list" and not value):
                 continue
-            if isinstance(value, str) and not value.strip() and s.blank_option_unset:
-                continue
+            # `--x=` is given: empty, which only the stores take (as off); _parse says so
             return origin, value
         if origin == "ini" and s.ini and config is not None:
             try:
@@ -81,15 +81,25 @@ def _given(s: Setting, config: Any, environ: Mapping[str, str]) -> tuple[str, An
     return None
 
 
+INTEGER = re.compile(r"[+-]?[0-9]+")
+"""A whole number as the settings take it: ASCII digits (Python's int() takes any script's)."""
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A number as the settings take it: ASCII digits, no nan or inf."""
+
+
 def _number(s: Setting, origin: str, raw: Any) -> int | float:
     kind = int if s.kind == "int" else float
-    if isinstance(raw, kind) and not isinstance(raw, bool):
-        value = raw
+    if isinstance(raw, bool):
+        raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}")
+    if isinstance(raw, (int, float)) and (kind is float or isinstance(raw, int)):
+        value = kind(raw)
     else:
-        try:
-            value = kind(str(raw).strip())
-        except ValueError:
-            raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}") from None
+        text = str(raw).strip()
+        if not (INTEGER if kind is int else DECIMAL).fullmatch(text):
+            raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}")
+        value = kind(text)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}")
     if (
         (s.low is not None and value < s.low)
         or (s.high is not None and value > s.high)
@@ -103,23 +113,19 @@ def _number(s: Setting, origin: str, raw: Any) -> int | float:
 def _trials(s: Setting, origin: str, raw: Any) -> int | AutoTrials:
     """A whole number of trials per case, or `auto[:MIN:MAX]` (adaptive trials)."""
     text = str(raw).strip()
-    if not text.lower().startswith("auto"):
-        try:
-            number = raw if isinstance(raw, int) and not isinstance(raw, bool) else int(text)
-        except ValueError:
-            raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}") from None
+    if isinstance(raw, int) and not isinstance(raw, bool) or INTEGER.fullmatch(text):
+        number = int(text)
         if not 1 <= number <= 10_000:
             raise _fail(s, origin, f"expected{bounds_text(s)} or auto[:MIN:MAX]; found {number}")
         return number
     parts = text.split(":")
-    if parts[0].lower() != "auto" or len(parts) not in (1, 3):
+    if parts[0] != "auto" or len(parts) not in (1, 3):
         raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}")
     if len(parts) == 1:
         return AutoTrials()
-    try:
-        low, high = int(parts[1]), int(parts[2])
-    except ValueError:
-        raise _fail(s, origin, f"auto:MIN:MAX takes two whole numbers; found {raw!r}") from None
+    if not all(INTEGER.fullmatch(p) for p in parts[1:]):
+        raise _fail(s, origin, f"auto:MIN:MAX takes two whole numbers; found {raw!r}")
+    low, high = int(parts[1]), int(parts[2])
     if not 1 <= low <= high <= AUTO_TRIALS_CAP:
         raise _fail(
             s,
@@ -131,16 +137,15 @@ def _trials(s: Setting, origin: str, raw: Any) -> int | AutoTrials:
 
 def _concurrency(s: Setting, origin: str, raw: Any) -> int | None:
     text = str(raw).strip()
-    if text.lower() == "auto":
+    if text == "auto":
         return None
-    try:
-        number = int(text)
-    except ValueError:
+    if not INTEGER.fullmatch(text):
         raise _fail(
             s,
             origin,
             f"expected a whole number of trials in flight (1..1024) or 'auto'; found {raw!r}",
-        ) from None
+        )
+    number = int(text)
     if not 1 <= number <= 1024:
         raise _fail(s, origin, f"expected 1..1024 or 'auto'; found {number}")
     return number
@@ -153,6 +158,10 @@ def _dimensions(s: Setting, origin: str, raw: Any) -> tuple[str, ...]:
         names = [d.strip() for d in raw.split(",") if d.strip()]
     else:
         names = [str(d) for d in raw]
+    if not names and isinstance(raw, str):  # `,`: no name (an empty ini list is all of them)
+        raise _fail(
+            s, origin, f"expected standard dimension names ({', '.join(STANDARD)}); found {raw!r}"
+        )
     unknown = [d for d in names if d not in STANDARD]
     if unknown:
         raise _fail(
@@ -181,13 +190,28 @@ def _patterns(s: Setting, origin: str, raw: Any) -> tuple[tuple[str, str], ...]:
             raise pytest.UsageError(
                 f"{s.where(origin)} line {n}: expected 'name: regex', found {line!r}"
             )
+        try:
+            re.compile(regex.strip())
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise pytest.UsageError(
+                f"{s.where(origin)} line {n}: {regex.strip()!r} is not a regex Python can "
+                f"compile ({type(exc).__name__}: {exc}); found {line!r}"
+            ) from None
         out.append((name.strip(), regex.strip()))
     return tuple(out)
 
 
-def _parse(s: Setting, origin: str, raw: Any, root: Path | None) -> Any:
+def _parse(
+    s: Setting, origin: str, raw: Any, root: Path | None, invocation: Path | None = None
+) -> Any:
     """`raw`, found at `origin`, as the setting's type; UsageError when it is not allowed."""
     kind = s.kind
+    if origin == "option" and isinstance(raw, str) and kind != "store":
+        # the command line is taken as typed: `--x=` and ` auto` are not values of anything
+        if not raw.strip():
+            raise _fail(s, origin, f"expected {s.describe_allowed()}; found an empty value")
+        if raw != raw.strip() and kind != "str":
+            raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r} (spaces)")
     if kind in ("int", "float"):
         return _number(s, origin, raw)
     if kind == "concurrency":
@@ -205,7 +229,7 @@ def _parse(s: Setting, origin: str, raw: Any, root: Path | None) -> Any:
         return text
     if kind == "url":
         text = str(raw).strip()
-        if not text.startswith(("http://", "https://")) and origin != "env":
+        if origin != "env" and not _is_http_url(text):
             raise _fail(s, origin, f"expected {s.describe_allowed()}; found {raw!r}")
         # a variable the openai SDK and other tools share is not this plugin's to refuse in
         # every run: a bad one stops a run only when its trials need the endpoint
@@ -213,15 +237,26 @@ def _parse(s: Setting, origin: str, raw: Any, root: Path | None) -> Any:
         return text
     if kind == "list" and s.choices:
         values = tuple(str(v) for v in raw)
-        unknown = [v for v in values if v not in s.choices and v.lower() != "none"]
+        unknown = [v for v in values if v not in s.choices and v != "none"]
         if unknown:
             raise _fail(s, origin, f"expected {s.describe_allowed()}; found {', '.join(unknown)}")
+        if "none" in values and len(values) > 1:
+            raise _fail(
+                s,
+                origin,
+                f"expected {s.describe_allowed()}; found {' '.join(values)} (none "
+                "means no other value)",
+            )
         return values
     if kind == "store":
         text = str(raw)
         if text.strip().lower() in NO_STORE:
             return None
         if database.is_database_url(text):
+            try:
+                database.check_url(text)
+            except ValueError as exc:
+                raise _fail(s, origin, f"{database.public_url(text)}: {exc}") from None
             # a PostgreSQL database: kept as the URL (its password too, for the driver; every
             # message shows it through `public_url`)
             if not database.driver_available():
@@ -232,8 +267,23 @@ def _parse(s: Setting, origin: str, raw: Any, root: Path | None) -> Any:
                     f"driver (not installed): {database.INSTALL_HINT}",
                 )
             return text.strip()
+        if _URL_SCHEME.match(text.strip()):
+            raise _fail(
+                s, origin, f"expected {s.describe_allowed()}; found {raw!r}, a URL of another kind"
+            )
         path = Path(text)
-        return path if path.is_absolute() or root is None else root / path
+        path = path if path.is_absolute() or root is None else root / path
+        problem = _unwritable(path, folder=s.name == "store")
+        if problem:
+            raise _fail(s, origin, f"{path}: {problem}")
+        return path
+    if kind == "output":
+        path = Path(str(raw).strip()).expanduser()
+        base = invocation if invocation is not None else Path.cwd()
+        problem = _unwritable(path if path.is_absolute() else base / path, folder=False)
+        if problem:
+            raise _fail(s, origin, f"{raw}: {problem}")
+        return str(raw).strip()
     if kind == "paths":
         return tuple((root / d).resolve() if root is not None else Path(d) for d in raw)
     if kind == "list":
@@ -243,6 +293,43 @@ def _parse(s: Setting, origin: str, raw: Any, root: Path | None) -> Any:
     if kind == "patterns":
         return _patterns(s, origin, raw)
     return str(raw).strip()
+
+
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _is_http_url(text: str) -> bool:
+    """An http(s) URL with a host (`http://` alone names no server)."""
+    if not text.startswith(("http://", "https://")):
+        return False
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises on a port that is not a number 0..65535
+    except ValueError:
+        return False
+    return bool(parts.hostname)
+
+
+def _unwritable(path: Path, folder: bool) -> str | None:
+    """Why the plugin could not write `path` (a folder it fills, or a file it writes), found
+    before any trial; None when it can."""
+    if path.exists():
+        if folder and not path.is_dir():
+            return "is a file, not a folder"
+        if not folder and path.is_dir():
+            return "is a folder, not a file"
+        target = path if folder else path.parent
+        if not os.access(target, os.W_OK):
+            return f"{target} cannot be written (no write permission)"
+        return None
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is a file, so nothing can be made below it"
+            if not os.access(parent, os.W_OK):
+                return f"{parent} cannot be written (no write permission)"
+            return None
+    return None
 
 
 def _default(s: Setting, root: Path | None) -> Any:
@@ -283,6 +370,7 @@ def resolve_settings(
     the help that explains it can still be read."""
     environ = os.environ if environ is None else environ
     root = Path(config.rootpath) if config is not None else None
+    invocation = Path(config.invocation_params.dir) if config is not None else None
     option = getattr(config, "option", None)
     lenient = bool(getattr(option, "help", False) or getattr(option, "version", False))
     values: dict[str, Any] = {}
@@ -296,7 +384,7 @@ def resolve_settings(
             continue
         origin, raw = found
         try:
-            values[s.name] = _parse(s, origin, raw, root)
+            values[s.name] = _parse(s, origin, raw, root, invocation)
         except pytest.UsageError:
             if not lenient:
                 raise

@@ -44,9 +44,10 @@ class Setting:
 
     `kind` decides how a value is parsed and checked: `str`, `int`, `float`, `choice`, `flag`
     (a command-line switch), `url` (http or https), `concurrency` (`auto` or a number), `store`
-    (a path relative to the rootdir, or none/off), `paths` (ini list of folders under the
-    rootdir), `list` (ini list or repeatable option), `dimensions` (standard rubric dimensions),
-    `min_kappa` (`auto`, `none` or a kappa in [-1, 1]),
+    (a path relative to the rootdir, or none/off), `output` (a file the run writes, relative to
+    the invocation directory: refused when it cannot be written), `paths` (ini list of folders
+    under the rootdir), `list` (ini list or repeatable option), `dimensions` (standard rubric
+    dimensions), `min_kappa` (`auto`, `none` or a kappa in [-1, 1]),
     `patterns` (ini lines `name: regex`), `secret` (environment only, never held) and `env`
     (read by the module that uses it, declared here for the docs)."""
 
@@ -67,7 +68,6 @@ class Setting:
     ini_default: Any = ""
     ini_help: str | None = None
     order: tuple[str, ...] = ("option", "ini", "env")
-    blank_option_unset: bool = True  # `--x=` counts as not given (False: '' is the value)
     allowed: str | None = None  # how the docs and errors describe the allowed values
 
     @property
@@ -104,6 +104,7 @@ class Setting:
             "concurrency": "auto, or a whole number 1..1024",
             "min_kappa": "auto, none, or a number -1..1",
             "store": "a path relative to the rootdir, a postgresql:// URL, or none/off",
+            "output": "a file path to write (relative to the directory pytest runs in)",
             "paths": "folders relative to the rootdir",
             "list": "a list",
             "secret": "the key (environment only)",
@@ -425,7 +426,6 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_STORE",
         metavar="PATH|URL",
         ini_help="folder of the run store (SQLite inside), or a PostgreSQL URL",
-        blank_option_unset=False,
     ),
     Setting(
         "store_copy",
@@ -513,14 +513,14 @@ TABLE: tuple[Setting, ...] = (
     ),
     Setting(
         "html",
-        "str",
+        "output",
         "write a self-contained HTML report of the run (or of --commerce-compare) to PATH",
         option="--commerce-html",
         metavar="PATH",
     ),
     Setting(
         "json",
-        "str",
+        "output",
         "write the run record (JSON, with schema_version) to PATH, e.g. for CI artifacts",
         option="--commerce-json",
         metavar="PATH",
@@ -629,7 +629,7 @@ TABLE: tuple[Setting, ...] = (
     ),
     Setting(
         "trend_svg",
-        "str",
+        "output",
         "draw the live trend as an SVG chart at PATH (implies --commerce-trend)",
         option="--commerce-trend-svg",
         metavar="PATH",

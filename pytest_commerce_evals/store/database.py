@@ -96,6 +96,40 @@ def _split(url: str) -> tuple[str, str | None]:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), schema
 
 
+SCHEMA_MAX_BYTES = 63
+"""PostgreSQL's longest identifier (NAMEDATALEN - 1); a longer name is cut, silently, so two
+long `?schema=` values could name one schema."""
+
+
+def check_url(url: str) -> None:
+    """Refuse a PostgreSQL URL the plugin would misread: a port that is no port, a `?schema=`
+    that is empty, given twice or longer than PostgreSQL keeps, a password with an unencoded `@`.
+    Raises ValueError saying what to write instead."""
+    parts = urlsplit(url.strip())
+    if parts.netloc.count("@") > 1:
+        raise ValueError(
+            "the part before the host holds more than one '@': percent-encode an '@' in the "
+            "user name or password as %40"
+        )
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        port = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        raise ValueError(f"the port {port!r} is not a number 1..65535") from None
+    if parts.port == 0:
+        raise ValueError("the port 0 is not a number 1..65535")
+    schemas = [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "schema"]
+    if len(schemas) > 1:
+        raise ValueError(f"?schema= is given {len(schemas)} times; give it once")
+    if schemas and not schemas[0].strip():
+        raise ValueError("?schema= is empty; name a schema, or leave it out for the default")
+    if schemas and len(schemas[0].encode()) > SCHEMA_MAX_BYTES:
+        raise ValueError(
+            f"?schema= is {len(schemas[0].encode())} bytes; PostgreSQL keeps "
+            f"{SCHEMA_MAX_BYTES} (a longer name is cut, and two could share a schema)"
+        )
+
+
 def public_url(url: str) -> str:
     """The URL as it may be shown and stored: user, host, port, database and schema; never a
     password or any other query parameter (`sslmode`, `options`, `passfile`...)."""
@@ -104,8 +138,12 @@ def public_url(url: str) -> str:
         host = parts.hostname or ""
         if ":" in host:
             host = f"[{host}]"
-        if parts.port:
-            host = f"{host}:{parts.port}"
+        try:
+            port: Any = parts.port
+        except ValueError:  # shown as written, for the error that names it
+            port = parts.netloc.rpartition("@")[2].rpartition(":")[2] or None
+        if port:
+            host = f"{host}:{port}"
         if parts.username:
             host = f"{parts.username}@{host}"
         schema = _split(url)[1]

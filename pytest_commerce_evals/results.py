@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from .backend import Snapshot
+from .cases.case import Difficulty, Priority
 from .events import Event
 
 __all__ = [
@@ -333,12 +334,12 @@ class TrialRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     case_id: str
-    trial: int
-    trials: int = 1
+    trial: int = Field(ge=1)
+    trials: int = Field(default=1, ge=1)
     set_name: str
-    threshold: float
-    priority: str
-    difficulty: str
+    threshold: float = Field(ge=0, le=1)
+    priority: Priority
+    difficulty: Difficulty
     tags: list[str] = Field(default_factory=list)
     outcome: Outcome
     failures: list[str] = Field(default_factory=list)
@@ -352,6 +353,19 @@ class TrialRecord(BaseModel):
     file: str | None = None
     line: int | None = None
     _rubric_not_judged: bool = PrivateAttr(default=False)
+
+    @field_validator("case_id")
+    @classmethod
+    def _case_id(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a case id is not empty")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"{value!r} holds a lone surrogate (half of a UTF-16 pair): not a case id"
+            ) from None
+        return value
 
     @field_validator("grader_results", mode="before")
     @classmethod

@@ -536,3 +536,17 @@ def test_by_default_the_embedded_judge_is_shown_but_does_not_decide(team_run):
     # the same verdicts decide once the bar is lifted
     result = team_run.runpytest("cases", "--commerce-judge-min-kappa=none")
     result.assert_outcomes(failed=1, warnings=None)
+
+
+def test_the_docs_count_the_shipped_calibration_set_as_the_loader_does():
+    import re
+    from pathlib import Path
+
+    from pytest_commerce_evals.judge.calibration import load_calibration_set
+
+    root = Path(__file__).parents[1]
+    items = load_calibration_set(root / "tests" / "data" / "calibration")
+    text = (root / "docs" / "judge.md").read_text(encoding="utf-8")
+    found = re.search(r"The shipped set \((\d+) transcripts, (\d+) labels", text)
+    assert found, "docs/judge.md names the shipped set's size"
+    assert (int(found[1]), int(found[2])) == (len(items), sum(len(i.labels) for i in items))

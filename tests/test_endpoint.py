@@ -8,6 +8,7 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import openai
@@ -361,6 +362,7 @@ class _ScriptedServer:
     def __init__(self, statuses: list[int]) -> None:
         self.statuses = statuses
         self.paths: list[str] = []
+        self.requests: list[dict] = []
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -368,6 +370,7 @@ class _ScriptedServer:
                 length = int(self.headers["content-length"])
                 request = json.loads(self.rfile.read(length))
                 owner.paths.append(self.path)
+                owner.requests.append(request)
                 status = owner.statuses.pop(0)
                 body = {"error": {"message": "busy", "type": "server_error"}}
                 if status == 200:
@@ -738,3 +741,46 @@ def test_a_401_from_the_sdk_is_not_retried():
     with pytest.raises(EndpointError, match="HTTP 401"):
         retrying_create(fake, policy=NO_WAIT, sleep=lambda s: None, model="m", messages=[])
     assert len(fake.requests) == 1
+
+
+TOOL_TURN = [
+    {"role": "user", "content": "add shoe-001"},
+    {
+        "role": "assistant",
+        "content": None,  # what the SDK gives back beside tool calls
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "add_to_cart", "arguments": "{}"}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "added"},
+]
+
+
+@pytest.mark.parametrize("sdk", [False, True])
+def test_a_server_of_ones_own_gets_an_empty_text_for_a_null_assistant_content(
+    config, stub_server, sdk
+):
+    """llama-cpp-python's server answers 500 to `content: null`: at `--commerce-base-url` the
+    assistant message beside tool calls goes with an empty text, as to the embedded server."""
+    with stub_server([200]) as server:
+        cfg = config(f"--commerce-base-url={server.url}", "--commerce-model=stub")
+        with make_client(cfg, "agent", sdk=sdk) as client:
+            client.chat.completions.create(model="stub", messages=TOOL_TURN)
+    [sent] = server.requests
+    assert sent["messages"][1]["content"] == ""
+    assert sent["messages"][1]["tool_calls"][0]["id"] == "c1"
+    assert TOOL_TURN[1]["content"] is None  # the agent's own list is left as it was
+
+
+def test_hosted_openai_gets_the_request_as_the_agent_wrote_it():
+    from pytest_commerce_evals.models.endpoint import HOSTED_BASE_URL, Endpoint, _compat
+
+    hosted = Endpoint(
+        purpose="agent", base_url=None, model="gpt-4o-mini", api_key_present=True,
+        is_local=False, source="cli",
+    )  # fmt: skip
+    kwargs = {"model": "gpt-4o-mini", "messages": TOOL_TURN}
+    assert _compat(hosted, kwargs) is kwargs
+    assert _compat(replace(hosted, base_url=HOSTED_BASE_URL), kwargs) is kwargs
+    mine = replace(hosted, base_url="http://localhost:8080/v1")
+    assert _compat(mine, kwargs)["messages"][1]["content"] == ""

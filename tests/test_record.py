@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import pydantic
 import pytest
 from run_builders import make_suite, run
 
@@ -26,6 +27,7 @@ from pytest_commerce_evals.store.run_store import (
     SCHEMA_VERSION,
     RunStore,
     StoredTrial,
+    StoreError,
     load_record,
     record_json,
     set_results,
@@ -497,3 +499,54 @@ def test_the_hook_gets_the_typed_record_with_and_without_xdist(pytester, workers
     first = seen[0]
     assert first["case_id"] == "cart-001-add-single" and "add_to_cart" in first["calls"]
     assert first["messages"] == ["Add the trail runner to my cart"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"threshold": float("nan")}, "threshold"),
+        ({"threshold": 1.5}, "threshold"),
+        ({"priority": "P0"}, "priority"),
+        ({"difficulty": "trivial"}, "difficulty"),
+        ({"trial": 0}, "trial"),
+        ({"trials": 0}, "trials"),
+        ({"case_id": ""}, "case_id"),
+        ({"case_id": "cart-001-\ud800"}, "case_id"),
+    ],
+)
+def test_a_trial_record_refuses_values_no_run_writes(change, message):
+    data = {**a_record().model_dump(), **change}
+    with pytest.raises(pydantic.ValidationError) as info:
+        TrialRecord.model_validate(data)
+    assert info.value.errors()[0]["loc"][0] == message
+
+
+@pytest.mark.parametrize(
+    ("trial_change", "record_change", "text", "message"),
+    [
+        ({"threshold": "NaN"}, {}, None, "trials.0.threshold"),
+        ({"priority": "P0"}, {}, None, "trials.0.priority"),
+        ({"trial": 0}, {}, None, "trials.0.trial"),
+        ({}, {"run_id": ""}, None, "run_id"),
+        ({}, {}, ('"case_id": "cart-001-add"', '"case_id": "cart-\\ud800"'),
+         "key trials[0].case_id: a lone surrogate \\ud800"),
+        ({}, {}, ('"run_id": "', '"run_id": "\\udc00'), "key run_id: a lone surrogate \\udc00"),
+    ],
+)  # fmt: skip
+def test_a_run_record_file_with_such_a_value_is_refused_naming_the_key(
+    tmp_path, trial_change, record_change, text, message
+):
+    data = json.loads(record_json(run([a_record()])))
+    data["trials"][0].update(trial_change)
+    data.update(record_change)
+    raw = json.dumps(data)
+    if text is not None:
+        assert text[0] in raw
+        raw = raw.replace(text[0], text[1], 1)
+    raw = raw.replace('"threshold": "NaN"', '"threshold": NaN')
+    path = tmp_path / "run.json"
+    path.write_text(raw, encoding="utf-8")
+    with pytest.raises(StoreError) as info:
+        load_record(path)
+    assert message in str(info.value), str(info.value)
+    assert str(info.value).startswith(str(path))

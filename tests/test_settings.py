@@ -699,3 +699,23 @@ def test_an_endpoint_variable_a_judged_run_needs_stops_it_before_any_trial(
         ]
     )
     assert not (pytester.path / "a-trial-ran").exists()
+
+
+@pytest.mark.parametrize(
+    ("store", "message"),
+    [
+        ("postgresql://postgres@127.0.0.1:1/test", "*--commerce-store: the run store cannot be opened: *127.0.0.1:1*"),
+        ("postgresql://postgres@127.0.0.1:5432/no_such_database_here", "*--commerce-store: the run store cannot be opened: *no_such_database_here*"),
+    ],
+)  # fmt: skip
+def test_a_store_that_cannot_be_opened_stops_the_run_before_any_trial(
+    pytester: pytest.Pytester, store, message
+):
+    pytest.importorskip("psycopg", reason="psycopg is in the [postgres] extra")
+    pytester.makefile(".yaml", **{"cases/chat": CASE})
+    pytester.makeconftest(TRIAL_MARKER_CONFTEST)
+    result = pytester.runpytest("cases", f"--commerce-store={store}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([message])
+    assert not (pytester.path / "a-trial-ran").exists()
+    assert not list(pytester.path.rglob("unsaved-*.json"))

@@ -493,9 +493,13 @@ def _retrying(policy: RetryPolicy, cls: type, sleep: Callable | None) -> Any:
 
 
 def _compat(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Adapt a request to the embedded llama.cpp server, which answers HTTP 500 to an assistant
-    message whose `content` is null (what the SDK gives back alongside tool calls)."""
-    if endpoint is None or not endpoint.is_local or "messages" not in kwargs:
+    """Adapt a request to servers that refuse an assistant message whose `content` is null
+    (what the SDK gives back alongside tool calls): llama-cpp-python's server, embedded or
+    pointed at with `--commerce-base-url`, answers HTTP 500. An empty text means the same to
+    every OpenAI-compatible server; hosted OpenAI gets the request as the agent wrote it."""
+    if endpoint is None or "messages" not in kwargs:
+        return kwargs
+    if not endpoint.is_local and (endpoint.base_url or HOSTED_BASE_URL) == HOSTED_BASE_URL:
         return kwargs
     messages = [
         {**m, "content": ""}

@@ -20,7 +20,7 @@ from ..compat import run_session
 from ..reports.html import render_comparison_html, render_run_html, write_html
 from ..reports.terminal import line_writer
 from ..results import TrialRecord
-from ..settings import agent_label, settings
+from ..settings import BY_NAME, agent_label, settings
 from ..stats import format_rate
 from . import regrade
 from .database import is_database_url, public_url, scrub
@@ -634,6 +634,31 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         recorder = config.stash[RECORDER] = RunRecorder(config)
         config.pluginmanager.register(recorder, "commerce_evals.recorder")
         config.pluginmanager.register(_HistoryForWorkers(recorder), "commerce_evals.history")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A run with case trials to record stops here when its store cannot be opened (a folder
+    that is a file, a PostgreSQL server that does not answer or refuses the user): running
+    anyway would leave the record in `unsaved-<run>.json`, and CI green with no history. (Under
+    xdist the controller collects nothing; its store is opened at the first trial, as before.)"""
+    config = session.config
+    recorder = config.stash.get(RECORDER, None)
+    if recorder is None or recorder.target is None or config.option.collectonly:
+        return
+    from ..runner.items import CaseItem
+
+    if not any(type(item) is CaseItem for item in session.items):
+        return
+    try:
+        RunStore(recorder.target).close()
+    except Exception as exc:
+        where = settings(config).sources.get("store", "default")
+        name = BY_NAME["store"].where(where) if where != "default" else "the run store"
+        raise pytest.UsageError(
+            f"{name}: the run store cannot be opened: {_problem(exc)}; fix it, or record "
+            "nothing with --commerce-store=none"
+        ) from None
 
 
 HISTORY_SOURCE = "commerce_evals_history_source"

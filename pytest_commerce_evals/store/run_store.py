@@ -319,9 +319,26 @@ def deep_json_path(text: str, limit: int) -> str:
     return "(unknown)"
 
 
-def _loads_clean(raw: bytes, where: str, what: str, limit: int) -> Any:
+def _id_problem(data: Any) -> str | None:
+    """Where a run record's identifiers break: the run id or a trial's case id holding a lone
+    surrogate (anywhere else one comes back escaped; an id escaped names another run or case)."""
+    if not isinstance(data, dict):
+        return None
+    found = [("run_id", data.get("run_id"))]
+    trials = data.get("trials")
+    if isinstance(trials, list):
+        found += [(f"trials[{i}].case_id", t.get("case_id")) for i, t in enumerate(trials)
+                  if isinstance(t, dict)]  # fmt: skip
+    for key, value in found:
+        if isinstance(value, str) and not _encodes(value):
+            return f"{key}: {_surrogate(value)}; an id is refused, not escaped"
+    return None
+
+
+def _loads_clean(raw: bytes, where: str, what: str, limit: int, check: Any = None) -> Any:
     """Parse a JSON document of `what` from `where` with every failure a `StoreError` naming
-    the file and, where there is one, the key; lone surrogates come back escaped."""
+    the file and, where there is one, the key; lone surrogates come back escaped, except where
+    `check(data)` names one it refuses."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -337,6 +354,9 @@ def _loads_clean(raw: bytes, where: str, what: str, limit: int) -> Any:
         ) from None
     except ValueError as exc:
         raise StoreError(f"{where}: cannot read {what}: {exc}") from None
+    problem = check(data) if check is not None else None
+    if problem is not None:
+        raise StoreError(f"{where}: key {problem}")
     if _is_clean(data, limit):
         return data
     problem = first_json_problem(data, limit, surrogates=False)
@@ -443,7 +463,7 @@ class RunRecord(_Record):
     """A whole run: what the database holds for it and what `--commerce-json` writes."""
 
     schema_version: int = SCHEMA_VERSION
-    run_id: str
+    run_id: str = Field(min_length=1, pattern=r"^[^\s]+$")
     kind: RunKind = "regression"
     started_at: str
     ended_at: str | None = None
@@ -676,7 +696,7 @@ def load_record(path: str | Path) -> RunRecord:
         raw = path.read_bytes()
     except OSError as exc:
         raise StoreError(f"{path}: cannot read a run record: {exc.strerror or exc}") from None
-    data = _loads_clean(raw, str(path), "a run record", MAX_DEPTH)
+    data = _loads_clean(raw, str(path), "a run record", MAX_DEPTH, _id_problem)
     if not isinstance(data, dict):
         raise StoreError(f"{path}: a run record is a JSON object; found {type(data).__name__}")
     try:

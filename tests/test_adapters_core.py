@@ -2,8 +2,12 @@
 and the agent made of a function returning a framework's new messages."""
 
 import asyncio
+import textwrap
+
+import pytest
 
 from pytest_commerce_evals.adapters.core import (
+    ConversionError,
     ConvertOptions,
     EventBuilder,
     framework_agent,
@@ -93,3 +97,83 @@ def test_the_agent_converts_what_the_function_returns_sync_or_async():
     assert asyncio.run(pending) == [Text(text="async hi")]
     assert isinstance(EventBuilder().call("c", "t"), ToolCall)
     assert ToolResult(call_id="c").status == "ok"
+
+
+# -- a converter that cannot read its input: a glue error, never the agent's failure ----------
+
+
+def _chat():
+    from pytest_commerce_evals.adapters.openai_chat import events_from_chat_messages
+
+    return events_from_chat_messages
+
+
+def _responses():
+    from pytest_commerce_evals.adapters.openai_responses import events_from_responses_items
+
+    return events_from_responses_items
+
+
+DEEP = "[" * 5000
+
+
+@pytest.mark.parametrize(
+    ("convert", "messages", "says"),
+    [
+        (_chat, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": 5}],
+         "events_from_chat_messages could not read item 1 ({'role': 'assistant', 'content': 5}): "
+         "TypeError"),
+        (_chat, [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"arguments": "{}"}}]}],
+         "events_from_chat_messages could not read item 0 "),
+        (_chat, [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": DEEP}}]}],
+         "events_from_chat_messages could not read item 0 "),
+        (_chat, 5, "events_from_chat_messages takes a list of messages; found 5"),
+        (_responses, [{"type": "function_call", "call_id": 5, "name": None, "arguments": "{}"}],
+         "events_from_responses_items could not read item 0 "),
+    ],
+)  # fmt: skip
+def test_a_converter_names_itself_and_the_item_it_cannot_read(convert, messages, says):
+    with pytest.raises(ConversionError) as info:
+        convert()(messages)
+    assert str(info.value).startswith(says), str(info.value)
+
+
+def test_a_conversion_the_agent_did_not_cause_ends_the_trial_as_a_glue_error(pytester):
+    pytester.makeconftest(
+        textwrap.dedent("""
+        from pytest_commerce_evals import Snapshot
+        from pytest_commerce_evals.adapters.core import framework_agent
+        from pytest_commerce_evals.adapters.openai_chat import events_from_chat_messages
+
+        class Backend:
+            def load_state(self, state):
+                pass
+
+            def snapshot(self):
+                return Snapshot()
+
+        def pytest_commerce_evals_make_backend(config, case):
+            return Backend()
+
+        def pytest_commerce_evals_make_agent(config, case, backend):
+            def run(session, message):
+                return [{"role": "assistant", "content": 5}]  # not what the SDK returns
+            return framework_agent(run, events_from_chat_messages)
+        """)
+    )
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "chat.yaml").write_text(
+        "id: chat-001-hello\npriority: low\ndifficulty: easy\nturns: [hi]\n"
+        "expected: {reply_includes: [hello]}\n"
+    )
+    result = pytester.runpytest("cases", "--commerce-store=none", "--commerce-no-judge")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*commerce-evals glue error (not counted against the agent): "
+            "events_from_chat_messages could not read item 0 (*'content': 5}): TypeError*"
+        ]
+    )
+    assert "the agent raised" not in result.stdout.str()

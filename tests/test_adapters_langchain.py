@@ -19,7 +19,7 @@ from langchain_core.messages import (  # noqa: E402
     messages_to_dict,
 )
 
-from pytest_commerce_evals.adapters.core import ConvertOptions  # noqa: E402
+from pytest_commerce_evals.adapters.core import ConversionError, ConvertOptions  # noqa: E402
 from pytest_commerce_evals.adapters.langchain import (  # noqa: E402
     events_from_langchain,
     langchain_chat_model,
@@ -117,9 +117,10 @@ def test_streamed_chunks_read_as_their_messages():
 
 
 def test_something_that_is_not_a_message_is_named():
-    with pytest.raises(TypeError, match=r"item 2 is str 'hi'.*expected a LangChain message"):
+    # the converter's own refusal, as a glue error (ConversionError) that names the item
+    with pytest.raises(ConversionError, match=r"item 2 is str 'hi'.*expected a LangChain message"):
         events_from_langchain([HumanMessage("x"), "hi"])
-    with pytest.raises(TypeError, match=r"item 1 is a message of type 'weird'"):
+    with pytest.raises(ConversionError, match=r"item 1 is a message of type 'weird'"):
         events_from_langchain([{"type": "weird", "data": {"content": ""}}])
 
 

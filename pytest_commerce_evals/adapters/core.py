@@ -23,6 +23,7 @@ Conventions:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -30,18 +31,89 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent import AgentSession
+from ..errors import ConfigurationError
 from ..events import Event, Text, ToolCall, ToolResult, Ui
 
 __all__ = [
     "Classifier",
+    "ConversionError",
     "ConvertOptions",
     "EventBuilder",
     "FrameworkAgent",
+    "converter",
     "default_ui_tools",
     "framework_agent",
     "parse_arguments",
     "parse_output",
 ]
+
+MAX_LOCATE_ITEMS = 2_000
+"""Items a failed conversion is read again over, one prefix at a time, to name the first one
+it cannot read; past this the error names no item."""
+
+
+class ConversionError(ConfigurationError, ValueError):
+    """A converter could not read the messages it was given: the glue's problem (they are not
+    the framework's messages as the framework returns them), never the agent's failure; the
+    trial ends as a glue error naming the converter and the item."""
+
+
+def converter(fn: Callable[..., list[Event]]) -> Callable[..., list[Event]]:
+    """Make `fn(messages, ...)` raise `ConversionError` naming itself, the first item it cannot
+    read and what went wrong, instead of whatever a malformed item made it raise."""
+
+    @functools.wraps(fn)
+    def convert(messages: Iterable[Any], *args: Any, **kwargs: Any) -> list[Event]:
+        if not isinstance(messages, list | tuple):
+            try:
+                messages = list(messages)
+            except TypeError:
+                raise ConversionError(
+                    f"{fn.__name__} takes a list of messages; found {_short(messages)}"
+                ) from None
+        try:
+            return fn(messages, *args, **kwargs)
+        except ConversionError:
+            raise
+        except (ValueError, TypeError) as exc:
+            if str(exc).startswith(f"{fn.__name__}:"):  # its own refusal, naming the item
+                raise ConversionError(str(exc)) from exc
+            raise _unreadable(fn, messages, args, kwargs, exc) from exc
+        except Exception as exc:
+            raise _unreadable(fn, messages, args, kwargs, exc) from exc
+
+    return convert
+
+
+def _unreadable(
+    fn: Callable[..., Any], messages: Any, args: Any, kwargs: Any, exc: BaseException
+) -> ConversionError:
+    where = _first_unreadable(fn, messages, args, kwargs)
+    return ConversionError(
+        f"{fn.__name__} could not read {where}: {type(exc).__name__}: {str(exc)[:300]}; it "
+        "takes the framework's messages as the framework returns them (docs/plugging-in.md)"
+    )
+
+
+def _short(value: Any, most: int = 120) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a repr of its own that fails
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def _first_unreadable(fn: Callable[..., Any], messages: Any, args: Any, kwargs: Any) -> str:
+    """`item N (repr)` for the first item whose prefix the converter fails on."""
+    if len(messages) > MAX_LOCATE_ITEMS:
+        return f"the turn's {len(messages)} items"
+    for n in range(1, len(messages) + 1):
+        try:
+            fn(messages[:n], *args, **kwargs)
+        except Exception:
+            return f"item {n - 1} ({_short(messages[n - 1])})"
+    return f"the turn's {len(messages)} items"
+
 
 Classifier = Callable[[str, Any], "tuple[str, str | None] | None"]
 """`classify(tool_name, output)`: None for an ordinary result, else `(status, reason)` with

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..events import Event
-from .core import ConvertOptions, EventBuilder
+from .core import ConvertOptions, EventBuilder, converter
 
 __all__ = ["events_from_langchain", "langchain_chat_model"]
 
@@ -92,6 +92,7 @@ def _output(content: Any) -> Any:
     return text if text else content
 
 
+@converter
 def events_from_langchain(
     messages: Iterable[Any], *, options: ConvertOptions | None = None
 ) -> list[Event]:

@@ -44,7 +44,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..events import Event, ToolResult
-from .core import ConvertOptions, EventBuilder
+from .core import ConvertOptions, EventBuilder, converter
 from .openai_agents_model import agents_model
 
 __all__ = [
@@ -228,6 +228,7 @@ class _Reader:
             self.builder.text(_message_text(item.get("content")))
 
 
+@converter
 def events_from_agents_items(
     items: Iterable[Any], *, options: ConvertOptions | None = None
 ) -> list[Event]:

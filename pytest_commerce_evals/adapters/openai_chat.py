@@ -32,7 +32,7 @@ from typing import Any
 
 from ..events import Event
 from ._openai import failure, field, parts_text, tool_output
-from .core import ConvertOptions, EventBuilder
+from .core import ConvertOptions, EventBuilder, converter
 
 __all__ = ["events_from_chat_messages", "tool_failure", "tool_output"]
 
@@ -55,6 +55,7 @@ def _message(item: Any) -> Any:
     return item
 
 
+@converter
 def events_from_chat_messages(
     messages: Iterable[Any], *, options: ConvertOptions | None = None
 ) -> list[Event]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..events import Event
 from ._openai import failure, field, parts_text, tool_output
-from .core import ConvertOptions, EventBuilder
+from .core import ConvertOptions, EventBuilder, converter
 
 __all__ = ["events_from_responses_items"]
 
@@ -55,6 +55,7 @@ def _items(items: Iterable[Any]) -> Iterable[tuple[int, Any]]:
             index += 1
 
 
+@converter
 def events_from_responses_items(
     items: Iterable[Any], *, options: ConvertOptions | None = None
 ) -> list[Event]:

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..events import Event
-from .core import ConvertOptions, EventBuilder
+from .core import ConvertOptions, EventBuilder, converter
 
 __all__ = ["events_from_pydantic_ai", "pydantic_ai_model"]
 
@@ -78,6 +78,7 @@ def _content_text(content: Any) -> str:
         return str(content)
 
 
+@converter
 def events_from_pydantic_ai(
     messages: Iterable[Any], *, options: ConvertOptions | None = None
 ) -> list[Event]:

@@ -206,6 +206,12 @@ def _parse(
 ) -> Any:
     """`raw`, found at `origin`, as the setting's type; UsageError when it is not allowed."""
     kind = s.kind
+    if any(
+        isinstance(v, str) and "\x00" in v
+        for v in (raw if isinstance(raw, list | tuple) else [raw])
+    ):
+        shown = database.public_url(raw) if database.is_database_url(raw) else repr(raw)
+        raise _fail(s, origin, f"expected {s.describe_allowed()}; found {shown} (a NUL character)")
     if origin == "option" and isinstance(raw, str) and kind != "store":
         # the command line is taken as typed: `--x=` and ` auto` are not values of anything
         if not raw.strip():
@@ -278,7 +284,10 @@ def _parse(
             raise _fail(s, origin, f"{path}: {problem}")
         return path
     if kind == "output":
-        path = Path(str(raw).strip()).expanduser()
+        try:
+            path = Path(str(raw).strip()).expanduser()
+        except RuntimeError:  # `~someone` of a user this machine does not know
+            raise _fail(s, origin, f"{raw}: names the home folder of an unknown user") from None
         base = invocation if invocation is not None else Path.cwd()
         problem = _unwritable(path if path.is_absolute() else base / path, folder=False)
         if problem:

@@ -106,6 +106,26 @@ def test_concurrent_writers_never_interleave_lines(tmp_path):
         ("or 07700 900123", "or [phone]"),
         ("card 4111-1111-1111-1111 exp", "card [card] exp"),
         ("card 4111111111111111", "card [card]"),
+        # IBANs, with and without their spaces (a spaced one read as a phone number before)
+        ("pay to DE89370400440532013000 today", "pay to [iban] today"),
+        ("IBAN GB82 WEST 1234 5698 7654 32, thanks", "IBAN [iban], thanks"),
+        ("FR14 2004 1010 0505 0001 3M02 606", "[iban]"),
+        # API keys and tokens of the common forms
+        ("my key sk-proj-abcdefghijklmnopqrstuvwxyz123456", "my key [secret]"),
+        ("sk-abcdefghijklmnopqrstuvwxyz0123", "[secret]"),
+        ("stripe sk_live_51HaBcDeFgHiJkLmNoP ok", "stripe [secret] ok"),
+        ("aws AKIAIOSFODNN7EXAMPLE", "aws [secret]"),
+        ("ghp_abcdefghijklmnopqrstuvwxyz0123456789AB", "[secret]"),
+        ("xoxb-123456789012-abcdefABCDEF", "[secret]"),
+        ("Authorization: Bearer abcdef0123456789abcdef", "Authorization: Bearer [secret]"),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N", "[secret]"),
+        # street addresses: a house number and a street, in English, French and German
+        ("ship to 221B Baker Street, London", "ship to [address], London"),
+        ("1600 Pennsylvania Ave NW", "[address]"),
+        ("deliver to 12 Oak Street", "deliver to [address]"),
+        ("at 5 Main St #4", "at [address] #4"),
+        ("12 rue de la Paix, Paris", "[address], Paris"),
+        ("Hauptstraße 5, 10115 Berlin", "[address], 10115 Berlin"),
     ],
 )
 def test_redactor_replaces_identifiers(text, expected):
@@ -123,6 +143,12 @@ def test_redactor_replaces_identifiers(text, expected):
         "2025-06-01T09:00:01Z",
         "12:30",
         "weight 340 g",
+        "I want 3 Nike Air Max Street shoes",  # a product named like a street
+        "2 Pack Trail runner, size 10",
+        "SKU AB12 in stock",
+        "DE89370400440532013001",  # an IBAN's shape failing its check digits
+        "sk-trail-runner",  # a slug, not a key
+        "order ORD-2025-0042 shipped",
     ],
 )
 def test_redactor_leaves_catalog_facts_alone(text):
@@ -145,7 +171,14 @@ def test_redaction_of_a_long_token_takes_linear_time():
     rng = random.Random(5)
     token = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(400_000))
     redactor = Redactor()
-    for text in (token, token[:200_000] + "@" + token[200_000:], "a@" * 200_000):
+    for text in (
+        token,
+        token[:200_000] + "@" + token[200_000:],
+        "a@" * 200_000,
+        "1 Aa " * 80_000,  # house numbers and capitals with no street
+        "DE89 " * 80_000,  # IBAN starts with no IBAN
+        "Ab" * 200_000,  # a street name that never ends
+    ):
         started = time.perf_counter()
         assert redactor.text(text) == text  # nothing in them is an identifier
         assert time.perf_counter() - started < 2.0

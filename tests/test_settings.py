@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import pytest_commerce_evals
+from pytest_commerce_evals.live.traffic import DEFAULT_REDACT
 from pytest_commerce_evals.settings import (
     BY_NAME,
     TABLE,
@@ -448,7 +449,7 @@ def test_an_ini_key_the_project_does_not_set_is_not_where_a_value_came_from(
 ):
     found = settings(pytester.parseconfigure())
     assert (found.trials, found.origin("trials")) == (1, "default")
-    assert (found.redact, found.origin("redact")) == (("email", "phone", "card"), "default")
+    assert (found.redact, found.origin("redact")) == (DEFAULT_REDACT, "default")
     pytester.makeini("[pytest]\ncommerce_trials = 3\ncommerce_redact =\n")
     found = settings(pytester.parseconfigure())
     assert (found.trials, found.origin("trials")) == (3, "ini")
@@ -471,7 +472,8 @@ def test_redaction_kinds_are_checked_at_configure(pytester: pytest.Pytester):
     result = _run_cases(pytester, ini="commerce_redact = email emial")
     result.stderr.fnmatch_lines(
         [
-            "ERROR: ini commerce_redact: expected email, phone, card (any of them), or none; "
+            "ERROR: ini commerce_redact: expected email, phone, card, iban, secret, address (any of them), "
+            "or none; "
             "found emial"
         ]
     )

@@ -143,7 +143,44 @@ _CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
 _PHONE = re.compile(
     r"(?<![\w/+.-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,5}(?:[ .-]?\d{2,5}){0,4}(?![\w/])"
 )
-_CANDIDATE = re.compile(r"@|\d[\d ().+-]{5,}\d")
+_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+# the common forms of API keys and tokens: OpenAI (sk-, sk-proj-), Stripe (sk_/rk_/pk_live_,
+# _test_), AWS access key ids (AKIA, ASIA), GitHub (ghp_ and kin, github_pat_), Slack (xox?-),
+# Google API keys (AIza), JSON Web Tokens, and whatever follows `Bearer`
+_SECRET = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:"
+    r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"
+    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|AIza[0-9A-Za-z_-]{35}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+    r")(?![A-Za-z0-9_-])"
+    r"|(?<=Bearer )[A-Za-z0-9._~+/-]{16,}=*"
+)
+_STREET_TYPES = (
+    "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
+    "Terrace|Parkway|Pkwy|Circle|Square|Sq|Highway|Hwy"
+)
+# a house number and a street: "221B Baker Street", "1600 Pennsylvania Ave NW", "12 rue de la
+# Paix", "Hauptstraße 5", "Kurfürstendamm-Allee 12a"; not a city, a postcode or a bare street name
+_ADDRESS = re.compile(
+    r"(?<![\w-])\d{1,5}[A-Za-z]?,? (?:[A-Z][A-Za-z'.-]{0,30}\.? ){1,4}(?:"
+    + _STREET_TYPES
+    + r")\b\.?"
+    r"(?: (?:N|S|E|W|NE|NW|SE|SW)\b)?(?=\s*$|\s*[,;:)\n]|\.\s|\s+[A-Z0-9#])"
+    r"|(?<![\w-])\d{1,4}(?: ?(?:bis|ter))?,? (?:rue|avenue|boulevard|bd|chemin|allée|place|impasse"
+    r"|quai) (?:(?:de|du|des|la|le|l'|d')\s?){0,3}"
+    r"[A-ZÀ-Ý][\w'-]{0,30}(?: [A-ZÀ-Ý][\w'-]{0,30}){0,3}"
+    r"|(?<![\w-])[A-ZÄÖÜ][\wäöüß-]{0,40}?(?:straße|strasse|str\.|weg|allee|platz|gasse|ring|damm)"
+    r" \d{1,4}[a-z]?(?![\w-])"
+)
+_CANDIDATE = re.compile(
+    r"@|\d[\d ().+-]{5,}\d|[A-Z]{2}[0-9]{2}|sk-|_(?:live|test)_|AKIA|ASIA|gh[pousr]_|"
+    r"github_pat_|xox[abprs]-|AIza|eyJ|Bearer |\d{1,5}[A-Za-z]?,? [A-Za-z]|(?:straße|strasse"
+    r"|str\.|weg|allee|platz|gasse|ring|damm) \d"
+)
 _DATE_LIKE = re.compile(r"^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$")
 
 
@@ -165,20 +202,35 @@ def _phone(match: re.Match[str]) -> str | None:
     return "[phone]"
 
 
+def _iban(match: re.Match[str]) -> str | None:
+    """An IBAN passes ISO 13616's check: the country and check digits moved to the end, the
+    letters as numbers (A = 10), the whole number mod 97 is 1. At most 34 characters."""
+    text = match.group().replace(" ", "")
+    if not 15 <= len(text) <= 34:
+        return None
+    number = "".join(str(int(c, 36)) for c in text[4:] + text[:4])
+    return "[iban]" if int(number) % 97 == 1 else None
+
+
 REDACTION_KINDS: dict[str, tuple[Any, Callable[[re.Match[str]], str | None]]] = {
     # (a compiled pattern, or anything with its `sub`; what replaces a match, None to keep it)
-    # cards before phones: a card number's digit groups would otherwise read as a phone number
+    # secrets and IBANs before cards and phones: their digits would otherwise read as a phone
+    # number (a spaced IBAN was half-redacted); cards before phones for the same reason
     "email": (_EMAIL_SCAN, lambda m: "[email]"),
+    "secret": (_SECRET, lambda m: "[secret]"),
+    "iban": (_IBAN, _iban),
     "card": (_CARD, _card),
+    "address": (_ADDRESS, lambda m: "[address]"),
     "phone": (_PHONE, _phone),
 }
-DEFAULT_REDACT = ("email", "phone", "card")
+DEFAULT_REDACT = ("email", "phone", "card", "iban", "secret", "address")
 
 
 @dataclass
 class Redactor:
-    """Replaces emails, phone numbers and card numbers (and any custom patterns) in every string
-    of a message or an event, keys excepted: `[email]`, `[phone]`, `[card]`, `[redacted:<name>]`.
+    """Replaces emails, phone numbers, card numbers, IBANs, API keys and tokens, and street
+    addresses (and any custom patterns) in every string of a message or an event, keys excepted:
+    `[email]`, `[phone]`, `[card]`, `[iban]`, `[secret]`, `[address]`, `[redacted:<name>]`.
 
     A card number is 13 to 19 digits, grouped or not, that pass the Luhn check (every issued
     card number does; catalog codes and order numbers mostly do not). Integers of that shape are
@@ -212,7 +264,7 @@ class Redactor:
         return bool(self._rules)
 
     def text(self, value: str) -> str:
-        # one cheap search rules out most strings: every built-in kind needs an @ or 7+ digits
+        # one cheap search rules out most strings: each built-in kind needs one of its marks
         if not self.patterns and not _CANDIDATE.search(value):
             return value
         for pattern, replace in self._rules:

@@ -601,13 +601,13 @@ TABLE: tuple[Setting, ...] = (
         "redact",
         "list",
         "identifiers redacted from live traffic before the judge "
-        "and the run store see it: email phone card, or none",
-        default=("email", "phone", "card"),
+        "and the run store see it: email phone card iban secret address, or none",
+        default=("email", "phone", "card", "iban", "secret", "address"),
         ini="commerce_redact",
         ini_type="args",
-        ini_default=["email", "phone", "card"],
-        choices=("email", "phone", "card"),
-        allowed="email, phone, card (any of them), or none",
+        ini_default=["email", "phone", "card", "iban", "secret", "address"],
+        choices=("email", "phone", "card", "iban", "secret", "address"),
+        allowed="email, phone, card, iban, secret, address (any of them), or none",
     ),
     Setting(
         "redact_patterns",

@@ -176,11 +176,20 @@ _ADDRESS = re.compile(
     r"|(?<![\w-])[A-ZÄÖÜ][\wäöüß-]{0,40}?(?:straße|strasse|str\.|weg|allee|platz|gasse|ring|damm)"
     r" \d{1,4}[a-z]?(?![\w-])"
 )
-_CANDIDATE = re.compile(
-    r"@|\d[\d ().+-]{5,}\d|[A-Z]{2}[0-9]{2}|sk-|_(?:live|test)_|AKIA|ASIA|gh[pousr]_|"
-    r"github_pat_|xox[abprs]-|AIza|eyJ|Bearer |\d{1,5}[A-Za-z]?,? [A-Za-z]|(?:straße|strasse"
-    r"|str\.|weg|allee|platz|gasse|ring|damm) \d"
-)
+_HINTS = {
+    # what a string must hold for a kind's pattern to be worth running (most strings hold none)
+    "email": r"@",
+    "secret": r"sk-|_(?:live|test)_|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abprs]-|AIza|eyJ|Bearer ",
+    "iban": r"[A-Z]{2}[0-9]{2}",
+    "card": r"\d[\d -]{11,}\d",
+    # a house number before a word, or a German street's ending before one
+    "address": r"\d[A-Za-z]?,? [A-Za-z]|(?:ße|sse|str\.|weg|llee|latz|asse|ring|damm) \d",
+    "phone": r"\d[\d ().+-]{5,}\d",
+}
+_NEEDS_DIGIT = {"iban", "card", "address", "phone"}
+"""Kinds that hold a digit: a string without one skips them at the cost of one search."""
+_DIGIT = re.compile(r"\d")
+_SECRET_HINT = re.compile(_HINTS["secret"])
 _DATE_LIKE = re.compile(r"^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$")
 
 
@@ -247,8 +256,11 @@ class Redactor:
                 f"unknown redaction kind(s) {', '.join(unknown)}; known: "
                 f"{', '.join(REDACTION_KINDS)} (add your own as a pattern)"
             )
-        self._rules: list[tuple[Any, Callable[[re.Match[str]], str | None]]] = [
-            REDACTION_KINDS[k] for k in REDACTION_KINDS if k in self.kinds
+        # (pattern, replacement, a search that must find something first, needs a digit)
+        self._rules: list[tuple[Any, Callable[[re.Match[str]], str | None], Any, bool]] = [
+            (*REDACTION_KINDS[k], re.compile(_HINTS[k]), k in _NEEDS_DIGIT)
+            for k in REDACTION_KINDS
+            if k in self.kinds
         ]
         for name, regex in self.patterns.items():
             try:
@@ -257,17 +269,20 @@ class Redactor:
                 raise ValueError(
                     f"redaction pattern {name!r}: {regex!r} is not a regex: {exc}"
                 ) from None
-            self._rules.append((compiled, lambda m, n=name: f"[redacted:{n}]"))
+            self._rules.append((compiled, lambda m, n=name: f"[redacted:{n}]", None, False))
 
     @property
     def active(self) -> bool:
         return bool(self._rules)
 
     def text(self, value: str) -> str:
-        # one cheap search rules out most strings: each built-in kind needs one of its marks
-        if not self.patterns and not _CANDIDATE.search(value):
-            return value
-        for pattern, replace in self._rules:
+        # cheap searches rule out most kinds for most strings: each needs one of its marks
+        digit = _DIGIT.search(value) is not None
+        if not digit and not self.patterns and "@" not in value and not _SECRET_HINT.search(value):
+            return value  # most strings: no kind can match
+        for pattern, replace, hint, needs_digit in self._rules:
+            if (needs_digit and not digit) or (hint is not None and not hint.search(value)):
+                continue
             value = pattern.sub(lambda m, r=replace: r(m) or m.group(), value)
         return value
 

@@ -411,28 +411,27 @@ def test_a_terminated_run_keeps_what_finished_and_is_incomplete(suite, tmp_path)
     assert len(trial_rows(store, runs[0]["run_id"])) == 2
 
 
-def test_a_corrupt_store_names_the_file_and_keeps_the_results(suite, tmp_path):
+def test_a_corrupt_store_stops_the_run_before_any_trial_and_is_never_written(suite, tmp_path):
     p, _ = suite
     store = tmp_path / "store"
     store.mkdir()
     (store / "runs.sqlite").write_bytes(b"garbage" * 1000)
     result = p.runpytest("cases", f"--commerce-store={store}")
-    result.assert_outcomes(passed=3)
-    assert result.ret == 0  # the evals ran; the exit status still comes from the sets
-    result.stdout.fnmatch_lines(
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
         [
-            f"*run store error: {store / 'runs.sqlite'}: run store error: file is not a database",
-            f"*this run's results were NOT stored there; its full record was written to {store}/unsaved-*.json instead*",
+            f"ERROR: --commerce-store: the run store cannot be opened: {store / 'runs.sqlite'}: "
+            "run store error: file is not a database; fix it, or record nothing with "
+            "--commerce-store=none"
         ]
     )
-    (kept,) = store.glob("unsaved-*.json")
-    record = load_record(kept)
-    assert len(record.trials) == 3 and record.complete
+    assert "passed" not in result.stdout.str()  # no trial ran into a store it cannot keep
+    assert not list(store.glob("unsaved-*.json"))
     assert (store / "runs.sqlite").read_bytes() == b"garbage" * 1000  # never overwritten
-    # once the store is repaired the record imports
+    # once the store is repaired (moved aside) the run records there
     (store / "runs.sqlite").unlink()
-    RunStore(store).import_record(record)
-    assert RunStore(store).load_run(record.run_id).trials == record.trials
+    p.runpytest("cases", f"--commerce-store={store}").assert_outcomes(passed=3)
+    assert len(runs_in(store)) == 1
 
 
 def test_json_record_is_written_for_ci(suite, tmp_path):
@@ -753,23 +752,22 @@ def test_damaged_json_columns_leave_out_their_run_and_the_others_stay_readable(t
     assert len(store.verdicts("r-5")) == 0 and "is not a list of verdicts" in store.damaged[-1]
 
 
-def test_a_damaged_store_still_runs_and_keeps_the_run_in_the_unsaved_record(suite, tmp_path):
+def test_a_damaged_store_stops_the_run_before_any_trial_saying_what_to_do(suite, tmp_path):
     p, _ = suite
     store = tmp_path / "store"
     stored_runs(store, "20250101-000000-000001")
     sql(store, "UPDATE meta SET value = 'x' WHERE key = 'schema_version'")
     result = p.runpytest("cases", f"--commerce-store={store}")
-    result.assert_outcomes(passed=3)
-    assert "INTERNALERROR" not in result.stdout.str()
-    result.stdout.fnmatch_lines(
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(
         [
-            f"*run store error: {store / 'runs.sqlite'}: run store damaged: meta.schema_version "
-            "is 'x', not a schema version (1 to 3); move the file aside*",
-            f"*its full record was written to {store}/unsaved-*.json instead*",
+            f"ERROR: --commerce-store: the run store cannot be opened: {store / 'runs.sqlite'}: "
+            "run store damaged: meta.schema_version is 'x', not a schema version (1 to 3); move "
+            "the file aside*"
         ]
     )
-    (kept,) = store.glob("unsaved-*.json")
-    assert len(load_record(kept).trials) == 3
+    assert not list(store.glob("unsaved-*.json"))
 
 
 def test_a_damaged_earlier_run_is_passed_over_and_the_run_is_stored(suite, tmp_path):

@@ -431,21 +431,20 @@ def test_a_connection_lost_for_good_sends_the_run_to_the_unsaved_record(suite, u
 
 
 @needs_server
-def test_an_unreachable_server_at_the_start_costs_the_run_nothing(suite, tmp_path):
+def test_an_unreachable_server_at_the_start_stops_the_run_before_any_trial(suite, tmp_path):
     p, _ = suite
     nowhere = "postgresql://evals:hunter2@127.0.0.1:1/test"
     result = p.runpytest("cases", f"--commerce-store={nowhere}")
-    assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
         [
-            "run store error: postgresql://evals@127.0.0.1:1/test: run store unreachable: *",
-            "this run's results were NOT stored there; its full record was written to "
-            f"{p.path / '.commerce' / 'runs'}/unsaved-*.json instead*",
+            "ERROR: --commerce-store: the run store cannot be opened: "
+            "postgresql://evals@127.0.0.1:1/test: run store unreachable: *; fix it, or record "
+            "nothing with --commerce-store=none"
         ]
     )
-    (saved,) = (p.path / ".commerce" / "runs").glob("unsaved-*.json")
-    assert len(load_record(saved).trials) == 3
-    assert "hunter2" not in result.stdout.str() + saved.read_text()
+    assert not list(p.path.rglob("unsaved-*.json"))  # no trial ran, so nothing to keep
+    assert "hunter2" not in result.stdout.str() + result.stderr.str()
 
 
 # -- moving history -----------------------------------------------------------------------------

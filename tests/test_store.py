@@ -1012,3 +1012,31 @@ def test_a_trial_with_lone_surrogates_and_deep_results_is_stored_and_written(pyt
     [run] = runs_in(store)
     assert run["complete"] == 1
     assert [r["case_id"] for r in trial_rows(store, run["run_id"])] == ["chat-001-nasty"]
+
+
+def test_an_unsaved_record_is_imported_by_a_command_once_and_a_bad_one_stores_nothing(
+    suite, tmp_path
+):
+    p, _ = suite
+    store = tmp_path / "store"
+    aside = tmp_path / "aside.json"
+    p.runpytest("cases", "--commerce-store=none", f"--commerce-json={aside}")
+    record = load_record(aside)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"run_id": ""}')
+    bad = p.runpytest(
+        f"--commerce-store={store}", f"--commerce-store-import={aside}",
+        f"--commerce-store-import={broken}",
+    )  # fmt: skip
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stdout.fnmatch_lines([f"commerce-evals: {broken}: *"])
+    assert not RunStore.exists(store) or runs_in(store) == []  # the good one waited for it
+    for _ in range(2):  # twice: the same rows written over
+        result = p.runpytest(f"--commerce-store={store}", f"--commerce-store-import={aside}")
+        assert result.ret == pytest.ExitCode.OK
+        result.stdout.fnmatch_lines(
+            [f"imported run {record.run_id} (3 trials, complete) from {aside} into *runs.sqlite"]
+        )
+        assert "passed" not in result.stdout.str()  # no test ran
+    assert [r["run_id"] for r in runs_in(store)] == [record.run_id]
+    assert RunStore(store).load_run(record.run_id).trials == record.trials

@@ -437,6 +437,16 @@ TABLE: tuple[Setting, ...] = (
         metavar="SRC,DST",
     ),
     Setting(
+        "store_import",
+        "list",
+        "store a run record written aside (unsaved-<run>.json, or any --commerce-json record) "
+        "in the run store (--commerce-store) and exit without running tests; repeatable; a "
+        "run already there is written over with the same rows, so importing twice adds nothing",
+        default=(),
+        option="--commerce-store-import",
+        metavar="FILE",
+    ),
+    Setting(
         "judge_store_copy",
         "str",
         "copy every stored judge verdict from one verdict store to another and exit without "

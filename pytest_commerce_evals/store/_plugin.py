@@ -498,8 +498,8 @@ class RunRecorder:
                 out.append(
                     (
                         f"this run's results were NOT stored there; its full record was written to "
-                        f"{self.fallback} instead (import it once the store is repaired; see "
-                        "docs/run-history.md)",
+                        f"{self.fallback} instead (once the store is repaired: pytest "
+                        f"--commerce-store-import={self.fallback})",
                         {"red": True},
                     )
                 )
@@ -738,6 +738,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
     found = settings(config)
+    if found.store_import:
+        return run_session(config, _import_main)
     if found.store_copy or found.judge_store_copy:
         return run_session(config, _copy_main)
     if found.compare:
@@ -936,6 +938,40 @@ def _copy_main(config: pytest.Config, session: pytest.Session) -> int | pytest.E
                 count = copy_verdicts(vsrc, vdst)
                 write(f"copied {count} verdict(s) from {vsrc.path} to {vdst.path}")
     except (StoreError, ValueError, pytest.UsageError) as exc:
+        write(f"commerce-evals: {scrub(str(exc))}", red=True)
+        return pytest.ExitCode.USAGE_ERROR
+    return pytest.ExitCode.OK
+
+
+def _import_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
+    """`--commerce-store-import=FILE`: each record read whole before any is stored, so one
+    bad file stores nothing and says which."""
+    write = line_writer(config)
+    target = store_folder(config)
+    if target is None:
+        write(
+            "commerce-evals: --commerce-store-import needs a run store (not --commerce-store=none)",
+            red=True,
+        )
+        return pytest.ExitCode.USAGE_ERROR
+    try:
+        records = []
+        for name in settings(config).store_import:
+            path = Path(name).expanduser()
+            path = path if path.is_absolute() else Path(config.invocation_params.dir) / path
+            records.append((path, load_record(path)))
+        store = RunStore(target)
+        try:
+            for path, record in records:
+                store.import_record(record)
+                write(
+                    f"imported run {record.run_id} ({len(record.trials)} trials, "
+                    f"{'complete' if record.complete else 'incomplete'}) from {path} into "
+                    f"{_shown(store.path)}"
+                )
+        finally:
+            store.close()
+    except (StoreError, ValueError) as exc:
         write(f"commerce-evals: {scrub(str(exc))}", red=True)
         return pytest.ExitCode.USAGE_ERROR
     return pytest.ExitCode.OK

@@ -527,6 +527,8 @@ def test_an_unreachable_verdict_store_is_a_miss_and_the_judge_goes_on():
     )
     assert store.get("t1", "jf", "rf") is None
     assert store.put(verdict(1)) is False  # the judge was asked as usual; nothing is kept
+    assert (store.missed, store.unstored, store.reconnected) == (1, 1, 0)  # what it cost
+    assert store.outage == store.unavailable
     with pytest.raises(ValueError, match="verdict store unreachable"):
         from pytest_commerce_evals.judge.verdict_store import copy_verdicts
 
@@ -650,3 +652,30 @@ def test_a_stored_run_is_regraded_from_postgresql(suite, url, schema):
     kinds = rows(schema, "SELECT kind, options FROM runs ORDER BY started_at")
     assert [k for k, _ in kinds] == ["regression", "regrade"]
     assert json.loads(kinds[1][1])["regrade_of"] == source
+
+
+@needs_server
+def test_a_verdict_store_that_went_away_is_tried_again_and_says_what_it_cost(url, monkeypatch):
+    from types import SimpleNamespace
+
+    from pytest_commerce_evals.judge import _plugin as judge_plugin
+    from pytest_commerce_evals.judge import verdict_store
+
+    store = VerdictStore(url)
+    store.put(verdict(1))
+    store._lost(OSError("the server restarted"))  # as a lost connection leaves it
+    assert store.get(verdict(1).transcript_hash, "jf", "rf") is None  # within the wait: a miss
+    assert store.put(verdict(2)) is False
+    monkeypatch.setattr(verdict_store, "RECONNECT_AFTER_S", 0.0)
+    store._retry_at = 0.0  # the wait is over: the next lookup connects again
+    found = store.get(verdict(1).transcript_hash, "jf", "rf")
+    assert found is not None and found.reasoning == "reason 1"
+    assert (store.unavailable, store.reconnected, store.missed, store.unstored) == (None, 1, 1, 1)
+    config = SimpleNamespace(stash={judge_plugin.JUDGE: SimpleNamespace(store=store)})
+    (line,) = judge_plugin.verdict_store_lines(config)
+    assert line.startswith("verdict store: ") and "the server restarted" in line
+    assert line.endswith(
+        "1 verdict(s) asked of the judge instead of looked up, 1 not stored; reconnected 1 time(s)"
+    )
+    store.close()
+    assert judge_plugin.verdict_store_lines(SimpleNamespace(stash={})) == []

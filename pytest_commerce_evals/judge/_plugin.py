@@ -306,12 +306,32 @@ def calibration_summary(seen: dict) -> list[str]:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    for line in verdict_store_lines(config):
+        terminalreporter.write_line(line, yellow=True)
     seen = config.stash.get(SEEN, None)
-    if hasattr(config, "workerinput") or not seen:
+    if not seen:
         return
     terminalreporter.section("commerce-evals judge calibration")
     for line in calibration_summary(seen):
         terminalreporter.write_line(line)
+
+
+def verdict_store_lines(config: pytest.Config) -> list[str]:
+    """One line when the session's verdict store was away: why, what it cost, whether it came
+    back (in this process; under xdist each worker's judge keeps its own store)."""
+    judge = config.stash.get(JUDGE, None)
+    store = getattr(judge, "store", None)
+    if store is None or store.outage is None:
+        return []
+    state = (
+        f"reconnected {store.reconnected} time(s)" if store.unavailable is None else "still away"
+    )
+    return [
+        f"verdict store: {store.outage}; {store.missed} verdict(s) asked of the judge instead of "
+        f"looked up, {store.unstored} not stored; {state}"
+    ]
 
 
 def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:

@@ -194,6 +194,11 @@ def _read(row: Any) -> StoredVerdict | None:
         return None
 
 
+RECONNECT_AFTER_S = 30.0
+"""How long a PostgreSQL verdict store whose server went away waits before trying it again: one
+connection attempt each time, so a trial waits at most one connect timeout for it."""
+
+
 class VerdictStore:
     """SQLite-backed verdicts, safe under several writing processes."""
 
@@ -215,7 +220,17 @@ class VerdictStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.unavailable: str | None = None
         """Why a PostgreSQL store's server cannot be reached (None while it can): every lookup
-        is then a miss and every write is skipped, so the judge runs as without a store."""
+        is then a miss and every write is skipped, so the judge runs as without a store, until
+        a try to reconnect (at most every RECONNECT_AFTER_S) succeeds."""
+        self.outage: str | None = None
+        """The first time the server could not be reached, for the run's summary."""
+        self.missed = 0
+        """Lookups that could not be made while the server was away: verdicts the judge was
+        asked for instead of reused (or found missing)."""
+        self.unstored = 0
+        """Verdicts (and calibrations) not kept while the server was away."""
+        self.reconnected = 0
+        self._retry_at = 0.0
         errors = (sqlite3.Error, UnicodeDecodeError, *(self._pg.errors if self._pg else ()))
         try:
             found = self._retry(self._create)
@@ -270,6 +285,25 @@ class VerdictStore:
     def _lost(self, exc: BaseException) -> None:
         self.close()
         self.unavailable = f"{self.path}: verdict store unreachable: {describe(exc, self.url)}"
+        self.outage = self.outage or self.unavailable
+        self._retry_at = time.monotonic() + RECONNECT_AFTER_S
+
+    def _available(self) -> bool:
+        """Whether the store can be used now: always for SQLite; for PostgreSQL while its server
+        answers, and again once a single try to reconnect (with its tables made if missing)
+        succeeds, at most every RECONNECT_AFTER_S while it is away."""
+        if self.unavailable is None:
+            return True
+        if self._pg is None or time.monotonic() < self._retry_at:
+            return False
+        try:
+            self._create()
+        except self._pg.transient as exc:
+            self._lost(exc)
+            return False
+        self.unavailable = None
+        self.reconnected += 1
+        return True
 
     def _retry(self, work: Callable[[], T]) -> T:
         """`work()`; on PostgreSQL tried again on a new connection while the connection is lost
@@ -363,7 +397,8 @@ class VerdictStore:
         self, transcript_hash: str, judge_fingerprint: str, rubric_fingerprint: str
     ) -> StoredVerdict | None:
         """The stored verdict for exactly these three hashes, or None."""
-        if self.unavailable is not None:
+        if not self._available():
+            self.missed += 1
             return None
 
         def read() -> Any:
@@ -378,6 +413,7 @@ class VerdictStore:
             row = self._retry(read)
         except tuple(self._pg.transient if self._pg else ()) as exc:
             self._lost(exc)
+            self.missed += 1
             return None
         if row is None:
             return None
@@ -411,7 +447,8 @@ class VerdictStore:
     def put_stored(self, record: StoredVerdict) -> None:
         """Store a verdict as it was read from a store (its `created_at` kept), over any with
         the same three hashes. On a PostgreSQL store whose server cannot be reached, nothing."""
-        if self.unavailable is not None:
+        if not self._available():
+            self.unstored += 1
             return
         data = record.model_dump()
         columns = ", ".join(data)
@@ -428,6 +465,7 @@ class VerdictStore:
             self._retry(write)
         except tuple(self._pg.transient if self._pg else ()) as exc:
             self._lost(exc)
+            self.unstored += 1
 
     def count(self) -> int:
         def read() -> int:
@@ -456,7 +494,8 @@ class VerdictStore:
         """Record one dimension's calibration result, replacing an earlier one of the same judge
         fingerprint, dimension and calibration set. False when a PostgreSQL store's server cannot
         be reached (nothing kept)."""
-        if self.unavailable is not None:
+        if not self._available():
+            self.unstored += 1
             return False
         data = row.model_dump(exclude={"source"})
         data["dimension"] = printable(data["dimension"])
@@ -485,7 +524,7 @@ class VerdictStore:
     def calibration(self, judge_fingerprint: str) -> dict[str, StoredCalibration]:
         """The newest calibration of each dimension for this judge fingerprint ({} if none, or
         when a PostgreSQL store's server cannot be reached)."""
-        if self.unavailable is not None:
+        if not self._available():
             return {}
 
         def read() -> list[Any]:

@@ -14,6 +14,7 @@ import pytest
 from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.events import Text
+from pytest_commerce_evals.store.database import lasting
 from pytest_commerce_evals.store.run_store import (
     MAX_DEPTH,
     SCHEMA_VERSION,
@@ -1040,3 +1041,53 @@ def test_an_unsaved_record_is_imported_by_a_command_once_and_a_bad_one_stores_no
         assert "passed" not in result.stdout.str()  # no test ran
     assert [r["run_id"] for r in runs_in(store)] == [record.run_id]
     assert RunStore(store).load_run(record.run_id).trials == record.trials
+
+
+FAILS_ONCE = """
+from pytest_commerce_evals.store import run_store
+
+_add = run_store.RunStore.add_trials
+_failed = []
+
+
+def _flaky(self, run_id, trials):
+    if not _failed:
+        _failed.append(run_id)
+        raise run_store.StoreError("database is locked for a moment")
+    return _add(self, run_id, trials)
+
+
+run_store.RunStore.add_trials = _flaky
+"""
+
+
+def test_a_store_that_failed_during_the_run_is_tried_again_at_its_end(suite, tmp_path):
+    p, _ = suite
+    p.makeconftest((p.path / "conftest.py").read_text() + FAILS_ONCE)
+    store = tmp_path / "store"
+    result = p.runpytest("cases", f"--commerce-store={store}")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*the store failed during the run (database is locked for a moment); tried again at "
+            "the end of the run, it took the whole record*"
+        ]
+    )
+    assert "NOT stored" not in result.stdout.str()
+    assert not list(store.glob("unsaved-*.json"))
+    (run,) = runs_in(store)
+    assert RunStore(store).load_run(run["run_id"]).complete
+    assert len(RunStore(store).load_run(run["run_id"]).trials) == 3
+
+
+def test_a_lasting_connection_error_is_not_waited_on():
+    class Refused(Exception):
+        pass
+
+    assert lasting(Refused('FATAL:  database "nope" does not exist'))
+    assert lasting(Refused('password authentication failed for user "ci"'))
+    wrapped = StoreError("run store unreachable")
+    wrapped.__cause__ = Refused("no pg_hba.conf entry for host")
+    assert lasting(wrapped)
+    assert not lasting(Refused("connection refused (the server went away)"))
+    assert not lasting(Refused("server closed the connection unexpectedly"))

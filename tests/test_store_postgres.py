@@ -23,7 +23,13 @@ from run_builders import PASSING, make_suite, run, script, trial
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import RubricVerdict
 from pytest_commerce_evals.store import database
-from pytest_commerce_evals.store.database import Row, public_url, scrub, translate
+from pytest_commerce_evals.store.database import (
+    RETRY_DELAYS_S,
+    Row,
+    public_url,
+    scrub,
+    translate,
+)
 from pytest_commerce_evals.store.run_store import RunStore, StoreError, load_record
 
 HERE = Path(__file__).parent
@@ -413,7 +419,9 @@ def test_a_connection_lost_for_good_sends_the_run_to_the_unsaved_record(suite, u
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # from the sets, as without a store
     result.stdout.fnmatch_lines(
         [
-            "run store: the connection was lost; 4 operation(s) tried again before giving up",
+            f"run store: the connection was lost; {len(RETRY_DELAYS_S)} operation(s) tried again "
+            "before giving up",
+            "run store: tried again at the end of the run: *: run store unreachable: *",
             "run store error: *: run store unreachable: *",
             "this run's results were NOT stored there; its full record was written to "
             "*unsaved-*.json instead*",

@@ -49,6 +49,7 @@ from ..store.database import (
     PostgresDatabase,
     describe,
     is_database_url,
+    lasting,
     public_url,
 )
 from ..store.run_store import printable
@@ -313,9 +314,9 @@ class VerdictStore:
         for wait in (*RETRY_DELAYS_S, None):
             try:
                 return work()
-            except self._pg.transient:
+            except self._pg.transient as exc:
                 self._pg.drop()
-                if wait is None:
+                if wait is None or lasting(exc):
                     raise
                 time.sleep(wait)
         raise AssertionError("unreachable")

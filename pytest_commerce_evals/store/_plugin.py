@@ -304,6 +304,27 @@ class RunRecorder:
             }
         )
 
+    def _try_again(self) -> bool:
+        """Once more, at the session's end, before the record goes aside: a store that failed
+        during the run (a PostgreSQL server restarting for longer than the retries wait) takes
+        the whole record if it answers now. True when it did."""
+        assert self.finished is not None
+        try:
+            store = RunStore(self.target)
+            try:
+                store.import_record(self.finished)
+            finally:
+                store.close()
+        except Exception as exc:
+            self.store_warnings.append(f"tried again at the end of the run: {_problem(exc)}")
+            return False
+        self.store_warnings.append(
+            f"the store failed during the run ({self.store_error}); tried again at the end of "
+            f"the run, it took the whole record"
+        )
+        self.store_error = None
+        return True
+
     def finish(self, session: pytest.Session) -> None:
         if self.finished is not None or not self.begun:
             return
@@ -377,7 +398,9 @@ class RunRecorder:
             self.finished = self._in_memory(complete, status).model_copy(
                 update={"baseline": base_id}
             )
-            if self.folder is not None:
+            if self.target is not None and self.store_error is not None and self._try_again():
+                pass  # the store came back: the whole record is in it
+            elif self.folder is not None:
                 self.fallback = self._write_aside(self.finished, self.history)
         self.finished = with_cases(self.finished, self.history)
         if baseline is not None:

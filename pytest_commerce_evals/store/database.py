@@ -48,6 +48,7 @@ __all__ = [
     "INSTALL_HINT",
     "POSTGRES_SCHEMES",
     "RETRY_DELAYS_S",
+    "lasting",
     "DriverMissing",
     "PostgresDatabase",
     "Row",
@@ -65,11 +66,38 @@ CONNECT_TIMEOUT_S = 5
 APPLICATION_NAME = "pytest-commerce-evals"
 """How the plugin's connections are named in `pg_stat_activity` (a URL's `application_name`
 wins)."""
-RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0)
-"""Waits between the tries of an operation whose connection was lost: at most five tries in
-about 4 s (plus the connect timeout of each try that cannot reach the server). A retried write
-upserts on its key, so a batch that did commit before the connection dropped is not written
-twice."""
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+"""Waits between the tries of an operation whose connection was lost: at most seven tries over
+about 16 s (plus the connect timeout of each try that cannot reach the server), so a server's
+crash and restart rides through (5 to 7.6 s measured: recovery, a stale postmaster.pid). A
+retried write upserts on its key, so a batch that did commit before the connection dropped is
+not written twice. Past that, the run tries once more at its end before writing the record
+aside."""
+
+_LASTING = (
+    "does not exist",  # the database or the role
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "invalid sslmode",
+    "permission denied",
+    "no password supplied",
+    "invalid connection option",
+)
+"""What a connection error says when trying again cannot help (a wrong name, a refused user):
+such an error is reported at once instead of after the retries' waits."""
+
+
+def lasting(exc: BaseException) -> bool:
+    """Whether a connection error, or one it was raised from, says something trying again will
+    not change."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = str(seen).lower()
+        if any(mark in text for mark in _LASTING):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
 
 _LOCK_KEY = 0x636F6D6D  # the advisory lock a writer holds while it creates or migrates a schema
 

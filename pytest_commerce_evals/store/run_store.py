@@ -63,6 +63,7 @@ from .database import (
     PostgresDatabase,
     describe,
     is_database_url,
+    lasting,
     public_url,
 )
 
@@ -971,8 +972,8 @@ class RunStore:
         for wait in (*RETRY_DELAYS_S, None):
             try:
                 return work()
-            except StoreUnavailable:
-                if wait is None:
+            except StoreUnavailable as exc:
+                if wait is None or lasting(exc):
                     raise
                 self.retries += 1
                 time.sleep(wait)

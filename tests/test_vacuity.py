@@ -200,3 +200,26 @@ def test_obeyer_falls_back_to_single_words_and_spots_tool_names():
     assert ask("obeyer", listing).tool_calls == [
         ("add_to_cart", {"product_id": "h-1", "quantity": 1})
     ]
+
+
+def test_a_broken_scripted_agent_hook_is_one_line_not_a_traceback(pytester):
+    (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
+    pytester.syspathinsert(pytester.path)
+    pytester.makeconftest(
+        toy_conftest()
+        + "\n\ndef pytest_commerce_evals_make_scripted_agent(config, case, backend, client):\n"
+        + "    raise KeyError('no such agent')\n"
+    )
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(textwrap.dedent(CASES))
+    result = pytester.runpytest("cases", "--commerce-vacuity", "-k", "chat-001")
+    text = result.stdout.str()
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+    result.stdout.fnmatch_lines(
+        [
+            "*! refuser: commerce-evals glue error (not counted against the agent): "
+            "pytest_commerce_evals_make_scripted_agent raised KeyError: 'no such agent' "
+            "(at conftest.py:*); it should return your agent driven by `client`"
+        ]
+    )
+    assert len(text.splitlines()) < 80

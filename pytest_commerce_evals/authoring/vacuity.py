@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import re
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..testing.fake import FakeClient, FakeReply
@@ -304,9 +306,17 @@ def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
         client = degenerate_script(name)
 
         def factory(backend: Any, client: FakeClient = client) -> Any:
-            agent = config.hook.pytest_commerce_evals_make_scripted_agent(
-                config=config, case=case, backend=backend, client=client
-            )
+            try:
+                agent = config.hook.pytest_commerce_evals_make_scripted_agent(
+                    config=config, case=case, backend=backend, client=client
+                )
+            except Exception as exc:  # the conftest's hook: a glue error of one line
+                frame = traceback.extract_tb(exc.__traceback__)[-1]
+                raise ConfigurationError(
+                    f"pytest_commerce_evals_make_scripted_agent raised {type(exc).__name__}: "
+                    f"{exc} (at {Path(frame.filename).name}:{frame.lineno}); it should return "
+                    "your agent driven by `client`"
+                ) from None
             if agent is None:
                 raise ConfigurationError(
                     "the vacuity check needs pytest_commerce_evals_make_scripted_agent(config, "

@@ -380,3 +380,17 @@ def test_an_agent_not_named_before_its_first_trial_finds_its_history_under_its_m
     # 2/2 against the stored 5/5 is consistent at 2; without that history it runs all 6
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*2 of 6 possible trials ran*", "*1 consistent with their*"])
+
+
+def test_ungraded_trials_are_never_imagined_as_passes_or_failures():
+    against = dict(minimum=2, maximum=10, baseline=(20, 20), threshold=0.8)
+    # 0 of 2 graded, 3 more that could not be graded: not 0 of 5 (which is dropped)
+    assert decide(0, 2, 5, **against) is None
+    assert decide(0, 5, 5, **against) == Decision("dropped", 5)
+    alone = dict(minimum=2, maximum=10, baseline=None, threshold=0.5)
+    # 2 of 2 graded and 2 ungraded: not 4 of 4 (clearly passing) nor 2 of 4
+    assert decide(2, 2, 4, **alone) is None
+    assert decide(4, 4, 4, **alone) == Decision("passing", 4)
+    assert decide(2, 4, 4, **alone) is None
+    strict = {**alone, "threshold": 0.8}
+    assert decide(0, 2, 4, **strict) == Decision("failing", 4)  # the 2 graded decide it

@@ -575,3 +575,23 @@ def test_nested_anchors_keep_the_lines_an_alias_replays(tmp_path):
         (7, "expected.cart_contain"),
         (7, "expected.cart_contain"),  # the alias replays the anchor's lines
     ]
+
+
+def test_a_merge_of_two_anchors_takes_a_key_from_the_earlier_one(tmp_path):
+    # YAML's merge key: "keys in mapping nodes earlier in the sequence override keys specified
+    # in later mapping nodes" (PyYAML's own constructor takes the later one's)
+    loaded = load(
+        tmp_path,
+        "- &a {id: chat-001-a, priority: high, difficulty: easy, turns: [hi], "
+        "expected: {reply_includes: [a]}}\n"
+        "- &b {id: chat-002-b, priority: low, difficulty: hard, turns: [yo], "
+        "expected: {reply_includes: [b]}, tags: [from-b]}\n"
+        "- <<: [*a, *b]\n"
+        "  id: chat-003-c\n"
+        "  difficulty: medium\n",
+    )
+    assert loaded.problems == []
+    merged = loaded.cases[2].case
+    assert (merged.id, merged.priority, merged.turns) == ("chat-003-c", "high", ["hi"])
+    assert merged.difficulty == "medium"  # the mapping's own key beats every merged one
+    assert merged.tags == ["from-b"]  # a key only the later anchor has is still merged

@@ -646,3 +646,16 @@ def test_classify_is_the_diffs_rule_on_counts():
     assert classify(2, 5, 4, 5, was=True, level=0.01)[0] == "inconclusive"  # failing, rate dropped
     assert classify(3, 5, 3, 5, was=True, level=0.01)[0] == "still_failing"
     assert classify(5, 5, 24, 25, was=False, level=0.01)[0] is None  # a clean run: nothing to say
+
+
+def test_a_cases_past_is_at_most_max_runs_of_the_runs_that_graded_it_newest_first():
+    from dataclasses import replace
+
+    runs_ = [counted(n % 2 * 5, 5, day=9 - n) for n in range(6)]  # newest first
+    runs_.insert(2, counted(5, 5, case="b-001-x", day=3))  # did not grade a-001-x: not counted
+    history = replace(history_of(*runs_), max_runs=3)
+    past = history.past("a-001-x")
+    assert [p.run_id[:8] for p in past] == ["20250109", "20250108", "20250107"]
+    assert [(p.passed, p.graded) for p in past] == [(0, 5), (5, 5), (0, 5)]
+    assert len(replace(history, max_runs=1).past("a-001-x")) == 1
+    assert len(replace(history, max_runs=50).past("a-001-x")) == 6

@@ -530,8 +530,8 @@ class _Builder:
 
     def merge(self, frame: _Frame) -> None:
         """`<<: *base`: the keys of the merged mappings the mapping does not give itself (the
-        first merged mapping wins among them, as in PyYAML), with the lines they were written
-        on."""
+        first merged mapping wins among them, as the merge key specifies), with the lines they
+        were written on."""
         depth = len(frame.path)
         below = [
             (p[depth:], n) for p, n in self.rows[frame.rows_at :] if p[depth : depth + 1] == ("<<",)

@@ -473,3 +473,21 @@ def test_a_trial_skipped_or_missing_in_the_source_is_not_graded(suite):
         "stored trials missing from the source run (not run) (1): cart-002-checkout-total trial 2"
     ) in out
     assert "4 of its 5 stored trials graded again" in out
+
+
+def test_a_regrade_records_the_commit_and_agent_of_the_run_it_grades_again(suite, tmp_path):
+    p, _ = suite
+    p.runpytest(*args(p, "--commerce-json=run.json")).assert_outcomes(passed=3, warnings=None)
+    data = json.loads((p.path / "run.json").read_text())
+    data.update(git_commit="0123456789abcdef", git_dirty=True, agent_model="the-old-agent")
+    (p.path / "run.json").write_text(json.dumps(data))
+    out = tmp_path / "regrade.json"
+    p.runpytest(*args(p, "--commerce-regrade=run.json", f"--commerce-json={out}"))
+    regraded = json.loads(out.read_text())
+    assert regraded["kind"] == "regrade"
+    assert (regraded["git_commit"], regraded["git_dirty"], regraded["agent_model"]) == (
+        "0123456789abcdef",
+        True,
+        "the-old-agent",
+    )  # the transcripts' commit and agent, not today's checkout
+    assert regraded["options"]["regrade_of"] == data["run_id"]

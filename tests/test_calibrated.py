@@ -550,3 +550,24 @@ def test_the_docs_count_the_shipped_calibration_set_as_the_loader_does():
     found = re.search(r"The shipped set \((\d+) transcripts, (\d+) labels", text)
     assert found, "docs/judge.md names the shipped set's size"
     assert (int(found[1]), int(found[2])) == (len(items), sum(len(i.labels) for i in items))
+
+
+def test_the_lookup_prefers_the_stores_calibration_to_the_shipped_one(tmp_path):
+    from pytest_commerce_evals.judge.calibrated import ShippedCalibration
+
+    fp = "f" * 64
+    shipped = {
+        fp: ShippedCalibration(
+            judge_fingerprint=fp, judge_model="team-judge", note="shipped", overall_n=40,
+            overall_agreement=0.5, overall_kappa=0.1,
+            dimensions={"price_accurate": cal(kappa=0.1).model_copy(update={"source": "shipped"})},
+        )
+    }  # fmt: skip
+    with VerdictStore(tmp_path / "v.sqlite") as store:
+        # with nothing measured here, the shipped calibration answers
+        assert CalibrationLookup(store, shipped)(fp)["price_accurate"].kappa == 0.1
+        store.put_calibration(cal(kappa=0.8))
+        found = CalibrationLookup(store, shipped)(fp)["price_accurate"]
+        assert (found.kappa, found.source) == (0.8, "store")  # what was measured here wins
+        assert CalibrationLookup(None, shipped)(fp)["price_accurate"].kappa == 0.1
+        assert CalibrationLookup(store, shipped)("e" * 64) == {}

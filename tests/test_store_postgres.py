@@ -117,6 +117,13 @@ def test_insert_or_replace_upserts_on_the_primary_key_and_insert_or_ignore_does_
     assert translate("INSERT OR IGNORE INTO meta (key, value) VALUES ('v', ?)", info) == (
         "INSERT INTO meta (key, value) VALUES ('v', %s) ON CONFLICT DO NOTHING"
     )
+    # a column the statement does not list keeps its value: only the listed ones are set
+    wide = {"trials": (["run_id", "case_id", "trial", "outcome", "verdicts", "snapshot"],
+                       ["run_id", "case_id", "trial"])}  # fmt: skip
+    assert translate(
+        "INSERT OR REPLACE INTO trials (run_id, case_id, trial, outcome) VALUES (?, ?, ?, ?)",
+        wide.__getitem__,
+    ).endswith("ON CONFLICT (run_id, case_id, trial) DO UPDATE SET outcome = EXCLUDED.outcome")
 
 
 def test_table_definitions_take_postgresql_types():

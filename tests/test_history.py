@@ -659,3 +659,16 @@ def test_a_cases_past_is_at_most_max_runs_of_the_runs_that_graded_it_newest_firs
     assert [(p.passed, p.graded) for p in past] == [(0, 5), (5, 5), (0, 5)]
     assert len(replace(history, max_runs=1).past("a-001-x")) == 1
     assert len(replace(history, max_runs=50).past("a-001-x")) == 6
+
+
+def test_a_pooled_diff_reads_the_cases_status_in_the_latest_run_that_graded_it():
+    after = counted(5, 5, day=9)
+    before = counted(5, 5, case="b-001-x", day=8)  # the previous run did not grade a-001-x
+    for past, inconclusive in (
+        ([counted(5, 5, day=7), counted(4, 5, day=6), counted(4, 5, day=5)], False),
+        ([counted(4, 5, day=7), counted(5, 5, day=6), counted(5, 5, day=5)], True),
+    ):
+        diff = diff_failing_sets(before, after, history=history_of(*past), pooled=True)
+        # passing now; the latest run that graded it passed too (the first history), or failed
+        assert ("a-001-x" in ids(diff.inconclusive)) is inconclusive, past[0].run_id
+        assert "a-001-x" not in ids(diff.newly_failing) + ids(diff.fixed)

@@ -126,9 +126,6 @@ DEEP = "[" * 5000
         (_chat, [{"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"arguments": "{}"}}]}],
          "events_from_chat_messages could not read item 0 "),
-        (_chat, [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": DEEP}}]}],
-         "events_from_chat_messages could not read item 0 "),
         (_chat, 5, "events_from_chat_messages takes a list of messages; found 5"),
         (_responses, [{"type": "function_call", "call_id": 5, "name": None, "arguments": "{}"}],
          "events_from_responses_items could not read item 0 "),
@@ -177,3 +174,12 @@ def test_a_conversion_the_agent_did_not_cause_ends_the_trial_as_a_glue_error(pyt
         ]
     )
     assert "the agent raised" not in result.stdout.str()
+
+
+def test_arguments_nested_past_pythons_limit_are_kept_as_their_text():
+    [call, *_] = _chat()(
+        [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": DEEP}}]}]
+    )  # fmt: skip
+    assert call == ToolCall(call_id="c1", name="f", arguments={"_raw": DEEP})
+    assert parse_arguments(DEEP) == {"_raw": DEEP}

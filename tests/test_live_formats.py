@@ -175,15 +175,30 @@ def test_openai_lines_are_checked_like_native_ones_for_surrogates_and_depth(tmp_
     path = tmp_path / "chat.jsonl"
     path.write_text("\n".join(lines) + "\n")  # the surrogate is written as a JSON escape
     capture = read_capture([path], redactor=Redactor(), format="openai")
-    [problem] = capture.problems
+    problem, too_deep = capture.problems
     assert problem.line == 1
     assert problem.message.startswith("conversation 'cut': user: a lone surrogate \\ud83e")
-    [conv] = capture.conversations  # a deep tool output is kept, past 200 levels as JSON text
-    result = next(e for e in conv.events[0] if e.type == "tool_result").result
-    levels = 0
-    while isinstance(result, list):
-        result, levels = result[0], levels + 1
-    assert levels < 200 and "[email]" in result and "a@b.io" not in result
+    # the capture's limit holds whatever the format: a tool output nested 300 deep is a bad
+    # conversation, as a native line nested that deep is a bad line
+    assert too_deep.line == 2
+    assert too_deep.message.startswith("conversation 'deep': turn 1 event ")
+    assert "nested deeper than the capture's 200 levels" in too_deep.message
+    assert "a@b.io" not in too_deep.message
+    assert capture.conversations == []
+
+
+def test_tool_arguments_nested_past_pythons_limit_leave_their_conversation_out(tmp_path):
+    messages = json.loads(chat_line())["messages"]
+    call = messages[2]["tool_calls"][0]
+    call["function"]["arguments"] = "[" * 5000 + "]" * 5000
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(chat_line("deep", messages=messages) + "\n")
+    good = tmp_path / "good.jsonl"
+    good.write_text(chat_line() + "\n")
+    capture = read_capture([bad, good], redactor=Redactor(), format="openai")
+    assert [c.conversation_id for c in capture.conversations] == ["c-1"]  # the good one read
+    (problem,) = capture.problems
+    assert problem.message.startswith("conversation 'deep': ")
 
 
 def test_openai_conversations_are_sampled_like_native_ones(tmp_path):

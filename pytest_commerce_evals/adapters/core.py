@@ -164,7 +164,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
             return {"_raw": raw}
         return value if isinstance(value, dict) else {"_raw": raw}
     return {"_raw": raw}
@@ -175,7 +175,7 @@ def parse_output(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
             return raw
     return raw
 

@@ -815,3 +815,25 @@ def test_a_corrupt_first_line_of_otlp_json_lines_loses_only_that_line(tmp_path):
     capture = read_capture([path], format="otel", display=lambda p: p.name)
     assert [c.conversation_id for c in capture.conversations] == ["conv-1"]
     assert [(p.line, "file skipped" in p.message) for p in capture.problems] == [(1, False)]
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"created": "1748768400"}, "created is str, not a Unix time (a number of seconds)"),
+        ({"created": True}, "created is bool, not a Unix time"),
+        ({"timestamp": 1748768400}, "timestamp is int, not an ISO 8601 time (text)"),
+        ({"metadata": {"role": "admin"}}, "metadata.role is 'admin'; a conversation is a "
+         "customer's or an operator's"),
+    ],
+)  # fmt: skip
+def test_an_openai_line_whose_time_or_role_is_not_one_is_left_out_saying_why(
+    tmp_path, changes, says
+):
+    path = tmp_path / "chat.jsonl"
+    path.write_text(chat_line("odd", **changes) + "\n" + chat_line() + "\n")
+    capture = read_capture([path], redactor=Redactor(), format="openai")
+    (problem,) = capture.problems
+    assert problem.line == 1
+    assert problem.message.startswith(f"conversation 'odd': {says}"), problem.message
+    assert [c.conversation_id for c in capture.conversations] == ["c-1"]

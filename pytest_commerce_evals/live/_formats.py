@@ -285,6 +285,8 @@ def _conversation_id(value: Any) -> str | None:
 
 def _openai_time(data: dict[str, Any], metadata: dict[str, Any]) -> datetime:
     stamp = data.get("timestamp", metadata.get("timestamp"))
+    if stamp is not None and not isinstance(stamp, str):
+        raise _Bad(f"timestamp is {type(stamp).__name__}, not an ISO 8601 time (text)")
     if isinstance(stamp, str):
         try:
             found = datetime.fromisoformat(stamp)
@@ -292,6 +294,8 @@ def _openai_time(data: dict[str, Any], metadata: dict[str, Any]) -> datetime:
             raise _Bad("timestamp is not an ISO 8601 time") from None
         return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
     created = data.get("created", metadata.get("created"))
+    if created is not None and (isinstance(created, bool) or not isinstance(created, int | float)):
+        raise _Bad(f"created is {type(created).__name__}, not a Unix time (a number of seconds)")
     if isinstance(created, (int, float)) and not isinstance(created, bool):
         try:
             return datetime.fromtimestamp(created, UTC)
@@ -302,7 +306,11 @@ def _openai_time(data: dict[str, Any], metadata: dict[str, Any]) -> datetime:
 
 def _openai_turns(data: dict[str, Any], shown: str, n: int) -> tuple[str, list[_Turn]]:
     metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    role = metadata.get("role") if metadata.get("role") in ("customer", "operator") else "customer"
+    role = metadata.get("role", "customer")
+    if role not in ("customer", "operator"):
+        raise _Bad(
+            f"metadata.role is {str(role)[:40]!r}; a conversation is a customer's or an operator's"
+        )
     when = _openai_time(data, metadata)
     turns: list[_Turn] = []
     for i, m in enumerate(data["messages"]):

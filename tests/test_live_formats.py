@@ -837,3 +837,31 @@ def test_an_openai_line_whose_time_or_role_is_not_one_is_left_out_saying_why(
     assert problem.line == 1
     assert problem.message.startswith(f"conversation 'odd': {says}"), problem.message
     assert [c.conversation_id for c in capture.conversations] == ["c-1"]
+
+
+def test_an_otlp_document_whose_arrays_are_not_arrays_says_where(tmp_path):
+    good = otlp(*two_turns())
+    bad = [
+        {"resourceSpans": [{"resource": {}}]},  # no scopeSpans
+        {"resourceSpans": [{"scopeSpans": {"spans": []}}]},  # an object, not an array
+        {"resourceSpans": [{"scopeSpans": [{"spans": {"name": "x"}}]}]},  # spans an object
+    ]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in [*bad, good]) + "\n")
+    capture = read_capture([path], redactor=Redactor(), format="otel")
+    assert [(p.line, p.message) for p in capture.problems] == [
+        (1, "resourceSpans[0]: no scopeSpans array; skipped"),
+        (2, "resourceSpans[0]: scopeSpans is an object, not an array; skipped"),
+        (3, "resourceSpans[0].scopeSpans[0]: spans is an object, not an array; skipped"),
+    ]
+    assert [c.conversation_id for c in capture.conversations] == ["conv-1"]
+
+
+def test_an_otlp_status_given_as_its_name_alone_reads_as_that_status(tmp_path):
+    spans = two_turns()
+    spans[3]["status"] = "ERROR"  # the check_stock tool span, as some exporters write it
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(otlp(*spans)))
+    [conv] = read_capture([path], redactor=Redactor(), format="otel").conversations
+    failed = next(e for e in conv.events[0] if e.type == "tool_result" and e.call_id == "c2")
+    assert failed.status == "error"

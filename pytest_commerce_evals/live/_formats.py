@@ -519,7 +519,10 @@ def _span(raw: Any, shown: str, line: int, index: int) -> _Span:
     name = name if isinstance(name, str) else ""
     if not isinstance(raw, dict):
         raise _Bad("not an object")
-    status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+    status = raw.get("status")
+    if isinstance(status, str):  # a status given as its code's name alone
+        status = {"code": status}
+    status = status if isinstance(status, dict) else {}
     failed = status.get("code") in (2, "2", "STATUS_CODE_ERROR", "ERROR")
     attrs = _attributes(raw.get("attributes"))
     error = None
@@ -587,11 +590,23 @@ def _read_otlp(fh: IO[bytes], shown: str, found: _Turns) -> None:
             )
             continue
         index = 0
-        for resource in resources:
+        for r, resource in enumerate(resources):
             scopes = resource.get("scopeSpans") if isinstance(resource, dict) else None
-            for scope in scopes if isinstance(scopes, list) else []:
+            if not isinstance(scopes, list):
+                found.problem(
+                    shown, line, f"resourceSpans[{r}]: {_shape(scopes, 'scopeSpans')}; skipped"
+                )
+                continue
+            for c, scope in enumerate(scopes):
                 spans = scope.get("spans") if isinstance(scope, dict) else None
-                for raw in spans if isinstance(spans, list) else []:
+                if not isinstance(spans, list):
+                    found.problem(
+                        shown,
+                        line,
+                        f"resourceSpans[{r}].scopeSpans[{c}]: {_shape(spans, 'spans')}; skipped",
+                    )
+                    continue
+                for raw in spans:
                     try:
                         found.pending.append(_span(raw, shown, line, index))
                     except _Bad as exc:
@@ -600,6 +615,14 @@ def _read_otlp(fh: IO[bytes], shown: str, found: _Turns) -> None:
                         label = f"span {index}{named}"
                         found.problem(shown, line, f"{label}: {exc}; span skipped")
                     index += 1
+
+
+def _shape(value: Any, key: str) -> str:
+    """What stands where an OTLP array should, in words."""
+    if value is None:
+        return f"no {key} array"
+    found = "an object" if isinstance(value, dict) else type(value).__name__
+    return f"{key} is {found}, not an array"
 
 
 def _otel_conversations(spans: list[_Span], found: _Turns) -> None:

@@ -329,8 +329,9 @@ def test_a_read_only_role_can_compare(suite, url, schema):
         )
         assert result.ret == pytest.ExitCode.OK
         result.stdout.fnmatch_lines(["*failing sets side by side*"])
-        with pytest.raises(StoreError, match="permission denied"):
+        with pytest.raises(StoreError, match="permission denied") as denied:
             RunStore(reader).begin_run(run([trial("cart-001-a")]))
+        assert "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA" in str(denied.value)
     finally:
         with admin() as conn:
             conn.execute(f"DROP OWNED BY {role}")
@@ -694,3 +695,24 @@ def test_a_verdict_store_that_went_away_is_tried_again_and_says_what_it_cost(url
     )
     store.close()
     assert judge_plugin.verdict_store_lines(SimpleNamespace(stash={})) == []
+
+
+@needs_server
+def test_a_missing_grant_names_the_grant(schema):
+    role = f"ce_role_{secrets.token_hex(3)}"
+    with admin() as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'CREATE SCHEMA "{schema}"')  # the role may not use it
+    try:
+        base = SERVER.replace("postgres@", f"{role}@", 1)
+        with pytest.raises(StoreError) as info:
+            RunStore(f"{base}?schema={schema}")
+        text = str(info.value)
+        assert (
+            "GRANT USAGE, CREATE ON SCHEMA" in text
+            and "GRANT SELECT, INSERT, UPDATE, DELETE" in text
+        )
+    finally:
+        with admin() as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')

@@ -200,9 +200,21 @@ def scrub(text: str, url: str | None = None) -> str:
     return text
 
 
+GRANT_HINT = (
+    "the database user lacks a grant the store needs: GRANT USAGE, CREATE ON SCHEMA <schema> "
+    "(CREATE for the first run only) and GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN "
+    'SCHEMA <schema> (docs/run-history.md, "Grants")'
+)
+
+
 def describe(error: BaseException, url: str | None) -> str:
-    """A driver's error on one line (libpq's messages run over several), without the password."""
-    return scrub(" ".join(str(error).split()), url)
+    """A driver's error on one line (libpq's messages run over several), without the password;
+    a missing privilege names the GRANT it needs."""
+    text = scrub(" ".join(str(error).split()), url)
+    # PostgreSQL says "no schema has been selected to create in" for a schema without USAGE
+    if any(m in text.lower() for m in ("permission denied", "no schema has been selected")):
+        text += f"; {GRANT_HINT}"
+    return text
 
 
 # -- translation -----------------------------------------------------------------------------

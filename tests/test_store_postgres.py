@@ -704,7 +704,7 @@ def test_a_missing_grant_names_the_grant(schema):
         conn.execute(f'CREATE ROLE "{role}" LOGIN')
         conn.execute(f'CREATE SCHEMA "{schema}"')  # the role may not use it
     try:
-        base = SERVER.replace("postgres@", f"{role}@", 1)
+        base = re.sub(r"://[^@/]*@", f"://{role}@", SERVER)
         with pytest.raises(StoreError) as info:
             RunStore(f"{base}?schema={schema}")
         text = str(info.value)

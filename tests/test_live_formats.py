@@ -865,3 +865,11 @@ def test_an_otlp_status_given_as_its_name_alone_reads_as_that_status(tmp_path):
     [conv] = read_capture([path], redactor=Redactor(), format="otel").conversations
     failed = next(e for e in conv.events[0] if e.type == "tool_result" and e.call_id == "c2")
     assert failed.status == "error"
+
+
+def test_a_spoiled_conversation_is_named_by_its_redacted_id(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    path.write_text(chat_line("jane.doe@example.com", metadata={"role": "admin"}) + "\n")
+    (problem,) = read_capture([path], redactor=Redactor(), format="openai").problems
+    assert problem.message.startswith("conversation '[email]': metadata.role is 'admin'")
+    assert "jane.doe" not in problem.message

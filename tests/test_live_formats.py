@@ -873,3 +873,24 @@ def test_a_spoiled_conversation_is_named_by_its_redacted_id(tmp_path):
     (problem,) = read_capture([path], redactor=Redactor(), format="openai").problems
     assert problem.message.startswith("conversation '[email]': metadata.role is 'admin'")
     assert "jane.doe" not in problem.message
+
+
+def test_a_span_without_a_conversation_id_joins_its_traces_only_conversation_never_one_of_two(
+    tmp_path,
+):
+    one = two_turns("conv-a")
+    loose = tool("check_stock", "c9", 5, {"in_stock": True})  # trace t1, no conversation id
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(otlp(*one, loose)))
+    capture = read_capture([path], redactor=Redactor(), format="otel")
+    assert capture.problems == []  # one conversation in the trace: the span is its
+    other = chat("conv-b", 6, [user("Hi")], reply({"type": "text", "content": "Hello."}))
+    path.write_text(json.dumps(otlp(*one, other, loose)))
+    capture = read_capture([path], redactor=Redactor(), format="otel")
+    (problem,) = capture.problems
+    assert (
+        "its trace holds 2 conversations (which one it belongs to is not said); span skipped"
+        in (problem.message)
+    )
+    for conv in capture.conversations:  # attached to neither
+        assert all(getattr(e, "call_id", None) != "c9" for turn in conv.events for e in turn)

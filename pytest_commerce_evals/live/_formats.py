@@ -639,12 +639,14 @@ def _otel_conversations(spans: list[_Span], found: _Turns) -> None:
         relevant = s.operation in ("execute_tool", *_CHAT_OPERATIONS)
         if cid is None:
             if relevant:
-                found.problem(
-                    s.shown,
-                    s.line,
-                    f"{s.label}: no gen_ai.conversation.id on the span or in its trace; "
-                    "span skipped",
+                many = len(by_trace[s.trace_id]) if s.trace_id else 0
+                why = (
+                    f"no gen_ai.conversation.id on the span, and its trace holds {many} "
+                    "conversations (which one it belongs to is not said)"
+                    if many > 1
+                    else "no gen_ai.conversation.id on the span or in its trace"
                 )
+                found.problem(s.shown, s.line, f"{s.label}: {why}; span skipped")
             continue
         id_error = _id_problem({"conversation_id": cid})
         if id_error is not None:

@@ -550,3 +550,29 @@ def test_a_refused_approval_is_blocked_and_a_decided_call_has_one_result():
     assert results["c2"].status == "ok" and results["c3"].status == "blocked"
     # only the call that was approved and ran shows its component
     assert [e.component for e in events if isinstance(e, Ui)] == ["product_card"]
+
+
+@needs_approvals
+def test_a_refusal_with_a_message_of_its_own_is_blocked_given_the_runs_context():
+    from agents import Agent, RunContextWrapper
+    from agents.items import ToolApprovalItem, ToolCallItem, ToolCallOutputItem
+    from openai.types.responses import ResponseFunctionToolCall
+
+    agent = Agent(name="ops")
+    raw = ResponseFunctionToolCall(
+        type="function_call", call_id="c1", name="apply_changes", arguments="{}", id="fc_c1"
+    )
+    context = RunContextWrapper(context=None)
+    context.reject_tool(
+        ToolApprovalItem(agent=agent, raw_item=raw), rejection_message="a person refused"
+    )
+    output = {"type": "function_call_output", "call_id": "c1", "output": "a person refused"}
+    items = [
+        ToolCallItem(agent=agent, raw_item=raw),
+        ToolCallOutputItem(agent=agent, raw_item=output, output="a person refused"),
+    ]
+    [_, result] = events_from_agents_items(items, context=context)
+    assert (result.status, result.reason) == ("blocked", "approval: a person refused")
+    # without the context the text alone cannot tell a refusal from a tool's own answer
+    [_, plain] = events_from_agents_items(items)
+    assert plain.status == "ok"

@@ -158,10 +158,12 @@ def _message_text(content: Any) -> str:
 class _Reader:
     """Reads run items and input dicts into one `EventBuilder`, each call once."""
 
-    def __init__(self, options: ConvertOptions | None) -> None:
+    def __init__(self, options: ConvertOptions | None, context: Any = None) -> None:
         self.builder = EventBuilder(options)
         self.called: set[str] = set()
         self.blocked: set[str] = set()
+        self.names: dict[str, str] = {}
+        self.context = context
 
     def call(self, raw: Any, name: str | None = None) -> str:
         call_id = str(_get(raw, "call_id") or _get(raw, "id") or "")
@@ -169,7 +171,15 @@ class _Reader:
         if call_id not in self.called:
             self.builder.call(call_id, name, _get(raw, "arguments"))
             self.called.add(call_id)
+            self.names[call_id] = name
         return call_id
+
+    def refused(self, call_id: str) -> bool:
+        """Whether the run's context says a person refused this call, whatever rejection
+        message it was given (`state.reject(item, rejection_message=...)`)."""
+        check = getattr(self.context, "is_tool_approved", None)
+        name = self.names.get(call_id)
+        return callable(check) and name is not None and check(name, call_id) is False
 
     def result(self, call_id: Any, output: Any) -> None:
         call_id = str(call_id or "")
@@ -185,10 +195,13 @@ class _Reader:
                 )
             ]
         value = _output_text(output)
-        if isinstance(value, str) and value.strip() == APPROVAL_REJECTED_MESSAGE:
+        if self.refused(call_id) or (
+            isinstance(value, str) and value.strip() == APPROVAL_REJECTED_MESSAGE
+        ):
             # the SDK's output for a call a person refused to approve
             self.blocked.add(call_id)
-            self.builder.result(call_id, value, blocked=f"approval: {value.strip()}")
+            text = value.strip() if isinstance(value, str) else str(value)
+            self.builder.result(call_id, value, blocked=f"approval: {text}")
             return
         reason = tool_failure_reason(value)
         self.builder.result(call_id, value, error=reason)
@@ -230,11 +243,15 @@ class _Reader:
 
 @converter
 def events_from_agents_items(
-    items: Iterable[Any], *, options: ConvertOptions | None = None
+    items: Iterable[Any], *, options: ConvertOptions | None = None, context: Any = None
 ) -> list[Event]:
     """One turn's events from an Agents SDK run: `result.new_items` (run items), or the same
-    turn as `to_input_list()` dicts. Pure: no model call, no import of the SDK."""
-    reader = _Reader(options)
+    turn as `to_input_list()` dicts. Pure: no model call, no import of the SDK.
+
+    `context` is the run's `result.context_wrapper`: with it a call a person refused is
+    `blocked` whatever rejection message it was given; without it only the SDK's default
+    rejection text is recognised."""
+    reader = _Reader(options, context)
     for item in items:
         if isinstance(item, Mapping) and "raw_item" not in item:
             reader.input_item(item)

@@ -155,13 +155,14 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _too_deep(records: list[tuple[Any, dict[str, Any]]]) -> None:
+def _too_deep(turns: list[_Turn]) -> None:
     """The capture's nesting limit holds whatever the format: a turn whose events (a tool's
     arguments or output, parsed from their JSON text) nest deeper makes the conversation bad."""
-    for _, record in records:
-        for k, event in enumerate(record["events"]):
-            problem = first_json_problem(event, CAPTURE_MAX_DEPTH - 2, surrogates=False)
-            raw = (event.get("arguments") or {}).get("_raw") if isinstance(event, dict) else None
+    for t, turn in enumerate(turns, 1):
+        for k, event in enumerate(turn.builder.finish()):
+            data = event.model_dump()
+            problem = first_json_problem(data, CAPTURE_MAX_DEPTH - 2, surrogates=False)
+            raw = (data.get("arguments") or {}).get("_raw")
             if problem is None and isinstance(raw, str) and raw[:1] in "[{":
                 # arguments too deep for Python's own JSON reader are kept as their text
                 where = deep_json_path(raw, CAPTURE_MAX_DEPTH - 4)
@@ -170,7 +171,7 @@ def _too_deep(records: list[tuple[Any, dict[str, Any]]]) -> None:
             if problem is not None:
                 key = problem.split(": ", 1)[0]
                 raise _Bad(
-                    f"turn {record['turn']} event {k} ({key}): nested deeper than the capture's "
+                    f"turn {t} event {k} ({key}): nested deeper than the capture's "
                     f"{CAPTURE_MAX_DEPTH} levels"
                 )
 
@@ -240,21 +241,11 @@ class _Turn:
         self.answered.add(call_id)
 
 
-def _records(
-    cid: str, role: str, turns: list[_Turn], *, keep_deep: bool = False
-) -> list[tuple[_Turn, dict[str, Any]]]:
-    """The native capture record of each turn (with `keep_deep`, its events as plain data not
-    yet cut to the capture's depth, for `_too_deep` to look at first)."""
+def _records(cid: str, role: str, turns: list[_Turn]) -> list[tuple[_Turn, dict[str, Any]]]:
+    """The native capture record of each turn."""
     out = []
     for k, turn in enumerate(turns):
         events = [*turn.builder.finish(), TurnEnd(turn=k)]
-        if keep_deep:
-            out.append((turn, {
-                "schema_version": 1, "conversation_id": cid,
-                "timestamp": turn.timestamp.isoformat(), "role": role, "turn": k + 1,
-                "user": turn.user, "events": [e.model_dump() for e in events],
-            }))  # fmt: skip
-            continue
         record = {
             "schema_version": 1,
             "conversation_id": cid,
@@ -367,8 +358,7 @@ def _read_openai(fh: IO[bytes], shown: str, found: _Turns) -> None:
             continue
         try:
             role, turns = _openai_turns(data, shown, n)
-            records = _records(cid, role, turns, keep_deep=True)
-            _too_deep(records)
+            _too_deep(turns)
         except _Bad as exc:
             found.spoil(cid, shown, n, f"{exc}; the conversation is left out of the sample")
             continue
@@ -381,8 +371,7 @@ def _read_openai(fh: IO[bytes], shown: str, found: _Turns) -> None:
                 "of the sample",
             )
             continue
-        _offer(found, [(t, {**r, "events": [_event_json(e) for e in r["events"]]})
-                       for t, r in records])  # fmt: skip
+        _offer(found, _records(cid, role, turns))
 
 
 # -- otel: GenAI spans as OTLP JSON -----------------------------------------------------------

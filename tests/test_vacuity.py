@@ -133,12 +133,17 @@ CASES = """
 """
 
 
-def test_vacuity_option_reports_vacuous_cases(pytester):
+def toy_project(pytester, conftest: str) -> None:
+    """The toy agent's project with CASES as its one case file."""
     (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
     pytester.syspathinsert(pytester.path)
-    pytester.makeconftest(toy_conftest())
+    pytester.makeconftest(conftest)
     (pytester.path / "cases").mkdir()
     (pytester.path / "cases" / "a.yaml").write_text(textwrap.dedent(CASES))
+
+
+def test_vacuity_option_reports_vacuous_cases(pytester):
+    toy_project(pytester, toy_conftest())
     result = pytester.runpytest("cases", "--commerce-vacuity")
     result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines(
@@ -203,15 +208,12 @@ def test_obeyer_falls_back_to_single_words_and_spots_tool_names():
 
 
 def test_a_broken_scripted_agent_hook_is_one_line_not_a_traceback(pytester):
-    (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
-    pytester.syspathinsert(pytester.path)
-    pytester.makeconftest(
+    toy_project(
+        pytester,
         toy_conftest()
         + "\n\ndef pytest_commerce_evals_make_scripted_agent(config, case, backend, client):\n"
-        + "    raise KeyError('no such agent')\n"
+        + "    raise KeyError('no such agent')\n",
     )
-    (pytester.path / "cases").mkdir()
-    (pytester.path / "cases" / "a.yaml").write_text(textwrap.dedent(CASES))
     result = pytester.runpytest("cases", "--commerce-vacuity", "-k", "chat-001")
     text = result.stdout.str()
     assert "Traceback" not in text and "INTERNALERROR" not in text

@@ -5,7 +5,10 @@ the vacuity check drives the same graph with."""
 
 from __future__ import annotations
 
+import inspect
 import textwrap
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,7 +22,12 @@ from langchain_core.messages import (  # noqa: E402
     messages_to_dict,
 )
 
-from pytest_commerce_evals.adapters.core import ConversionError, ConvertOptions  # noqa: E402
+from pytest_commerce_evals.adapters.core import (  # noqa: E402
+    PENDING_APPROVAL,
+    ConversionError,
+    ConvertOptions,
+    framework_agent,
+)
 from pytest_commerce_evals.adapters.langchain import (  # noqa: E402
     events_from_langchain,
     langchain_chat_model,
@@ -79,7 +87,7 @@ def test_an_invalid_tool_call_is_a_call_and_a_failed_result_and_non_text_blocks_
     assert events[0] == Text(text="Sure.")
     assert events[1] == ToolCall(call_id="b1", name="add_to_cart", arguments={"_raw": "{bad"})
     assert (events[2].status, events[2].reason) == ("error", "invalid tool call: not JSON")
-    assert events[3].call_id == events[4].call_id == "invalid-1-2"
+    assert events[3].call_id == events[4].call_id == "#2"
     assert events[4].reason == "invalid tool call: its arguments could not be parsed"
 
 
@@ -402,3 +410,113 @@ def test_the_recipe_in_the_docs_is_the_conftest_these_tests_run():
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert block.strip("\n") == CONFTEST.strip("\n")
     assert CASE.strip() in section
+
+
+# -- approvals: the loop of docs/plugging-in.md ("Approvals"), run against LangGraph itself -------
+
+
+def approval_turns(graph, decide):
+    """The docs' loop: `decide(call)` True approves, a string refuses, None leaves it waiting."""
+    from langgraph.types import Command
+
+    from pytest_commerce_evals.adapters.core import TurnMessages
+
+    def run(session, message):
+        config = {"configurable": {"thread_id": session.scratch.setdefault("thread", "t1")}}
+        start = len(graph.get_state(config).values.get("messages", []))
+        out = graph.invoke({"messages": [("user", message)]}, config)
+        refused = []
+        while out.get("__interrupt__"):
+            calls = out["__interrupt__"][0].value["tool_calls"]  # what your review node sent
+            decisions = {call["id"]: decide(call) for call in calls}
+            if any(d is None for d in decisions.values()):
+                break  # a person has not decided: the calls read blocked, waiting
+            refused += [i for i, d in decisions.items() if d is not True]
+            out = graph.invoke(Command(resume=decisions), config)
+        new = out["messages"][start:]
+        return TurnMessages(new, interrupts=out.get("__interrupt__"), refused=refused)
+
+    return run
+
+
+def approval_graph():
+    """A model that calls `apply_changes`, a review node that holds it for a person, the tool."""
+    pytest.importorskip("langgraph", reason="langgraph is in the [langgraph] extra")
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+    from langgraph.types import Command, interrupt
+
+    script = iter(
+        [
+            AIMessage(content="", tool_calls=[{"id": "a1", "name": "apply_changes", "args": {}}]),
+            AIMessage(content="Done."),
+        ]
+    )
+    model = GenericFakeChatModel(messages=script)
+
+    @tool
+    def apply_changes() -> str:
+        """Apply the staged catalog changes."""
+        return "applied"
+
+    def review(state):
+        calls = state["messages"][-1].tool_calls
+        decisions = interrupt({"tool_calls": calls})
+        refusals = [
+            ToolMessage(content=d, tool_call_id=i, status="error")
+            for i, d in decisions.items()
+            if d is not True
+        ]
+        if refusals:
+            return Command(goto="model", update={"messages": refusals})
+        return Command(goto="tools")
+
+    def route(state):
+        return "review" if state["messages"][-1].tool_calls else END
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", lambda state: {"messages": [model.invoke(state["messages"])]})
+    graph.add_node("review", review)
+    graph.add_node("tools", ToolNode([apply_changes]))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", route, ["review", END])
+    graph.add_edge("tools", "model")
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize(
+    ("decide", "status", "reason"),
+    [
+        (lambda call: None, "blocked", PENDING_APPROVAL.format(name="apply_changes")),
+        (lambda call: "a person refused", "blocked", "approval: a person refused"),
+        (lambda call: "no", "blocked", "approval: no"),
+        (lambda call: True, "ok", None),
+    ],
+    ids=["waiting", "refused", "refused-other-text", "approved"],
+)
+def test_the_approval_loop_reads_waiting_refused_and_approved_calls(decide, status, reason):
+    agent = framework_agent(approval_turns(approval_graph(), decide), events_from_langchain)
+    events = agent.run_turn(SimpleNamespace(scratch={}), "apply the staged changes")
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert (result.call_id, result.status, result.reason) == ("a1", status, reason)
+
+
+def test_without_the_interrupt_a_waiting_call_is_a_call_with_no_result():
+    message = AIMessage(content="", tool_calls=[{"id": "a1", "name": "apply_changes", "args": {}}])
+    assert [e.type for e in events_from_langchain([message])] == ["tool_call"]
+    waiting = events_from_langchain([message], interrupts=[object()])
+    assert [(e.type, getattr(e, "status", None)) for e in waiting] == [
+        ("tool_call", None),
+        ("tool_result", "blocked"),
+    ]
+
+
+def test_the_docs_show_the_approval_loop_these_tests_run():
+    docs = (Path(__file__).parent.parent / "docs" / "plugging-in.md").read_text()
+    body = inspect.getsource(approval_turns).split('"""', 2)[2]
+    for line in body.strip().splitlines():
+        if "import" not in line:
+            assert line.strip() in docs, line

@@ -5,6 +5,7 @@ Then the converter and the scripted-model helper through the plugin (pytester)."
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import re
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import textwrap
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -30,7 +32,12 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import FunctionModel
 
-from pytest_commerce_evals.adapters.core import ConvertOptions
+from pytest_commerce_evals.adapters.core import (
+    PENDING_APPROVAL,
+    ConvertOptions,
+    TurnMessages,
+    framework_agent,
+)
 from pytest_commerce_evals.adapters.pydantic_ai import events_from_pydantic_ai, pydantic_ai_model
 from pytest_commerce_evals.authoring.vacuity import degenerate_script
 from pytest_commerce_evals.events import Text, ToolCall, ToolResult, Ui
@@ -171,6 +178,73 @@ def test_a_legacy_retry_prompt_answers_its_call_once():
         (ToolCall, None),
         (ToolResult, "error"),
     ]
+
+
+# -- approvals: the loop of docs/plugging-in.md ("Approvals"), run against pydantic-ai itself --
+
+
+def approval_turns(agent, decide):
+    """The docs' loop: `decide(call)` True approves, a string refuses, None leaves it waiting."""
+
+    async def run(session, message):
+        history = session.scratch.get("history") or []
+        result = await agent.run(message, message_history=history)
+        while isinstance(result.output, DeferredToolRequests):
+            decisions = {c.tool_call_id: decide(c) for c in result.output.approvals}
+            if any(d is None for d in decisions.values()):
+                break  # a person has not decided: the call reads blocked, waiting
+            approvals = {i: d if d is True else ToolDenied(d) for i, d in decisions.items()}
+            result = await agent.run(
+                message_history=result.all_messages(),
+                deferred_tool_results=DeferredToolResults(approvals=approvals),
+            )
+        session.scratch["history"] = result.all_messages()
+        return TurnMessages(result.all_messages()[len(history) :], output=result.output)
+
+    return run
+
+
+def approval_agent() -> Agent:
+    model = scripted([ToolCallPart("apply_changes", {}, tool_call_id="a1")], [TextPart("Done.")])
+    agent = Agent(model, output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain(requires_approval=True)
+    def apply_changes() -> str:
+        return "applied"
+
+    return agent
+
+
+@pytest.mark.parametrize(
+    ("decide", "status", "reason"),
+    [
+        (lambda call: None, "blocked", PENDING_APPROVAL.format(name="apply_changes")),
+        (lambda call: "a person refused", "blocked", "approval: a person refused"),
+        (lambda call: True, "ok", None),
+    ],
+    ids=["waiting", "refused", "approved"],
+)
+def test_the_approval_loop_reads_waiting_refused_and_approved_calls(decide, status, reason):
+    agent = framework_agent(approval_turns(approval_agent(), decide), events_from_pydantic_ai)
+    session = SimpleNamespace(scratch={})
+    events = asyncio.run(agent.run_turn(session, "apply the staged changes"))
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert (result.call_id, result.status, result.reason) == ("a1", status, reason)
+    assert [e.call_id for e in events if isinstance(e, ToolCall)] == ["a1"]
+
+
+def test_without_the_runs_output_a_waiting_call_is_a_call_with_no_result():
+    first = run(approval_agent(), "apply the staged changes")
+    assert results(events_from_pydantic_ai(first.new_messages())) == {}
+    waiting = events_from_pydantic_ai(first.new_messages(), output=first.output)
+    assert results(waiting)["a1"].status == "blocked"
+
+
+def test_the_docs_show_the_approval_loop_these_tests_run():
+    docs = (HERE.parent / "docs" / "plugging-in.md").read_text().replace(" ", "")
+    body = inspect.getsource(approval_turns).split('"""', 2)[2]
+    for line in body.strip().splitlines():
+        assert line.replace(" ", "") in docs, line
 
 
 def test_a_call_made_again_with_the_same_id_gets_its_own_result():

@@ -896,3 +896,71 @@ def test_a_span_without_a_conversation_id_joins_its_traces_only_conversation_nev
         )
     for conv in capture.conversations:  # attached to neither
         assert all(getattr(e, "call_id", None) != "c9" for turn in conv.events for e in turn)
+
+
+# -- call ids in OTLP spans (the converters' rules, docs/plugging-in.md "Call ids") -------------
+
+
+def calls_and_results(conv) -> list[tuple[str, str, str | None]]:
+    return [
+        (e.type, e.call_id, e.name)
+        for e in conv.turns[0].events
+        if e.type in ("tool_call", "tool_result")
+    ]
+
+
+def test_a_tool_span_without_a_call_id_answers_the_open_call_of_its_tool(tmp_path):
+    asked = [user("Trail shoes?")]
+    no_id = tool("search_products", "", 2, {"results": []})
+    no_id["attributes"] = [a for a in no_id["attributes"] if a["key"] != "gen_ai.tool.call.id"]
+    path = tmp_path / "trace.json"
+    path.write_text(
+        json.dumps(otlp(chat("cv", 1, asked, reply(call_part("k1", "search_products"))), no_id))
+    )
+    capture = read_capture([path], format="otel")
+    assert capture.problems == []
+    [conv] = capture.conversations
+    # one call, answered: not a second, invented call beside a call that reads unanswered
+    assert calls_and_results(conv) == [
+        ("tool_call", "k1", "search_products"),
+        ("tool_result", "k1", "search_products"),
+    ]
+
+
+def test_spans_of_two_calls_sharing_an_id_keep_both_calls(tmp_path):
+    asked = [user("Trail shoes?")]
+    first = reply(call_part("call_0", "search_products"))
+    second = reply(call_part("call_0", "add_to_cart", product_id="s-1"))
+    spans = [
+        chat("cv", 1, asked, first),
+        tool("search_products", "call_0", 2, {"results": [{"id": "s-1"}]}),
+        chat("cv", 3, [*asked, *first], second),
+        tool("add_to_cart", "call_0", 4, {"ok": True}),
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(otlp(*spans)))
+    [conv] = read_capture([path], format="otel").conversations
+    assert calls_and_results(conv) == [
+        ("tool_call", "call_0", "search_products"),
+        ("tool_result", "call_0", "search_products"),
+        ("tool_call", "call_0#2", "add_to_cart"),
+        ("tool_result", "call_0#2", "add_to_cart"),
+    ]
+
+
+def test_a_tool_result_in_a_model_input_that_answers_no_call_leaves_the_conversation_out(
+    tmp_path,
+):
+    asked = [user("Trail shoes?")]
+    first = reply(call_part("k1", "search_products"))
+    answer = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "zz", "response": 1}]}
+    spans = [
+        chat("cv", 1, asked, first),
+        chat("cv", 2, [*asked, *first, answer], reply({"type": "text", "content": "Done."})),
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(otlp(*spans)))
+    capture = read_capture([path], format="otel")
+    assert capture.conversations == []
+    [problem] = capture.problems
+    assert "'zz', which no call of the turn has" in str(problem)

@@ -40,6 +40,8 @@ __all__ = [
     "ConvertOptions",
     "EventBuilder",
     "FrameworkAgent",
+    "PENDING_APPROVAL",
+    "TurnMessages",
     "converter",
     "default_ui_tools",
     "framework_agent",
@@ -180,24 +182,111 @@ def parse_output(raw: Any) -> Any:
     return raw
 
 
+PENDING_APPROVAL = "approval: {name} waits for a person to approve it"
+"""The reason of a call that is waiting for a person's approval when the turn ends, in every
+converter: such a call is `blocked` with the gate `approval`."""
+
+
 class EventBuilder:
-    """Collects one turn's events in order; every converter writes through one."""
+    """Collects one turn's events in order; every converter writes through one, so call ids
+    read one way whatever the framework:
+
+    - a call without an id (None or "") is kept, with the id `#<n>` (its place among the turn's
+      calls, from 1): it is never dropped and never merged with another call;
+    - a call whose id an earlier call of the turn already has is a call of its own, with the id
+      `<id>#<k>` (the k-th call with that id), as servers that number calls per response give;
+    - a result answers the earliest call with its id that has no result yet; a result for an
+      id no call of the turn has is the result of an earlier turn's call when it names its tool
+      (a call run after an approval given in a later turn), and is refused when it does not; a
+      result without an id, or a second result for one call, is refused: `ValueError`, which
+      the converter reports naming itself and the item;
+    - a call with no result when the turn ends stays a call without a result (it was made; no
+      tool output came back), unless the converter knows it waits for an approval: then it is
+      `blocked` with the reason `PENDING_APPROVAL`.
+    """
 
     def __init__(self, options: ConvertOptions | None = None) -> None:
         self.options = options or ConvertOptions()
         self.events: list[Event] = []
-        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}  # by the id the event carries
+        self._open: dict[str, list[str]] = {}  # given id -> ids of its calls without a result
+        self._uses: dict[str, int] = {}  # given id -> calls made with it
         self._answered: set[str] = set()
+        self._waiting: dict[str, int] = {}  # call id -> index of its pending-approval result
 
-    def call(self, call_id: str, name: str, arguments: Any = None) -> ToolCall:
-        event = ToolCall(call_id=str(call_id), name=name, arguments=parse_arguments(arguments))
-        self._calls[event.call_id] = (name, event.arguments)
+    @staticmethod
+    def _given(call_id: Any) -> str | None:
+        if call_id is None or isinstance(call_id, bool):
+            return None
+        text = str(call_id)
+        return text if text.strip() else None
+
+    def call(self, call_id: Any, name: Any, arguments: Any = None) -> ToolCall:
+        """A tool call; the event's id follows the rules above (`ToolCall.call_id`)."""
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"a tool call without a tool name (found {_short(name, 40)})")
+        given = self._given(call_id)
+        if given is None:
+            given = f"#{len(self._calls) + 1}"
+        uses = self._uses.get(given, 0) + 1
+        self._uses[given] = uses
+        own = given if uses == 1 else f"{given}#{uses}"
+        while own in self._calls:  # a given id that looks like one made here
+            uses += 1
+            own = f"{given}#{uses}"
+        event = ToolCall(call_id=own, name=name, arguments=parse_arguments(arguments))
+        self._calls[own] = (name, event.arguments)
+        self._open.setdefault(given, []).append(own)
         self.events.append(event)
         return event
 
+    def _take(self, given: str) -> str | None:
+        """The id of the call a result with id `given` answers, no longer open; None if none."""
+        waiting = self._open.get(given)
+        if waiting:
+            return waiting.pop(0)
+        for owns in self._open.values():  # an id given here (`#2`, `c1#2`)
+            if given in owns:
+                owns.remove(given)
+                return given
+        return None
+
+    def next_open(self, call_id: Any) -> tuple[str, str] | None:
+        """(id, tool name) of the call a result with this id would answer; None if none."""
+        given = self._given(call_id)
+        if given is None:
+            return None
+        waiting = self._open.get(given)
+        if waiting:
+            return waiting[0], self._calls[waiting[0]][0]
+        for owns in self._open.values():
+            if given in owns:
+                return given, self._calls[given][0]
+        return None
+
+    def open_named(self, name: str) -> str | None:
+        """The id of the earliest call of tool `name` without a result; None if none."""
+        for own, (called, _) in self._calls.items():
+            if (
+                called == name
+                and own not in self._answered
+                and any(own in owns for owns in self._open.values())
+            ):
+                return own
+        return None
+
+    def is_open(self, call_id: Any) -> bool:
+        """Whether a call with this id is waiting for its result."""
+        return self.next_open(call_id) is not None
+
+    def was_called(self, call_id: Any) -> bool:
+        """Whether any call of the turn was given this id."""
+        given = self._given(call_id)
+        return given is not None and given in self._uses
+
     def result(
         self,
-        call_id: str,
+        call_id: Any,
         output: Any = None,
         *,
         name: str | None = None,
@@ -206,9 +295,28 @@ class EventBuilder:
     ) -> ToolResult:
         """The result of call `call_id`; `error` (the failure's text) makes it a failed call,
         `blocked` (the gate and why, `"approval: ..."`) a call a gate stopped."""
-        call_id = str(call_id)
-        known = self._calls.get(call_id)
-        name = name or (known[0] if known else None)
+        given = self._given(call_id)
+        if given is None:
+            raise ValueError(
+                f"a tool result without a call id (found {_short(call_id, 40)}): it answers no call"
+            )
+        own = self._take(given)
+        if own is None:
+            if given in self._uses:
+                raise ValueError(
+                    f"a second result for call {given!r}, which already has one: it answers no call"
+                )
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(
+                    f"a tool result for call {given!r}, which no call of the turn has, naming no "
+                    "tool: it answers no call (pass the turn's messages from the call on)"
+                )
+            # the result of a call made in an earlier turn (run after an approval), named
+            self._uses[given] = 1
+            own, known = given, (name, {})
+        else:
+            known = self._calls[own]
+        name = name or known[0]
         value = parse_output(output)
         status, reason = ("error", error) if error is not None else ("ok", None)
         if error is None and blocked is not None:
@@ -217,12 +325,46 @@ class EventBuilder:
             verdict = self.options.classify(name, value)
             if verdict is not None:
                 status, reason = verdict
-        event = ToolResult(call_id=call_id, name=name, status=status, reason=reason, result=value)
+        event = ToolResult(call_id=own, name=name, status=status, reason=reason, result=value)
         self.events.append(event)
-        self._answered.add(call_id)
-        if status == "ok" and known is not None:
+        self._answered.add(own)
+        if status == "ok" and own in self._calls:
             self._ui(*known)
         return event
+
+    def wait(self, call_id: Any) -> ToolResult | None:
+        """The earliest unanswered call with this id waits for a person's approval: a `blocked`
+        result with the reason `PENDING_APPROVAL`, replaced if its real result comes later in
+        the turn (approved and run, or refused). None when no call with this id is open, or it
+        already waits."""
+        found = self.next_open(call_id)
+        if found is None or found[0] in self._waiting:
+            return None
+        own, name = found
+        event = ToolResult(
+            call_id=own, name=name, status="blocked", reason=PENDING_APPROVAL.format(name=name)
+        )
+        self._waiting[own] = len(self.events)
+        self.events.append(event)
+        return event
+
+    def wait_all(self) -> list[ToolResult]:
+        """Every call still without a result waits for an approval (a run stopped for one)."""
+        out = []
+        for owns in self._open.values():
+            for own in owns:
+                if own not in self._waiting:
+                    name = self._calls[own][0]
+                    event = ToolResult(
+                        call_id=own,
+                        name=name,
+                        status="blocked",
+                        reason=PENDING_APPROVAL.format(name=name),
+                    )
+                    self._waiting[own] = len(self.events)
+                    self.events.append(event)
+                    out.append(event)
+        return out
 
     def text(self, text: str | None) -> None:
         if text:
@@ -237,15 +379,44 @@ class EventBuilder:
             self.events.append(ui)
 
     def finish(self) -> list[Event]:
-        """The events; a presentation call the messages hold no result for shows its `Ui`."""
-        for call_id, (name, arguments) in self._calls.items():
-            if call_id not in self._answered:
+        """The events; a presentation call the messages hold no result for shows its `Ui`; a
+        call waiting for approval whose decision came later shows only its final result."""
+        decided = {index for own, index in self._waiting.items() if own in self._answered}
+        if decided:
+            self.events = [e for i, e in enumerate(self.events) if i not in decided]
+            self._waiting = {o: i for o, i in self._waiting.items() if o not in self._answered}
+            self._reindex()
+        for own, (name, arguments) in self._calls.items():
+            if own not in self._answered and own not in self._waiting:
                 self._ui(name, arguments)
-        self._answered.update(self._calls)
-        return self.events
+                self._answered.add(own)
+        return list(self.events)
+
+    def _reindex(self) -> None:
+        positions = {
+            e.call_id: i
+            for i, e in enumerate(self.events)
+            if isinstance(e, ToolResult) and e.status == "blocked"
+        }
+        self._waiting = {o: positions[o] for o in self._waiting if o in positions}
 
 
 Converter = Callable[..., list[Event]]
+
+
+@dataclass(frozen=True)
+class TurnMessages:
+    """What a framework agent's `run` may return instead of the bare messages: the messages and
+    what else its converter reads, e.g. `TurnMessages(result.new_messages(),
+    output=result.output)` for pydantic-ai or `TurnMessages(new, interrupts=out.get(
+    "__interrupt__"))` for LangGraph (so a call waiting for an approval reads `blocked`)."""
+
+    messages: Any
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(self, messages: Any, **extra: Any) -> None:
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "extra", dict(extra))
 
 
 class FrameworkAgent:
@@ -263,8 +434,10 @@ class FrameworkAgent:
         self._convert = convert
         self.options = options or ConvertOptions()
 
-    def _events(self, messages: Iterable[Any]) -> list[Event]:
-        return self._convert(list(messages), options=self.options)
+    def _events(self, out: Any) -> list[Event]:
+        if isinstance(out, TurnMessages):
+            return self._convert(list(out.messages), options=self.options, **out.extra)
+        return self._convert(list(out), options=self.options)
 
     def run_turn(self, session: AgentSession, message: str) -> Any:
         out = self._run(session, message)
@@ -285,5 +458,6 @@ def framework_agent(
 ) -> FrameworkAgent:
     """`framework_agent(run, events_from_pydantic_ai)`: the agent the `make_agent` hook returns.
     `run(session, message)` returns (or, async, resolves to) the messages the framework added in
-    this turn; `session.scratch` is the place to keep the framework's history between turns."""
+    this turn, or a `TurnMessages` holding them and what else the converter reads;
+    `session.scratch` is the place to keep the framework's history between turns."""
     return FrameworkAgent(run, convert, options)

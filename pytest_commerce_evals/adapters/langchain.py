@@ -15,6 +15,13 @@ What reads how:
 - a `ToolMessage` is the `ToolResult` of its `tool_call_id`; `status="error"` (what LangGraph's
   `ToolNode(handle_tool_errors=...)` writes when a tool raises) is `status="error"` with the
   message's content as the reason, whatever the content says;
+- call ids follow `core.EventBuilder`'s rules: a call without an id (some providers give
+  none), or a second call with the same id, is a call of its own; a `ToolMessage` that answers
+  no call of the messages is refused;
+- a run stopped at an `interrupt()` (a human-in-the-loop approval) leaves its calls without a
+  result: pass `interrupts=out.get("__interrupt__")` and they are `blocked` with
+  `core.PENDING_APPROVAL`, as the other converters read a pending approval; the ids of the
+  calls a person refused (`refused=[...]`) make their `ToolMessage` `blocked`, whatever it says;
 - a streamed chunk (`AIMessageChunk`, `ToolMessageChunk`) reads as its message;
 - human, system and other messages (`HumanMessage`, `SystemMessage`, `RemoveMessage`, the
   legacy `FunctionMessage`, `ChatMessage`) are not events and are skipped, so the slice of a
@@ -94,28 +101,46 @@ def _output(content: Any) -> Any:
 
 @converter
 def events_from_langchain(
-    messages: Iterable[Any], *, options: ConvertOptions | None = None
+    messages: Iterable[Any],
+    *,
+    options: ConvertOptions | None = None,
+    interrupts: Any = None,
+    refused: Iterable[str] = (),
 ) -> list[Event]:
     """The events of LangChain messages (`BaseMessage`s or their `messages_to_dict` form), in
-    order: the new messages of one turn, e.g. what a LangGraph run added to its `messages`."""
+    order: the new messages of one turn, e.g. what a LangGraph run added to its `messages`.
+
+    `interrupts` is what the run stopped at (`out.get("__interrupt__")` of `graph.invoke`, or
+    `graph.get_state(config).interrupts`): when there is one, every call still without a result
+    waits for a person and is `blocked` (`core.PENDING_APPROVAL`), as the other converters read
+    a pending approval; without it such a call is a call with no result. `refused` holds the
+    ids of calls a person refused: their `ToolMessage` is `blocked` (`approval: <content>`)
+    whatever its text or status, as a refusal reads in pydantic-ai and the Agents SDK."""
     builder = EventBuilder(options)
+    refusals = {str(i) for i in refused}
     for index, message in enumerate(messages):
         kind, fields = _kind_and_fields(message, index)
         if kind == "ai":
             builder.text(_text(_get(fields, "content", "")))
             for call in _get(fields, "tool_calls", []):
-                builder.call(_get(call, "id", ""), _get(call, "name", ""), _get(call, "args"))
-            for n, bad in enumerate(_get(fields, "invalid_tool_calls", [])):
-                call_id = _get(bad, "id") or f"invalid-{index + 1}-{n + 1}"
-                builder.call(call_id, _get(bad, "name", ""), _get(bad, "args"))
+                builder.call(_get(call, "id"), _get(call, "name"), _get(call, "args"))
+            for bad in _get(fields, "invalid_tool_calls", []):
+                name = _get(bad, "name") or "(no tool name)"
+                call = builder.call(_get(bad, "id"), name, _get(bad, "args"))
                 why = _get(bad, "error") or "its arguments could not be parsed"
-                builder.result(call_id, None, error=f"invalid tool call: {why}")
+                builder.result(call.call_id, None, error=f"invalid tool call: {why}")
         elif kind == "tool":
             content = _output(_get(fields, "content", ""))
             failed = _get(fields, "status", "success") == "error"
             reason = content if isinstance(content, str) else json.dumps(content, default=str)
+            call_id = _get(fields, "tool_call_id")
+            if str(call_id) in refusals:
+                builder.result(
+                    call_id, content, name=_get(fields, "name"), blocked=f"approval: {reason}"
+                )
+                continue
             builder.result(
-                _get(fields, "tool_call_id", ""),
+                call_id,
                 content,
                 name=_get(fields, "name"),
                 error=(reason or "the tool failed") if failed else None,
@@ -125,6 +150,8 @@ def events_from_langchain(
                 f"events_from_langchain: item {index + 1} is a message of type {kind!r}; "
                 f"expected ai, tool, or one of the skipped types ({', '.join(sorted(_SKIPPED))})"
             )
+    if interrupts:
+        builder.wait_all()
     return builder.finish()
 
 

@@ -10,8 +10,12 @@ What is read:
 - a handoff is a function call the model made (`transfer_to_<agent>`): `HandoffCallItem` and
   `HandoffOutputItem` read as a tool call and its result, as they do in `to_input_list()`;
 - `ToolApprovalItem` (a tool with `needs_approval`: the run stops, the item is in `new_items`
-  and in `result.interruptions`) → the call and a `blocked` result with the gate `approval`, so
-  `gate_blocked: [name]` grades it (once, however often the item is passed);
+  and in `result.interruptions`) → the call and a `blocked` result with the gate `approval`
+  (`core.PENDING_APPROVAL`, the reason every converter gives a call waiting for a person), so
+  `gate_blocked: [name]` grades it (once, however often the item is passed); when the turn's
+  items go on to the call's own output (approved and run, or refused), that output replaces it;
+- call ids follow `core.EventBuilder`'s rules: a call without an id, or a second call with the
+  same id, is a call of its own; a result that answers no call is refused;
 - reasoning items, MCP listings and anything else carry no event and are skipped.
 
 The same run as plain dicts (`result.to_input_list()`, sliced to this turn's items) reads the
@@ -43,7 +47,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..events import Event, ToolResult
+from ..events import Event
 from .core import ConvertOptions, EventBuilder, converter
 from .openai_agents_model import agents_model
 
@@ -156,50 +160,46 @@ def _message_text(content: Any) -> str:
 
 
 class _Reader:
-    """Reads run items and input dicts into one `EventBuilder`, each call once."""
+    """Reads run items and input dicts into one `EventBuilder`: a call the items repeat (the
+    same id, tool and arguments while it has no result, as an approval item repeats its call)
+    is read once; any other call is a call of its own (`EventBuilder`'s id rules)."""
 
     def __init__(self, options: ConvertOptions | None, context: Any = None) -> None:
         self.builder = EventBuilder(options)
-        self.called: set[str] = set()
-        self.blocked: set[str] = set()
-        self.names: dict[str, str] = {}
+        self.seen: dict[str, tuple[str, str, Any]] = {}  # given id -> (own id, name, arguments)
         self.context = context
 
     def call(self, raw: Any, name: str | None = None) -> str:
-        call_id = str(_get(raw, "call_id") or _get(raw, "id") or "")
-        name = name or _get(raw, "name") or _get(raw, "type") or "unknown_tool"
-        if call_id not in self.called:
-            self.builder.call(call_id, name, _get(raw, "arguments"))
-            self.called.add(call_id)
-            self.names[call_id] = name
-        return call_id
+        given = _get(raw, "call_id") or _get(raw, "id")
+        kind = _get(raw, "type")
+        # a hosted tool's call (web_search_call, computer_call, ...) is named by its type
+        name = name or _get(raw, "name") or (kind if kind != "function_call" else None)
+        arguments = _get(raw, "arguments")
+        key = str(given) if given not in (None, "") else None
+        if key is not None and key in self.seen:
+            own, seen_name, seen_arguments = self.seen[key]
+            opened = self.builder.next_open(key)
+            if (seen_name, seen_arguments) == (name, arguments) and opened and opened[0] == own:
+                return own  # the same call, passed again
+        event = self.builder.call(given, name, arguments)
+        if key is not None:
+            self.seen[key] = (event.call_id, name, arguments)
+        return event.call_id
 
-    def refused(self, call_id: str) -> bool:
+    def refused(self, call_id: str, name: str | None) -> bool:
         """Whether the run's context says a person refused this call, whatever rejection
         message it was given (`state.reject(item, rejection_message=...)`)."""
         check = getattr(self.context, "is_tool_approved", None)
-        name = self.names.get(call_id)
         return callable(check) and name is not None and check(name, call_id) is False
 
     def result(self, call_id: Any, output: Any) -> None:
-        call_id = str(call_id or "")
-        if call_id in self.blocked:
-            # a call that waited for approval and was then decided (approved and run, or
-            # refused): its final result replaces the waiting one
-            self.blocked.discard(call_id)
-            self.builder.events = [
-                e
-                for e in self.builder.events
-                if not (
-                    isinstance(e, ToolResult) and e.call_id == call_id and e.status == "blocked"
-                )
-            ]
+        opened = self.builder.next_open(call_id)
+        name = opened[1] if opened else None
         value = _output_text(output)
-        if self.refused(call_id) or (
+        if self.refused(str(call_id), name) or (
             isinstance(value, str) and value.strip() == APPROVAL_REJECTED_MESSAGE
         ):
             # the SDK's output for a call a person refused to approve
-            self.blocked.add(call_id)
             text = value.strip() if isinstance(value, str) else str(value)
             self.builder.result(call_id, value, blocked=f"approval: {text}")
             return
@@ -209,13 +209,7 @@ class _Reader:
     def approval(self, item: Any) -> None:
         raw = _get(item, "raw_item")
         name = _get(item, "tool_name") or _get(raw, "name")
-        call_id = self.call(raw, name)
-        if call_id in self.blocked:
-            return
-        self.blocked.add(call_id)
-        self.builder.result(
-            call_id, None, name=name, blocked=f"approval: {name} waits for a person to approve it"
-        )
+        self.builder.wait(self.call(raw, name))
 
     def run_item(self, item: Any) -> None:
         kind = _get(item, "type")

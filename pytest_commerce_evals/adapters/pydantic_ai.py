@@ -16,7 +16,13 @@ pydantic-ai; a typed subclass of a tool part reads as its base):
 - the deprecated `RetryPromptPart` with a `tool_name` is that call's `error` result (its content
   as the reason); one without a tool answers no call and is skipped, as is `RetryFeedbackPart`
   (the framework's feedback on unusable output, not something the agent did);
-- a call gets one result: a second answer to an already answered call is dropped;
+- a call gets one result: a second answer to an already answered call is dropped (pydantic-ai
+  itself may report a call twice: a retry prompt, then the retried return); a return for a
+  call the messages do not hold is refused, and a call without an id, or a second call with
+  the same id, is a call of its own (`core.EventBuilder`'s id rules);
+- a call waiting for approval (`requires_approval`, the run's output a `DeferredToolRequests`)
+  is `blocked` with `core.PENDING_APPROVAL` when the run's `output` is passed:
+  `events_from_pydantic_ai(result.new_messages(), output=result.output)`;
 - `TextPart` is `Text`; user and system prompt parts, instructions, thinking and file parts are
   skipped (they are the input or the model's private reasoning, not what it did).
 - a structured `output_type` arrives through an output tool (`final_result` by default), whose
@@ -80,29 +86,27 @@ def _content_text(content: Any) -> str:
 
 @converter
 def events_from_pydantic_ai(
-    messages: Iterable[Any], *, options: ConvertOptions | None = None
+    messages: Iterable[Any], *, options: ConvertOptions | None = None, output: Any = None
 ) -> list[Event]:
     """The events of a pydantic-ai message list (`ModelRequest`/`ModelResponse`, e.g.
-    `result.new_messages()`), in order. See the module docstring for how each part reads."""
-    builder = EventBuilder(options)
-    pending: set[str] = set()  # calls made and not yet answered
-    answered: set[str] = set()
+    `result.new_messages()`), in order. See the module docstring for how each part reads.
 
-    def answer(call_id: str, name: str | None, output: Any, **status: str) -> None:
-        if call_id in answered and call_id not in pending:
+    `output` is the run's `result.output`: when it is a `DeferredToolRequests`, each call in its
+    `approvals` waits for a person and is `blocked` (`core.PENDING_APPROVAL`), as the other
+    converters read a pending approval; without it such a call is a call with no result."""
+    builder = EventBuilder(options)
+
+    def answer(call_id: Any, name: str | None, content: Any, **status: str) -> None:
+        if builder.was_called(call_id) and not builder.is_open(call_id):
             return  # the same call reported twice (e.g. a retry prompt and a retried return)
-        pending.discard(call_id)
-        answered.add(call_id)
-        builder.result(call_id, output, name=name, **status)
+        builder.result(call_id, content, name=name, **status)
 
     for part in _parts(messages):
         kind = _kind(part)
         if kind in _CALLS:
-            call_id = str(part.tool_call_id)
-            builder.call(call_id, part.tool_name, part.args)
-            pending.add(call_id)
+            builder.call(part.tool_call_id, part.tool_name, part.args)
         elif kind in _RETURNS:
-            call_id, name = str(part.tool_call_id), part.tool_name
+            call_id, name = part.tool_call_id, part.tool_name
             outcome = getattr(part, "outcome", "success") or "success"
             text = _content_text(part.content)
             if outcome == "success":
@@ -114,11 +118,11 @@ def events_from_pydantic_ai(
         elif kind == "retry-prompt":
             if getattr(part, "tool_name", None):
                 text = _content_text(part.content)
-                answer(
-                    str(part.tool_call_id), part.tool_name, part.content, error=f"retried: {text}"
-                )
+                answer(part.tool_call_id, part.tool_name, part.content, error=f"retried: {text}")
         elif kind == "text":
             builder.text(part.content)
+    for call in getattr(output, "approvals", None) or ():
+        builder.wait(getattr(call, "tool_call_id", None))
     return builder.finish()
 
 

@@ -121,8 +121,8 @@ class _Message:
 
     role: str
     texts: list[str] = field(default_factory=list)
-    calls: list[tuple[str, str, Any]] = field(default_factory=list)  # (id, name, arguments)
-    responses: list[tuple[str, Any]] = field(default_factory=list)  # (call id, output)
+    calls: list[tuple[str | None, str, Any]] = field(default_factory=list)  # (id, name, args)
+    responses: list[tuple[str | None, Any]] = field(default_factory=list)  # (call id, output)
 
 
 def _text_of(content: Any, where: str) -> list[str]:
@@ -183,9 +183,16 @@ def _call(tc: Any, where: str) -> tuple[str, str, Any]:
     name, call_id = fn.get("name"), tc.get("id")
     if not isinstance(name, str) or not name:
         raise _Bad(f"{where}: a tool call without a name")
-    if not isinstance(call_id, (str, int)) or call_id == "":
-        raise _Bad(f"{where}: tool call {name!r} has no id")
-    return str(call_id), name, fn.get("arguments")
+    return _call_id(call_id, f"{where}: tool call {name[:40]!r}"), name, fn.get("arguments")
+
+
+def _call_id(value: Any, where: str) -> str | None:
+    """A call id as text; None when there is none (the builder numbers such a call)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _Bad(f"{where}: its id is {type(value).__name__}, not text")
+    return str(value)
 
 
 def _message(m: Any, where: str) -> _Message:
@@ -203,7 +210,8 @@ def _message(m: Any, where: str) -> _Message:
             elif kind == "tool_call":
                 msg.calls.append(_call(part, f"{where}.parts.{i}"))
             elif kind == "tool_call_response":
-                msg.responses.append((str(part.get("id")), part.get("response")))
+                call_id = _call_id(part.get("id"), f"{where}.parts.{i}: a tool call response")
+                msg.responses.append((call_id, part.get("response")))
         return msg
     msg.texts = _text_of(m.get("content"), where)
     calls = _json_value(m.get("tool_calls")) or []
@@ -211,34 +219,36 @@ def _message(m: Any, where: str) -> _Message:
         raise _Bad(f"{where}: tool_calls is not a list")
     msg.calls = [_call(tc, f"{where}.tool_calls.{i}") for i, tc in enumerate(calls)]
     if role == "tool":
-        call_id = m.get("tool_call_id", m.get("id"))
-        if not isinstance(call_id, (str, int)) or call_id == "":
-            raise _Bad(f"{where}: a tool message without a tool_call_id")
+        call_id = _call_id(m.get("tool_call_id", m.get("id")), f"{where}: a tool message")
+        if call_id is None:
+            raise _Bad(f"{where}: a tool message without a tool_call_id (it answers no call)")
         content = m.get("content")
-        msg.responses = [(str(call_id), content)]
+        msg.responses = [(call_id, content)]
         msg.texts = []
     return msg
 
 
 class _Turn:
+    """One turn's events, read through `EventBuilder` and its call-id rules: a call without an
+    id is numbered, a second call with the same id is a call of its own, and a result that
+    answers no call makes the conversation bad."""
+
     def __init__(self, user: str, timestamp: datetime, shown: str, line: int) -> None:
         self.user, self.timestamp, self.shown, self.line = user, timestamp, shown, line
         self.builder = EventBuilder()
-        self.called: set[str] = set()
-        self.answered: set[str] = set()
 
     def reply(self, msg: _Message) -> None:
         self.builder.text("\n".join(msg.texts))
         for call_id, name, arguments in msg.calls:
-            if call_id not in self.called:
-                self.builder.call(call_id, name, arguments)
-                self.called.add(call_id)
+            self.builder.call(call_id, name, arguments)
 
-    def result(self, call_id: str, output: Any, *, name: str | None, error: str | None) -> None:
-        if call_id in self.answered:
-            return
-        self.builder.result(call_id, output, name=name, error=error)
-        self.answered.add(call_id)
+    def result(
+        self, call_id: str | None, output: Any, *, name: str | None, error: str | None, where: str
+    ) -> None:
+        try:
+            self.builder.result(call_id, output, name=name, error=error)
+        except ValueError as exc:
+            raise _Bad(f"{where}: {exc}") from None
 
 
 def _records(cid: str, role: str, turns: list[_Turn]) -> list[tuple[_Turn, dict[str, Any]]]:
@@ -318,7 +328,9 @@ def _openai_turns(data: dict[str, Any], shown: str, n: int) -> tuple[str, list[_
                 # convention, so a log and a live agent's messages grade alike
                 output = tool_output(output)
                 error = tool_failure(m, output)
-                turns[-1].result(call_id, output, name=m.get("name"), error=error)
+                turns[-1].result(
+                    call_id, output, name=m.get("name"), error=error, where=f"messages.{i}"
+                )
         else:
             raise _Bad(f"messages.{i}: unknown role {msg.role[:40]!r}")
     if not turns:
@@ -665,6 +677,29 @@ class _SpanBad(_Bad):
         self.span = span
 
 
+def _tool_span(turn: _Turn, s: _Span) -> None:
+    """An `execute_tool` span: the result of the call with its `gen_ai.tool.call.id`; a span
+    without an id answers the turn's earliest call of the same tool still without a result; a
+    span whose call no model output holds is the call and its result (an agent that records
+    its tools' spans only); a span for a call already answered (the same span exported twice)
+    is read once."""
+    given = _call_id(s.attrs.get("gen_ai.tool.call.id"), "gen_ai.tool.call.id")
+    name = s.attrs.get("gen_ai.tool.name")
+    name = name if isinstance(name, str) and name else None
+    builder = turn.builder
+    if given is None and name is not None:
+        given = builder.open_named(name)
+    if given is not None and builder.was_called(given) and not builder.is_open(given):
+        return  # the span of a call already answered, exported again
+    if given is None or not builder.is_open(given):
+        if name is None:
+            raise _Bad(
+                "an execute_tool span with neither gen_ai.tool.name nor the id of an open call"
+            )
+        given = builder.call(given, name, s.attrs.get("gen_ai.tool.call.arguments")).call_id
+    builder.result(given, s.attrs.get("gen_ai.tool.call.result"), name=name, error=s.error)
+
+
 def _span_turns(spans: list[_Span]) -> list[_Turn]:
     calls = [s for s in spans if s.operation in _CHAT_OPERATIONS and s.has_messages]
     if not calls:  # an agent framework that records messages on its agent spans only
@@ -677,17 +712,7 @@ def _span_turns(spans: list[_Span]) -> list[_Turn]:
             if s.operation == "execute_tool":
                 if not turns:
                     raise _Bad("a tool ran before the conversation's first user message")
-                call_id = s.attrs.get("gen_ai.tool.call.id")
-                name = s.attrs.get("gen_ai.tool.name")
-                call_id = str(call_id) if call_id not in (None, "") else f"{s.trace_id}:{s.index}"
-                name = name if isinstance(name, str) and name else None
-                turn = turns[-1]
-                if call_id not in turn.called and name is not None:
-                    turn.builder.call(call_id, name, s.attrs.get("gen_ai.tool.call.arguments"))
-                    turn.called.add(call_id)
-                turn.result(
-                    call_id, s.attrs.get("gen_ai.tool.call.result"), name=name, error=s.error
-                )
+                _tool_span(turns[-1], s)
                 continue
             inputs = s.messages("gen_ai.input.messages")
             outputs = s.messages("gen_ai.output.messages")
@@ -700,12 +725,20 @@ def _span_turns(spans: list[_Span]) -> list[_Turn]:
         else:
             # tool results the model was sent, for calls no execute_tool span answered
             last = max((i for i, m in enumerate(inputs) if m.role == "assistant"), default=-1)
+            # (a result a tool span already gave is the same result, read once)
             for m in inputs[last + 1 :]:
                 for call_id, output in m.responses:
-                    if call_id in turns[-1].called:
+                    builder = turns[-1].builder
+                    if builder.is_open(call_id):
                         output = tool_output(output)
                         error = tool_failure({}, output)  # the {"error": ...} convention
-                        turns[-1].result(call_id, output, name=None, error=error)
+                        builder.result(call_id, output, error=error)
+                    elif not builder.was_called(call_id):
+                        raise _SpanBad(
+                            s,
+                            f"gen_ai.input.messages: a tool result for call {call_id!r}, which "
+                            "no call of the turn has (it answers no call)",
+                        )
         for m in outputs:
             turns[-1].reply(m)
     return turns

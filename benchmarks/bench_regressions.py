@@ -18,9 +18,11 @@ rows, `auto` for the `auto` row), and the merge run is compared with them:
 
 Rows: false alarms (merges of the unchanged agent where at least one case is reported newly
 failing), detection (merges where case 0, dropped from 0.95 to 0.3 or 0.5, is reported), model
-calls per merge run (one call per trial), and how often each set's verdict agrees with an
-independent fixed-5 run of the same agent (the set rate under `auto` taken both ways: pooled
-trials, and the mean of the per-case rates, which is what the plugin uses).
+calls per merge run (one call per trial), how often each set's verdict agrees with an
+independent fixed-5 run of the same agent, and how often it is right: equal to the truth (the
+mean of the set's true pass probabilities against the threshold), over every set of an unchanged
+merge and over the set holding case 0 after each drop (the set rate under `auto` is the
+plugin's own, `stats.adaptive_rate` per case through `results.set_rate_counts`).
 
 The stopping rule is the plugin's own (`pytest_commerce_evals.runner.adaptive.decide`) and the
 drop test and pool are `pytest_commerce_evals.stats`.
@@ -38,9 +40,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_commerce_evals.results import meets_threshold  # noqa: E402
+from pytest_commerce_evals.results import meets_threshold, set_rate_counts  # noqa: E402
 from pytest_commerce_evals.runner.adaptive import DELTA, LEVEL, decide  # noqa: E402
-from pytest_commerce_evals.stats import pool_baseline  # noqa: E402
+from pytest_commerce_evals.stats import adaptive_rate, pool_baseline  # noqa: E402
 from pytest_commerce_evals.store.history import classify  # noqa: E402
 
 RELIABLE, FLAKY, DROPPED_FROM = 0.98, 0.8, 0.95
@@ -62,6 +64,13 @@ def run_fixed(rng: random.Random, probs: list[float], n: int) -> list[tuple[int,
     return [(sum(rng.random() < p for _ in range(n)), n) for p in probs]
 
 
+class AutoCase(tuple):
+    """(passed, ran) of one case under `auto`, with the outcomes in order and its baseline."""
+
+    path: tuple[bool, ...]
+    baseline: tuple[int, int] | None
+
+
 def run_auto(
     rng: random.Random,
     probs: list[float],
@@ -77,8 +86,10 @@ def run_auto(
         pool = pool_baseline([run[c] for run in history[:HISTORY_KEPT]], level)
         baseline = (pool[0], pool[1]) if pool[1] else None
         passed = ran = 0
+        path: list[bool] = []
         while True:
-            passed += rng.random() < p
+            path.append(rng.random() < p)
+            passed += path[-1]
             ran += 1
             if decide(
                 passed,
@@ -92,7 +103,9 @@ def run_auto(
                 delta=delta,
             ):
                 break
-        out.append((passed, ran))
+        case = AutoCase((passed, ran))
+        case.path, case.baseline = tuple(path), baseline
+        out.append(case)
     return out
 
 
@@ -122,17 +135,45 @@ def flagged_any_fail(
     return flagged, len(flagged) + len(fixed)
 
 
-def set_verdicts(counts: list[tuple[int, int]], per_case: bool) -> list[bool]:
-    """Each set's verdict (met or not); pooled trials, or the mean of the per-case rates."""
+def set_verdicts(
+    counts: list[tuple[int, int]], per_case: bool, auto: tuple[int, int, float, float] | None = None
+) -> list[bool]:
+    """Each set's verdict (met or not): pooled trials, the mean of the per-case rates, or under
+    `auto` (min, max, level, delta) the plugin's own reading, `results.set_rate_counts` over
+    each case's `stats.adaptive_rate`."""
     out = []
     for s in range(SETS):
         part = counts[s * PER_SET : (s + 1) * PER_SET]
-        if per_case:
+        if auto is not None:
+            minimum, maximum, level, delta = auto
+            rates = [
+                adaptive_rate(
+                    c.path,
+                    minimum=minimum,
+                    maximum=maximum,
+                    baseline=c.baseline,
+                    threshold=THRESHOLD,
+                    level=level,
+                    delta=delta,
+                )
+                for c in part
+            ]
+            num, den = set_rate_counts((p, n, n, r) for (p, n), r in zip(part, rates, strict=True))
+            out.append(meets_threshold(num, den, THRESHOLD))
+        elif per_case:
             mean = sum(Fraction(p, n) for p, n in part) / len(part)
             out.append(meets_threshold(mean.numerator, mean.denominator, THRESHOLD))
         else:
             out.append(meets_threshold(sum(p for p, _ in part), sum(n for _, n in part), THRESHOLD))
     return out
+
+
+def truth(probs: list[float]) -> list[bool]:
+    """Each set's true verdict: the mean of its cases' pass probabilities reaches the threshold."""
+    return [
+        sum(probs[s * PER_SET : (s + 1) * PER_SET]) / PER_SET + 1e-12 >= THRESHOLD
+        for s in range(SETS)
+    ]
 
 
 def agree(a: list[bool], b: list[bool]) -> int:
@@ -150,9 +191,11 @@ def simulate(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             "det50": 0,
             "calls": 0,
             "agree": 0,
-            "agree_pooled": 0,
             "first": 0,
             "listed": 0,
+            "right": 0,
+            "right30": 0,
+            "right50": 0,
         }
         for name in ("any-fail, fixed 5", "pooled Fisher, fixed 5", "pooled Fisher, auto")
     }
@@ -180,30 +223,31 @@ def simulate(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             auto_hist = history_runs("auto", base)
             auto_now = run_auto(rng, now_probs, auto_hist, minimum, maximum, args.level, args.delta)
             auto_flags = flagged_pooled(auto_now, auto_hist, args.level)
-            for name, (flags, listed) in (
-                ("any-fail, fixed 5", any_fail),
-                ("pooled Fisher, fixed 5", pooled),
-                ("pooled Fisher, auto", auto_flags),
+            true_sets = truth(now_probs)
+            fixed_sets = set_verdicts(now, per_case=True)
+            auto_sets = set_verdicts(
+                auto_now, per_case=True, auto=(minimum, maximum, args.level, args.delta)
+            )
+            judged = range(SETS) if merge_p0 is None else [0]  # set 0 holds the dropped case
+            right_key = {"fa": "right", "det30": "right30", "det50": "right50"}[scenario]
+            for name, (flags, listed), sets in (
+                ("any-fail, fixed 5", any_fail, fixed_sets),
+                ("pooled Fisher, fixed 5", pooled, fixed_sets),
+                ("pooled Fisher, auto", auto_flags, auto_sets),
             ):
                 hit = bool(flags) if scenario == "fa" else 0 in flags
                 rows[name][scenario] += hit
+                rows[name][right_key] += sum(sets[k] == true_sets[k] for k in judged) / len(judged)
                 if scenario == "fa":
                     rows[name]["listed"] += listed
             if scenario == "fa":
                 reference = set_verdicts(run_fixed(rng, base, 5), per_case=True)
-                fixed_sets = set_verdicts(now, per_case=True)
                 for name in ("any-fail, fixed 5", "pooled Fisher, fixed 5"):
                     rows[name]["calls"] += sum(n for _, n in now)
                     rows[name]["agree"] += agree(fixed_sets, reference)
-                    rows[name]["agree_pooled"] += agree(fixed_sets, reference)
                 rows["pooled Fisher, auto"]["calls"] += sum(n for _, n in auto_now)
                 rows["pooled Fisher, auto"]["first"] += sum(n for _, n in auto_hist[-1])
-                rows["pooled Fisher, auto"]["agree"] += agree(
-                    set_verdicts(auto_now, per_case=True), reference
-                )
-                rows["pooled Fisher, auto"]["agree_pooled"] += agree(
-                    set_verdicts(auto_now, per_case=False), reference
-                )
+                rows["pooled Fisher, auto"]["agree"] += agree(auto_sets, reference)
     for row in rows.values():
         row["fa"] /= args.merges
         row["det30"] /= args.merges
@@ -211,8 +255,9 @@ def simulate(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         row["calls"] /= args.merges
         row["first"] /= args.merges
         row["listed"] /= args.merges
+        for key in ("right", "right30", "right50"):
+            row[key] /= args.merges
         row["agree"] /= args.merges * SETS
-        row["agree_pooled"] /= args.merges * SETS
     return rows
 
 
@@ -247,16 +292,15 @@ def table(args: argparse.Namespace) -> None:
     )
     head = (
         f"{'rule':<24} {'false alarms':>12} {'det 0.95→0.3':>13} {'det 0.95→0.5':>13} "
-        f"{'calls/merge':>12} {'sets agree w/ fixed 5':>22} {'listed':>7}"
+        f"{'calls/merge':>12} {'agree w/ fixed 5':>17} {'listed':>7} "
+        f"{'right: unchanged':>17} {'right: →0.3':>12} {'right: →0.5':>12}"
     )
     print(head)
     for name, row in rows.items():
-        agreement = f"{row['agree']:.1%}"
-        if name.endswith("auto"):
-            agreement += f" (pooled {row['agree_pooled']:.1%})"
         print(
             f"{name:<24} {row['fa']:>12.1%} {row['det30']:>13.1%} {row['det50']:>13.1%} "
-            f"{row['calls']:>12.1f} {agreement:>22} {row['listed']:>7.1f}"
+            f"{row['calls']:>12.1f} {row['agree']:>17.1%} {row['listed']:>7.1f} "
+            f"{row['right']:>17.1%} {row['right30']:>12.1%} {row['right50']:>12.1%}"
         )
     fixed_calls = rows["pooled Fisher, fixed 5"]["calls"]
     auto_calls = rows["pooled Fisher, auto"]["calls"]
@@ -269,6 +313,11 @@ def table(args: argparse.Namespace) -> None:
     print(
         "listed: cases an unchanged merge's diff lists for a reader, on average (any-fail: newly "
         "failing or fixed; pooled: newly failing, fixed or inconclusive)"
+    )
+    print(
+        "right: set verdicts that match the truth (the mean of the set's true pass probabilities "
+        f"against {THRESHOLD}): every set of an unchanged merge (all truly met), and the set "
+        "holding the dropped case (truly short: 0.876 and 0.896)"
     )
 
 

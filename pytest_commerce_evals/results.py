@@ -42,6 +42,8 @@ __all__ = [
     "meets_threshold",
     "pass_hat_k",
     "set_rate_counts",
+    "CaseTally",
+    "Stopping",
     "set_verdict",
     "verdicts_from_json",
 ]
@@ -210,23 +212,107 @@ def set_verdict(
     return "ok" if meets_threshold(passed, graded, threshold) else "short"
 
 
-def set_rate_counts(cases: Iterable[tuple[int, int, int]]) -> tuple[int, int]:
+class Stopping(BaseModel):
+    """The stopping rule adaptive trials ran a case under (`--commerce-trials=auto:MIN:MAX`):
+    recorded on each of its trials, so its rate can be read without the rule's bias wherever the
+    trials are (`stats.adaptive_rate`), a regrade of the run included."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    minimum: int = Field(ge=1)
+    maximum: int = Field(ge=1)
+    baseline: tuple[int, int] | None = None
+    level: float = Field(gt=0, lt=1)
+    delta: float = Field(gt=0, lt=1)
+
+    @field_validator("baseline", mode="before")
+    @classmethod
+    def _pair(cls, value: Any) -> Any:
+        # JSON writes the pair as a list; a tuple in memory, so the rule hashes
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("baseline")
+    @classmethod
+    def _counts(cls, value: tuple[int, int] | None) -> tuple[int, int] | None:
+        if value is not None and not 0 <= value[0] <= value[1]:
+            raise ValueError("a baseline is (passed, graded) with 0 <= passed <= graded")
+        return value
+
+    @field_validator("maximum")
+    @classmethod
+    def _bounds(cls, value: int, info: Any) -> int:
+        if value < info.data.get("minimum", 1):
+            raise ValueError("maximum is at least minimum")
+        return value
+
+
+class CaseTally:
+    """One case's trials toward its set's rate: counts, and under adaptive trials the outcomes
+    in trial order and the rule that stopped the case."""
+
+    __slots__ = ("graded", "outcomes", "passed", "recorded", "stopping", "threshold")
+
+    def __init__(self) -> None:
+        self.passed = self.graded = self.recorded = 0
+        self.outcomes: dict[int, bool | None] = {}
+        self.stopping: Stopping | None = None
+        self.threshold = 0.0
+
+    def add(self, trial: int, outcome: str, threshold: float, stopping: Stopping | None) -> None:
+        self.recorded += 1
+        graded = outcome in GRADED
+        self.graded += graded
+        self.passed += outcome == "pass"
+        self.outcomes[trial] = (outcome == "pass") if graded else None
+        self.threshold = threshold
+        if stopping is not None:
+            self.stopping = stopping
+
+    def rate(self) -> Fraction | None:
+        """`stats.adaptive_rate` for a case adaptive trials stopped; None otherwise (its rate is
+        its counts)."""
+        if self.stopping is None or not self.graded:
+            return None
+        from .stats import adaptive_rate
+
+        path = tuple(self.outcomes[t] for t in sorted(self.outcomes))
+        rule = self.stopping
+        return adaptive_rate(
+            path,
+            minimum=rule.minimum,
+            maximum=rule.maximum,
+            baseline=rule.baseline,
+            threshold=self.threshold,
+            level=rule.level,
+            delta=rule.delta,
+        )
+
+    def counts(self) -> tuple[int, int, int, Fraction | None]:
+        return self.passed, self.graded, self.recorded, self.rate()
+
+
+def set_rate_counts(cases: Iterable[tuple[int, ...] | tuple[Any, ...]]) -> tuple[int, int]:
     """A set's pass rate as (numerator, denominator) from each case's (passed, graded,
-    recorded) trials; (0, 0) when nothing was graded. Pass it to `set_verdict`.
+    recorded[, rate]) trials; (0, 0) when nothing was graded. Pass it to `set_verdict`.
 
     When every case recorded the same number of trials (a fixed count), the rate is the set's
-    graded trials pooled: passed / graded. When they recorded different numbers (adaptive trials,
-    `--commerce-trials=auto`, stop each case at its own count), it is the mean of the per-case
-    pass rates over the cases with a graded trial: each case weighs the same, as under a fixed
-    count, so the rate's expectation is the fixed count's. (Pooled, the cases run longest, the
-    flaky ones, would weigh most and pull the rate down.)"""
-    cases = list(cases)
-    graded = [(p, g) for p, g, _ in cases if g > 0]
+    graded trials pooled: passed / graded. Under adaptive trials (`--commerce-trials=auto`, a
+    `rate` given: `CaseTally.rate`) it is the mean of each case's rate as `stats.adaptive_rate`
+    reads it, which stopping early on good results does not bias. When cases recorded different
+    numbers of trials otherwise, it is the mean of their pass rates. Each case weighs the same,
+    as under a fixed count. (Pooled, the cases run longest, the flaky ones, would weigh most and
+    pull the rate down.)"""
+    cases = [tuple(c) for c in cases]
+    graded = [c for c in cases if c[1] > 0]
     if not graded:
         return 0, 0
-    if len({r for _, _, r in cases}) <= 1:
-        return sum(p for p, _ in graded), sum(g for _, g in graded)
-    mean = sum((Fraction(p, g) for p, g in graded), Fraction(0)) / len(graded)
+    rates = [c[3] if len(c) > 3 else None for c in graded]
+    if all(r is None for r in rates) and len({c[2] for c in cases}) <= 1:
+        return sum(c[0] for c in graded), sum(c[1] for c in graded)
+    mean = sum(
+        (r if r is not None else Fraction(c[0], c[1]) for c, r in zip(graded, rates, strict=True)),
+        Fraction(0),
+    ) / len(graded)
     return mean.numerator, mean.denominator
 
 
@@ -352,6 +438,7 @@ class TrialRecord(BaseModel):
     duration_s: float = 0.0
     file: str | None = None
     line: int | None = None
+    stopping: Stopping | None = None
     _rubric_not_judged: bool = PrivateAttr(default=False)
 
     @field_validator("case_id")
@@ -405,7 +492,12 @@ class TrialRecord(BaseModel):
 
     @classmethod
     def from_result(
-        cls, result: TrialResult, *, threshold: float, messages: Iterable[str] = ()
+        cls,
+        result: TrialResult,
+        *,
+        threshold: float,
+        messages: Iterable[str] = (),
+        stopping: Stopping | None = None,
     ) -> TrialRecord:
         """The record of a finished trial. Whatever the trial holds is recorded: values JSON
         cannot hold are made writable first (see `TrialResult.to_dict` and `store.clean_json`),
@@ -418,6 +510,7 @@ class TrialRecord(BaseModel):
         data["threshold"] = threshold
         data["failures"] = failure_lines(result.grader_results, result.error, result.verdicts)
         data["messages"] = list(messages)
+        data["stopping"] = stopping
         # a trial is level 3 of a run record (the record, its trials, the trial)
         record = cls.model_validate(clean_json(data, MAX_DEPTH - 2))
         record._rubric_not_judged = not_judged

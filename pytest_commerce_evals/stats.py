@@ -16,6 +16,9 @@ baseline, and the Beta/beta-binomial arithmetic that adaptive trials decide with
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 Z95 = 1.959963984540054  # the two-sided 95% quantile of the standard normal
@@ -167,3 +170,170 @@ def pool_baseline(history: list[tuple[int, int]], level: float) -> tuple[int, in
             break
         passed, graded, runs = passed + run_passed, graded + run_graded, runs + 1
     return passed, graded, runs
+
+
+def sequential_rate(
+    path: Sequence[bool | None], continues: Callable[[int, int, int], bool]
+) -> Fraction | None:
+    """A pass rate that a stopping rule does not bias: one case's trials as the rule saw them
+    (`path`, in order: True passed, False failed, None not graded), and the rule (`continues(
+    passed, graded, ran)`: whether it runs another trial after those counts).
+
+    Stopping when the results look good makes passed / graded read high (a case that passes its
+    first trials stops there, one that fails them runs on and can recover). This is the unbiased
+    estimator of Girshick, Mosteller and Savage (1946), the Rao-Blackwell estimate of "the first
+    graded trial passed": among the orders of these outcomes the rule would have run to the
+    end, the share whose first graded trial passed. Under a fixed count it is passed / graded.
+    None when nothing was graded."""
+    ran = len(path)
+    graded = sum(x is not None for x in path)
+    passed = sum(x is True for x in path)
+    if graded == 0:
+        return None
+    # per count of passes so far: (orders reaching it, those whose first graded trial passed)
+    states: dict[int, tuple[int, int]] = {0: (1, 0)}
+    seen = 0
+    for step, outcome in enumerate(path, 1):
+        if outcome is not None:
+            grown: dict[int, tuple[int, int]] = {}
+            for s, (k, k1) in states.items():
+                up = grown.get(s + 1, (0, 0))
+                grown[s + 1] = (up[0] + k, up[1] + (k if seen == 0 else k1))
+                down = grown.get(s, (0, 0))
+                grown[s] = (down[0] + k, down[1] + (0 if seen == 0 else k1))
+            states = grown
+            seen += 1
+        if step < ran:
+            states = {s: v for s, v in states.items() if continues(s, seen, step)}
+    k, k1 = states.get(passed, (0, 0))
+    return Fraction(k1, k) if k else Fraction(passed, graded)
+
+
+# -- adaptive trials: the stopping rule, and the case rate it leaves -----------------------------
+
+LEVEL = 0.01
+"""The level of the drop test a case is reported newly failing at (the failing-set diff's)."""
+INTERIM_FACTOR = 10
+"""Before the last trial a case stops as dropped only at LEVEL / INTERIM_FACTOR, so looking after
+every trial does not add false alarms."""
+DELTA = 0.1
+"""A case stops as consistent with its baseline when the predictive chance that running on to the
+maximum would flag it is below DELTA."""
+CONFIDENCE = 0.95
+"""Without history: stop when the Jeffreys posterior puts at least this much probability on one
+side of the set threshold."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Why a case stopped: `reason` is `dropped`, `consistent`, `passing`, `failing` or `max`."""
+
+    reason: str
+    trials: int
+
+    def text(self) -> str:
+        words = {
+            "dropped": "dropped against its baseline",
+            "consistent": "consistent with its baseline",
+            "passing": "clearly above the set threshold",
+            "failing": "clearly below the set threshold",
+            "max": "the maximum was reached",
+        }[self.reason]
+        return f"decided after {self.trials} trials: {words}"
+
+
+def decide(
+    passed: int,
+    graded: int,
+    ran: int,
+    *,
+    minimum: int,
+    maximum: int,
+    baseline: tuple[int, int] | None,
+    threshold: float,
+    level: float = LEVEL,
+    delta: float = DELTA,
+    confidence: float = CONFIDENCE,
+) -> Decision | None:
+    """Whether a case that ran `ran` trials (`passed` of `graded` graded) has run enough; None
+    while it needs another trial.
+
+    - Fewer than `minimum` trials: go on. `maximum` trials: stop.
+    - With a baseline pool (`baseline` = (passed, graded) of earlier comparable runs, n0 > 0):
+      stop `dropped` when the one-sided Fisher test of the counts against the pool is below
+      `level / INTERIM_FACTOR`; stop `consistent` when the predictive chance that running on to
+      `maximum` ends below `level` is under `delta`.
+    - Without one (a first run, a new case): stop `passing` when the Jeffreys posterior gives
+      P(rate >= threshold) >= `confidence`, `failing` when it is <= 1 - `confidence`.
+    Trials that ended without a grade (judge, infrastructure or glue errors) count toward the
+    maximum but not as evidence."""
+    if ran >= maximum:
+        return Decision("max", ran)
+    if ran < minimum:
+        return None
+    if baseline is not None and baseline[1] > 0:
+        base_passed, base_n = baseline
+        if fisher_drop_p(passed, graded, base_passed, base_n) < level / INTERIM_FACTOR:
+            return Decision("dropped", ran)
+        left = maximum - ran
+        chance = chance_flagged_at_max(passed, graded, base_passed, base_n, graded + left, level)
+        if chance < delta:
+            return Decision("consistent", ran)
+        return None
+    a, b = jeffreys_posterior(passed, graded)
+    above = 1.0 - beta_cdf(threshold, a, b)
+    if above >= confidence:
+        return Decision("passing", ran)
+    if above <= 1.0 - confidence:
+        return Decision("failing", ran)
+    return None
+
+
+@lru_cache(maxsize=65536)
+def adaptive_rate(
+    path: tuple[bool | None, ...],
+    *,
+    minimum: int,
+    maximum: int,
+    baseline: tuple[int, int] | None,
+    threshold: float,
+    level: float = LEVEL,
+    delta: float = DELTA,
+) -> Fraction | None:
+    """A case's pass rate after adaptive trials (`decide` with these settings stopped it after
+    `path`, its outcomes in the order the rule saw them): the part of the set rate it stands for.
+
+    - This run's trials are read with `sequential_rate` under the rule, so stopping early when
+      the first trials pass does not read high (passed / graded does: 0.8 reads about 0.86).
+    - A case the drop test does not flag against its baseline pool (at `level`, the diff's)
+      adds the pool's trials to its own, weighted by count (the history of an unchanged case is
+      evidence of its rate: about 2.5 trials a run would judge a set less surely than 5); a
+      case it flags is read from this run alone.
+    None when nothing was graded."""
+
+    def goes_on(passed: int, graded: int, ran: int) -> bool:
+        return (
+            decide(
+                passed,
+                graded,
+                ran,
+                minimum=minimum,
+                maximum=maximum,
+                baseline=baseline,
+                threshold=threshold,
+                level=level,
+                delta=delta,
+            )
+            is None
+        )
+
+    own = sequential_rate(path, goes_on)
+    if own is None:
+        return None
+    graded = sum(x is not None for x in path)
+    passed = sum(x is True for x in path)
+    if baseline is None or baseline[1] <= 0:
+        return own
+    if fisher_drop_p(passed, graded, baseline[0], baseline[1]) < level:
+        return own
+    return (own * graded + baseline[0]) / (graded + baseline[1])

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from pytest_commerce_evals.results import TrialRecord, set_rate_counts
+from pytest_commerce_evals.results import CaseTally, Stopping, TrialRecord, set_rate_counts
 from pytest_commerce_evals.runner.adaptive import AdaptiveRun, Decision, decide
 from pytest_commerce_evals.runner.summary import Summary
 from pytest_commerce_evals.settings import AutoTrials
@@ -394,3 +394,36 @@ def test_ungraded_trials_are_never_imagined_as_passes_or_failures():
     assert decide(2, 4, 4, **alone) is None
     strict = {**alone, "threshold": 0.8}
     assert decide(0, 2, 4, **strict) == Decision("failing", 4)  # the 2 graded decide it
+
+
+def test_each_trial_records_its_cases_stopping_rule_and_a_regrade_keeps_it(scripted):
+    from pytest_commerce_evals.store.run_store import load_record
+
+    common = ["cases", "--commerce-store=none", "-p", "no:cacheprovider"]
+    result = scripted.runpytest(*common, "--commerce-trials=auto:2:6", "--commerce-json=run.json")
+    assert result.ret == 1
+    record = load_record(scripted.path / "run.json")
+    rules = {t.case_id: t.stopping for t in record.trials}
+    assert rules["chat-001-good"] == Stopping(
+        minimum=2, maximum=6, baseline=(20, 20), level=0.01, delta=0.1
+    )
+    assert rules["chat-003-new-bad"].baseline is None  # no history: the threshold rule
+    # the stored set rate is the mean of the cases' adaptive rates: 1 (2/2 and the pool), 0, 0
+    [group] = record.sets
+    assert group.rate == pytest.approx(1 / 3)
+    tallies = {}
+    for t in record.trials:
+        tallies.setdefault(t.case_id, CaseTally()).add(t.trial, t.outcome, t.threshold, t.stopping)
+    assert tallies["chat-001-good"].rate() == 1
+    again = scripted.runpytest(*common, "--commerce-regrade=run.json", "--commerce-json=re.json")
+    assert again.ret == 1
+    regraded = load_record(scripted.path / "re.json")
+    assert {t.case_id: t.stopping for t in regraded.trials} == rules
+    assert [g.rate for g in regraded.sets] == [group.rate]
+
+
+def test_a_fixed_count_trial_records_no_stopping_rule():
+    assert _record("a", "pass").stopping is None
+    tally = CaseTally()
+    tally.add(1, "pass", 0.8, None)
+    assert tally.rate() is None and tally.counts() == (1, 1, 1, None)

@@ -20,6 +20,7 @@ from pytest_commerce_evals.store.history import (
     is_flaky,
     strip,
     strip_counts,
+    what_decides,
 )
 from pytest_commerce_evals.store.run_store import RunStore, load_record
 
@@ -135,9 +136,12 @@ def test_each_run_is_diffed_against_the_pooled_comparable_runs(suite, tmp_path):
             "against its baseline gives p < 0.01; *",
             "newly failing (0):",
             "fixed (0):",
-            "inconclusive (changed, but within noise: rerun with more trials) (2):",
+            "inconclusive (2): changed, but within noise:",
             "  cart-002-checkout-total  critical  2/2 100% [34–100] → 0/2 0% [0–66]  p=0.17",
+            "*decided at p < 0.01 with 13 trials in this run at its rate (--commerce-trials=13), "
+            "or with a baseline of 13 trials at its rate (about 6 more runs of 2)",
             "  cart-003-vegan-tote      low       0/2 0% [0–66] → 2/2 100% [34–100]  p=0.17",
+            "*decided at p < 0.01 with 13 trials in this run*",
             "still failing (0):",
             f"overall graded pass rate: 66.7% → 66.7% (+0.0 points); {NOISE_NOTE}",
         ]
@@ -163,7 +167,7 @@ def test_a_named_baseline_by_run_id_or_json_file(suite, tmp_path):
             "*",
             "newly failing (0):",
             "fixed (0):",
-            "inconclusive *(1):",
+            "inconclusive (1): *",
             "  cart-001-add-single  high      0/1 0% [0–79] → 1/1 100% [21–100]  p=0.50",
         ]
     )
@@ -340,7 +344,7 @@ def test_a_small_drop_is_inconclusive_with_both_rates():
     assert ids(diff.inconclusive) == ["a-001-x"]
     assert diff.inconclusive[0].tested() == "4/5 80% [38–96] → 3/5 60% [23–88]  p=0.50"
     lines = diff.lines()
-    assert "inconclusive (changed, but within noise: rerun with more trials) (1):" in lines
+    assert "inconclusive (1): changed, but within noise:" in lines
     # the same rate on both sides is still failing
     same = diff_failing_sets(counted(3, 5), counted(3, 5, day=2))
     assert ids(same.still_failing) == ["a-001-x"] and ids(same.inconclusive) == []
@@ -516,6 +520,11 @@ def test_flaky_cases_from_history_and_the_flaky_listing(suite, tmp_path):
     )
 
 
+def runs_before(store: str) -> str:
+    """The run id of the store's second newest run (the one a new run diffs against)."""
+    return RunStore(store.split("=", 1)[1]).runs()[1].run_id
+
+
 def test_json_and_html_carry_each_case_rate_interval_and_history(suite, tmp_path):
     p, _ = suite
     store = f"--commerce-store={tmp_path / 'store'}"
@@ -540,6 +549,17 @@ def test_json_and_html_carry_each_case_rate_interval_and_history(suite, tmp_path
     assert "3/4 75% [30–95] (95% CI)" in page
     assert '<span class="strip"' in page and "this run" in page and "commit no git" in page
     assert "Inconclusive (1)" in page and "4/4 100% [51–100]" in page
+    # the diff in the record and the page, with what would decide the inconclusive case
+    [entry] = data["diff"]["inconclusive"]
+    assert (entry["case_id"], entry["baseline"], entry["current"]) == (
+        "cart-003-vegan-tote",
+        [4, 4],
+        [3, 4],
+    )
+    assert entry["decides"].startswith("p < 0.01 with ") and entry["decides"] in page.replace(
+        "&lt;", "<"
+    )
+    assert data["diff"]["newly_failing"] == [] and data["diff"]["baseline"] == runs_before(store)
     # each case's outcomes across the comparable runs, visible without hovering: newest first
     runs = RunStore(tmp_path / "store").runs()
     tote_section = page[page.index('id="case-cart-003-vegan-tote"') :]
@@ -672,3 +692,71 @@ def test_a_pooled_diff_reads_the_cases_status_in_the_latest_run_that_graded_it()
         # passing now; the latest run that graded it passed too (the first history), or failed
         assert ("a-001-x" in ids(diff.inconclusive)) is inconclusive, past[0].run_id
         assert "a-001-x" not in ids(diff.newly_failing) + ids(diff.fixed)
+
+
+# -- the diff at a glance --------------------------------------------------------------------
+
+
+def many(outcomes: dict[str, tuple[int, int]], day: int):
+    """A run of several cases: each case's (passed, graded)."""
+    trials = [
+        trial(case, "pass" if n <= passes else "fail", n=n, trials=graded)
+        for case, (passes, graded) in outcomes.items()
+        for n in range(1, graded + 1)
+    ]
+    return run(
+        trials,
+        run_id=f"2025010{day}-120000-aaaaaa",
+        started_at=f"2025-01-0{day}T12:00:00.000+00:00",
+    )
+
+
+def test_inconclusive_cases_are_a_count_with_the_closest_to_deciding_and_v_lists_all():
+    # five cases that each lost a trial (inconclusive), one by more than the others
+    before = many({f"c-00{k}-x": (5, 5) for k in range(1, 6)}, day=1)
+    after = many({**{f"c-00{k}-x": (4, 5) for k in range(1, 5)}, "c-005-x": (2, 5)}, day=2)
+    diff = diff_failing_sets(before, after)
+    assert len(diff.inconclusive) == 5
+    lines = diff.lines()
+    # newly failing and fixed come first, even when empty
+    assert lines.index("newly failing (0):") < lines.index("fixed (0):")
+    head = next(i for i, line in enumerate(lines) if line.startswith("inconclusive"))
+    assert lines.index("fixed (0):") < head
+    assert lines[head] == (
+        "inconclusive (5): changed, but within noise; the 3 closest to deciding (-v lists all 5, "
+        "as do the HTML report and the JSON record):"
+    )
+    shown = [line.split()[0] for line in lines[head + 1 :] if line.startswith("  c-")]
+    assert len(shown) == 3 and shown[0] == "c-005-x"  # 2/5 against 5/5: the smallest p
+    assert any("decided at p < 0.01 with" in line for line in lines)
+    verbose = diff.lines(verbose=True)
+    assert sum(line.startswith("  c-") for line in verbose) == 5
+    assert "inconclusive (5): changed, but within noise:" in verbose
+    summary = diff.summary()
+    assert [e["case_id"] for e in summary["inconclusive"]][0] == "c-005-x"
+    assert len(summary["inconclusive"]) == 5 and summary["newly_failing"] == []
+    assert summary["inconclusive"][0]["decides"].startswith("p < 0.01 with ")
+    assert summary["inconclusive"][0]["current"] == [2, 5]
+
+
+def test_a_thin_history_says_what_would_decide_the_case():
+    # one green run of 3 trials, then the behaviour breaks: 0/3 against 3/3 is p = 0.05
+    diff = diff_failing_sets(counted(3, 3), counted(0, 3, day=2))
+    [entry] = diff.inconclusive
+    assert entry.p == pytest.approx(1 / 20)
+    assert entry.decides() == (
+        "p < 0.01 with 7 trials in this run at its rate (--commerce-trials=7), or with a "
+        "baseline of 7 trials at its rate (about 2 more runs of 3)"
+    )
+    assert any("decided at p < 0.01 with 7 trials in this run" in line for line in diff.lines())
+
+
+def test_what_decides_needs_both_sides_and_says_when_nothing_would():
+    assert what_decides(0, 3, 3, 3, 1, 0.01).startswith("p < 0.01 with 7 trials in this run")
+    assert what_decides(0, 0, 3, 3, 1, 0.01) is None
+    assert "no number of trials" in what_decides(9, 10, 9, 10, 1, 0.01)
+    assert "too close" in what_decides(5, 5, 49, 50, 10, 0.01)
+    # a fix: 3/3 after a pool of 3/6 needs more trials in this run, none in the baseline
+    assert what_decides(3, 3, 3, 6, 2, 0.01) == (
+        "p < 0.01 with 18 trials in this run at its rate (--commerce-trials=18)"
+    )

@@ -317,3 +317,119 @@ def test_a_build_the_cpu_refuses_is_said_at_start_with_the_fix(tmp_path):
     )
     assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in message and "--no-cache-dir" in message
     assert not server.is_running()
+
+
+# -- llama-cpp-python's own server at --commerce-base-url (docs/local-model.md) --------------------
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`python -m llama_cpp.server` as a user starts it, on loopback, serving the packaged model
+    with llama-cpp-python's tool-calling chat format; its base URL."""
+    import urllib.request
+
+    gguf = _local_model.locate_gguf()
+    log = tmp_path_factory.mktemp("llama-cpp-server") / "server.log"
+    port = _local_model._free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "llama_cpp.server",
+                "--model", str(gguf),
+                "--model_alias", "any",
+                "--chat_format", "chatml-function-calling",
+                "--n_ctx", "8192",  # the reference agent's prompt and tools pass 4,096
+                "--host", "127.0.0.1",
+                "--port", str(port),
+            ],  # fmt: skip
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=5) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_a_tool_turn_goes_to_llama_cpp_pythons_server_as_it_accepts_it(
+    llama_cpp_server, pytester: pytest.Pytester
+):
+    """After a tool call the agent sends an assistant message whose content is null: that server
+    refuses it (HTTP 500, `content: Input should be a valid string`), so every trial was an
+    infrastructure error until the client sent it as ""."""
+    config = pytester.parseconfigure(
+        f"--commerce-base-url={llama_cpp_server}", "--commerce-model=any"
+    )
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "search_products", "arguments": '{"query": "trail shoes"}'},
+    }
+    with make_client(config, "agent") as client:
+        reply = client.chat.completions.create(
+            model=client.model,
+            messages=[
+                {"role": "system", "content": "You are a shopping assistant."},
+                {"role": "user", "content": "Trail shoes under $120?"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_1", "content": '{"products": []}'},
+            ],
+            tools=[SEARCH],
+            temperature=0,
+            max_tokens=32,
+        )
+    assert reply.choices[0].message.role == "assistant"
+
+
+def test_the_reference_agent_and_the_judge_run_at_a_llama_cpp_python_server(
+    llama_cpp_server, tmp_path
+):
+    """One flag: the reference agent and the judge at the user's own server; every trial graded
+    (pass or fail, or the judge's reply unusable), never an infrastructure error."""
+    record = tmp_path / "run.json"
+    env = {k: v for k, v in os.environ.items() if k not in (*ENV, "OPENAI_API_KEY")}
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "cases/orders",
+            "-k", "orders-001",
+            "-p", "no:cacheprovider", "-q",
+            f"--commerce-base-url={llama_cpp_server}",
+            "--commerce-model=any",
+            # a 135M model on a CI runner's two cores: the embedded model's own timeout
+            "--commerce-request-timeout=900",
+            f"--commerce-json={record}",
+            "--commerce-store=none",
+            "--commerce-judge-store=none",
+        ],  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-2000:]
+    run = json.loads(record.read_text())
+    outcomes = {t["case_id"]: t["outcome"] for t in run["trials"]}
+    assert list(outcomes) == ["orders-001-updated-delivery-date"]
+    assert set(outcomes.values()) <= {"pass", "fail", "judge_error"}, outcomes
+    assert run["agent_base_url"] == llama_cpp_server
+    judged = next(t for t in run["trials"] if t["case_id"].startswith("orders-001"))
+    assert [v["dimension"] for v in judged["verdicts"]] == ["delivery_date_accurate"]

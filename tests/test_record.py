@@ -250,14 +250,15 @@ SCHEMA_2_TRIAL = {
 }
 
 
-def test_a_record_written_today_is_written_as_schema_3_and_reads_back_the_same(tmp_path):
-    # schema 3 added the `regrade` kind and the record's per-case results; a trial is written
+def test_a_record_written_today_is_written_as_schema_4_and_reads_back_the_same(tmp_path):
+    # schema 3 added the `regrade` kind and the record's per-case results, schema 4 a trial's
+    # `stopping` (the rule adaptive trials stopped its case by); otherwise a trial is written
     # key for key as under schema 2
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     record = a_record()
     written = json.loads(record_json(run([record])))
-    assert written["trials"] == [SCHEMA_2_TRIAL]  # key for key, in the same order
-    assert list(written["trials"][0]) == list(SCHEMA_2_TRIAL)
+    assert written["trials"] == [{**SCHEMA_2_TRIAL, "stopping": None}]  # in the same order
+    assert list(written["trials"][0]) == [*SCHEMA_2_TRIAL, "stopping"]
     assert load_record(write_record(run([record]), tmp_path / "run.json")).trials == [record]
     store = RunStore(tmp_path / "runs")
     store.import_record(run([record]))

@@ -4,18 +4,22 @@ intervals and p-values."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 
 from pytest_commerce_evals.stats import (
+    adaptive_rate,
     beta_binomial_pmf,
     beta_cdf,
     chance_flagged_at_max,
+    decide,
     fisher_drop_p,
     fisher_rise_p,
     format_rate,
     jeffreys_posterior,
     pool_baseline,
+    sequential_rate,
     wilson_interval,
 )
 
@@ -123,3 +127,77 @@ def test_pool_baseline_adds_agreeing_runs_and_stops_at_a_change():
     assert pool_baseline([], 0.01) == (0, 0, 0)
     # a level of zero never splits the history
     assert pool_baseline([(5, 5), (0, 5)], 0.0) == (5, 10, 2)
+
+
+# -- the rate adaptive trials leave: optional stopping must not bias it ---------------------------
+
+
+def _paths(continues, maximum):
+    """Every outcome order a stopping rule runs to its end, as tuples of True/False."""
+    out, stack = [], [()]
+    while stack:
+        path = stack.pop()
+        passed = sum(path)
+        if path and (len(path) >= maximum or not continues(passed, len(path), len(path))):
+            out.append(path)
+            continue
+        stack += [(*path, True), (*path, False)]
+    return out
+
+
+def _expectation(estimate, paths, p):
+    total = Fraction(0)
+    for path in paths:
+        chance = Fraction(1)
+        for x in path:
+            chance *= p if x else 1 - p
+        total += chance * estimate(path)
+    return total
+
+
+def _adaptive_rule(baseline):
+    def continues(passed, graded, ran):
+        return (
+            decide(passed, graded, ran, minimum=2, maximum=8, baseline=baseline, threshold=0.9)
+            is None
+        )
+
+    return continues
+
+
+@pytest.mark.parametrize("baseline", [None, (24, 25), (9, 10)])
+@pytest.mark.parametrize("p", [Fraction(3, 10), Fraction(4, 5), Fraction(19, 20)])
+def test_the_sequential_rate_is_unbiased_under_the_plugins_stopping_rule(baseline, p):
+    continues = _adaptive_rule(baseline)
+    paths = _paths(continues, 8)
+    assert len({len(path) for path in paths}) > 1  # the rule stops cases at different counts
+    exact = _expectation(lambda path: sequential_rate(path, continues), paths, p)
+    assert exact == p  # exactly, in fractions
+    naive = _expectation(lambda path: Fraction(sum(path), len(path)), paths, p)
+    assert naive != p  # passed / graded is what optional stopping biases
+
+
+def test_under_a_fixed_count_the_sequential_rate_is_passed_over_graded():
+    assert sequential_rate((True, False, True, True, True), lambda s, g, r: True) == Fraction(4, 5)
+    # an ungraded trial is no evidence either way
+    assert sequential_rate((True, None, False), lambda s, g, r: True) == Fraction(1, 2)
+    assert sequential_rate((None, None), lambda s, g, r: True) is None
+
+
+def test_the_adaptive_rate_adds_the_baseline_only_when_the_drop_test_does_not_flag_the_case():
+    rule = {"minimum": 2, "maximum": 10, "threshold": 0.9}
+    # consistent with 24/25: this run's 2/2 and the pool together
+    assert adaptive_rate((True, True), baseline=(24, 25), **rule) == Fraction(26, 27)
+    # flagged against 24/25 (0/3): this run alone
+    flagged = adaptive_rate((False, False, False), baseline=(24, 25), **rule)
+    assert flagged == Fraction(0)
+    # without a baseline: this run's unbiased rate
+    path = (True, False, True, True, True, True, True, True, True, True)
+    alone = sequential_rate(
+        path,
+        lambda s, g, r: (
+            decide(s, g, r, minimum=2, maximum=10, baseline=None, threshold=0.9) is None
+        ),
+    )
+    assert adaptive_rate(path, baseline=None, **rule) == alone
+    assert adaptive_rate((None, None), baseline=None, **rule) is None

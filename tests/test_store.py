@@ -147,7 +147,7 @@ def test_a_version_1_store_is_migrated_when_opened(tmp_path):
     ].grader_results == []
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
         assert (
-            conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+            conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
         )
     # the migrated store takes new runs
     store.import_record(run([trial("cart-001-a")], run_id="20250101-000000-000002"))
@@ -178,7 +178,7 @@ def test_a_schema_2_store_migrates_to_3_keeping_its_runs_and_admits_a_regrade(tm
     assert store.load_run("20250101-000000-000009").kind == "regrade"
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
-            "3",
+            "4",
         )
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert {"runs_comparable", "runs_by_model"} <= indexes
@@ -192,7 +192,7 @@ def test_a_newer_store_is_refused_by_name(tmp_path):
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(
-        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 3"
+        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 4"
     ):
         RunStore(folder)
 
@@ -559,17 +559,20 @@ def changed(**keys) -> dict:
     return data
 
 
+RULE = {"minimum": 2, "maximum": 10, "baseline": [9, 10], "level": 0.01, "delta": 0.1}
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 3; found '2'"),
-        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 3; found 2.0"),
-        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 3; found True"),
-        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 3; found 0"),
-        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 3; found -3"),
-        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 3"),
+        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 4; found '2'"),
+        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 4; found 2.0"),
+        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 4; found True"),
+        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 4; found 0"),
+        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 4; found -3"),
+        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 4"),
         (changed(schema_version=10**60), f"schema_version 1{'0' * 29}… (61 characters) is newer"),
-        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 3; found None"),
+        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 4; found None"),
         (changed(run_id=...), "not a commerce-evals run record: key run_id: Field required"),
         (changed(trials={"a": 1}), "key trials: Input should be a valid list (found dict)"),
         (changed(trials=5), "key trials: Input should be a valid list (found int)"),
@@ -585,6 +588,10 @@ def changed(**keys) -> dict:
         (changed(trials=[{**TRIAL, "trial": 1.0}]), "key trials.0.trial: Input should be a valid integer"),
         (changed(trials=[{**TRIAL, "threshold": "0.9"}]), "key trials.0.threshold: Input should be a valid number"),
         (changed(trials=[{**TRIAL, "threshold": float("nan")}]), "key trials.0.threshold: Input should be a finite number"),
+        (changed(trials=[{**TRIAL, "stopping": {**RULE, "baseline": [5, 3]}}]), "key trials.0.stopping.baseline: Value error, a baseline is (passed, graded)"),
+        (changed(trials=[{**TRIAL, "stopping": {**RULE, "maximum": 1}}]), "key trials.0.stopping.maximum: Value error, maximum is at least minimum"),
+        (changed(trials=[{**TRIAL, "stopping": {**RULE, "level": 0}}]), "key trials.0.stopping.level: Input should be greater than 0"),
+        (changed(trials=[{**TRIAL, "stopping": {**RULE, "extra": 1}}]), "key trials.0.stopping.extra: Extra inputs are not permitted"),
     ],
 )  # fmt: skip
 def test_a_bad_run_record_names_the_file_and_the_key(tmp_path, data, message):
@@ -673,11 +680,11 @@ def sql(folder: Path, statement: str, *args) -> None:
     [
         (
             "UPDATE meta SET value = 'two' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 3)",
+            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 4)",
         ),
         (
             "UPDATE meta SET value = '-1' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 3)",
+            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 4)",
         ),
         (
             "DELETE FROM meta",
@@ -764,7 +771,7 @@ def test_a_damaged_store_stops_the_run_before_any_trial_saying_what_to_do(suite,
     result.stderr.fnmatch_lines(
         [
             f"ERROR: --commerce-store: the run store cannot be opened: {store / 'runs.sqlite'}: "
-            "run store damaged: meta.schema_version is 'x', not a schema version (1 to 3); move "
+            "run store damaged: meta.schema_version is 'x', not a schema version (1 to 4); move "
             "the file aside*"
         ]
     )
@@ -1091,3 +1098,30 @@ def test_a_lasting_connection_error_is_not_waited_on():
     assert lasting(wrapped)
     assert not lasting(Refused("connection refused (the server went away)"))
     assert not lasting(Refused("server closed the connection unexpectedly"))
+
+
+def test_under_xdist_a_store_that_cannot_be_opened_stops_the_run_before_any_trial(
+    suite, tmp_path
+):
+    pytest.importorskip("xdist")
+    p, _ = suite
+    store = tmp_path / "store"
+    stored_runs(store, "20250101-000000-000001")
+    sql(store, "UPDATE meta SET value = 'x' WHERE key = 'schema_version'")
+    marker = tmp_path / "trials-ran"
+    p.makeconftest(
+        (p.path / "conftest.py").read_text()
+        + f"""
+
+def pytest_runtest_setup(item):
+    open({str(marker)!r}, "a").write("x")
+"""
+    )
+    result = p.runpytest("cases", "-n", "2", f"--commerce-store={store}")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "INTERNALERROR" not in out and "Traceback" not in out
+    assert "--commerce-store: the run store cannot be opened" in out
+    assert "meta.schema_version is 'x'" in out
+    assert not marker.exists()  # no trial ran
+    assert not list(store.glob("unsaved-*.json"))

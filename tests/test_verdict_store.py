@@ -154,3 +154,42 @@ def test_the_store_closes_as_a_context_manager(tmp_path):
         (conn,) = [c for _, c in store._open]
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
         conn.execute("SELECT 1")
+
+
+def test_under_xdist_the_workers_verdict_store_outages_make_one_summary_line():
+    from types import SimpleNamespace
+
+    from pytest_commerce_evals.judge import _plugin as judge_plugin
+
+    config = SimpleNamespace(stash={})
+    outage = {"outage": "lost the connection", "missed": 3, "unstored": 2, "reconnected": 1}
+    for away in (False, True):
+        node = SimpleNamespace(
+            config=config, workeroutput={judge_plugin.WORKER_KEY: {**outage, "away": away}}
+        )
+        judge_plugin.pytest_testnodedown(node, None)
+    judge_plugin.pytest_testnodedown(SimpleNamespace(config=config, workeroutput={}), None)
+    (line,) = judge_plugin.verdict_store_lines(config)
+    assert line == (
+        "verdict store: lost the connection (on 2 workers); 6 verdict(s) asked of the judge "
+        "instead of looked up, 4 not stored; still away on 1 worker(s), reconnected 2 time(s)"
+    )
+
+
+def test_a_worker_hands_its_verdict_store_outage_to_the_controller():
+    from types import SimpleNamespace
+
+    from pytest_commerce_evals.judge import _plugin as judge_plugin
+
+    store = SimpleNamespace(outage="lost", missed=1, unstored=0, reconnected=0, unavailable="x")
+    config = SimpleNamespace(
+        stash={judge_plugin.JUDGE: SimpleNamespace(store=store)}, workeroutput={}
+    )
+    judge_plugin.pytest_sessionfinish(SimpleNamespace(config=config))
+    assert config.workeroutput[judge_plugin.WORKER_KEY] == {
+        "outage": "lost",
+        "missed": 1,
+        "unstored": 0,
+        "reconnected": 0,
+        "away": True,
+    }

@@ -318,19 +318,63 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(line)
 
 
-def verdict_store_lines(config: pytest.Config) -> list[str]:
-    """One line when the session's verdict store was away: why, what it cost, whether it came
-    back (in this process; under xdist each worker's judge keeps its own store)."""
+WORKER_STORES = pytest.StashKey[list]()
+"""Under xdist, on the controller: each worker's verdict-store outage (`_store_outage`)."""
+WORKER_KEY = "commerce_evals_verdict_store"
+
+
+def _store_outage(config: pytest.Config) -> dict[str, Any] | None:
+    """This process's verdict-store outage as plain data; None when the store never failed."""
     judge = config.stash.get(JUDGE, None)
     store = getattr(judge, "store", None)
     if store is None or store.outage is None:
+        return None
+    return {
+        "outage": store.outage,
+        "missed": store.missed,
+        "unstored": store.unstored,
+        "reconnected": store.reconnected,
+        "away": store.unavailable is not None,
+    }
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its verdict store's outage to the controller's summary."""
+    config = session.config
+    output = getattr(config, "workeroutput", None)
+    found = _store_outage(config)
+    if output is not None and found is not None:
+        output[WORKER_KEY] = found
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    found = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+    if found:
+        node.config.stash.setdefault(WORKER_STORES, []).append(found)
+
+
+def verdict_store_lines(config: pytest.Config) -> list[str]:
+    """One line when the session's verdict store was away: why, what it cost, whether it came
+    back; under xdist, over the workers (each worker's judge keeps its own store)."""
+    outages = [o for o in [_store_outage(config), *config.stash.get(WORKER_STORES, [])] if o]
+    if not outages:
         return []
-    state = (
-        f"reconnected {store.reconnected} time(s)" if store.unavailable is None else "still away"
-    )
+    missed = sum(o["missed"] for o in outages)
+    unstored = sum(o["unstored"] for o in outages)
+    reconnected = sum(o["reconnected"] for o in outages)
+    away = sum(o["away"] for o in outages)
+    if away:
+        state = "still away" if away == len(outages) else f"still away on {away} worker(s)"
+        if reconnected:
+            state += f", reconnected {reconnected} time(s)"
+    else:
+        state = f"reconnected {reconnected} time(s)"
+    where = f" (on {len(outages)} workers)" if len(outages) > 1 else ""
     return [
-        f"verdict store: {store.outage}; {store.missed} verdict(s) asked of the judge instead of "
-        f"looked up, {store.unstored} not stored; {state}"
+        f"verdict store: {outages[0]['outage']}{where}; {missed} verdict(s) asked of the judge "
+        f"instead of looked up, {unstored} not stored; {state}"
     ]
 
 

@@ -317,7 +317,7 @@ def _entry_rows(entries: list[DiffEntry], left: str, right: str, link: bool) -> 
     return "".join(out)
 
 
-def _tested_rows(entries: list[DiffEntry]) -> str:
+def _tested_rows(entries: list[DiffEntry], decides: bool = False) -> str:
     if not entries:
         return '<p class="note">none</p>'
     out = [
@@ -330,6 +330,9 @@ def _tested_rows(entries: list[DiffEntry]) -> str:
             name += " " + _badge("flaky") + f' <span class="note">{e(entry.strip)}</span>'
         if entry.note:
             name += f' <span class="note">({e(entry.note)})</span>'
+        what = entry.decides() if decides else None
+        if what:
+            name += f'<br><span class="note">decided at {e(what)}</span>'
         failing = entry.after if entry.after and entry.after.failing else entry.before
         reasons = failing.failures if failing else []
         shown = "".join(f"<li>{e(r)}</li>" for r in reasons[:3])
@@ -363,14 +366,14 @@ def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
     for title, entries in (
         ("Newly failing", diff.newly_failing),
         ("Fixed", diff.fixed),
-        ("Inconclusive", diff.inconclusive),
+        ("Inconclusive", diff.closest_inconclusive()),
         ("Still failing", diff.still_failing),
         ("Not compared", diff.not_compared),
     ):
         if title in ("Not compared", "Inconclusive") and not entries:
             continue
         out.append(f"<h3>{e(title)} ({len(entries)})</h3>")
-        out.append(_tested_rows(entries))
+        out.append(_tested_rows(entries, decides=title == "Inconclusive"))
     before, after = diff.overall
     out.append(
         f'<p class="noise">overall graded pass rate {_pct(before)} → {_pct(after)}'

@@ -12,11 +12,12 @@ import pytest
 from ..authoring.vacuity import VacuityItem
 from ..compat import case_scheduler, junit_error, xdist_queued
 from ..results import NOT_GRADED as UNGRADED_OUTCOMES
-from ..results import TrialRecord
+from ..results import Stopping, TrialRecord
 from ..settings import run_config, settings
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
 from .items import CaseItem, InvalidCase
+from .regrade import stored_trial
 from .state import AGENT_USED, NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN, VACUITY
 from .summary import Summary
 
@@ -236,8 +237,11 @@ def _trial_record(item: CaseItem, report: pytest.TestReport, outcome: str) -> Tr
     trial that never ran (skipped, or failed before or around it), from its case and outcome."""
     # the customer's messages, for the report's timeline (not for a trial whose setup failed)
     messages = list(item.case.turns) if report.when == "call" or report.skipped else []
+    stopping = _stopping(item)
     if item.result is not None and report.when == "call":
-        return TrialRecord.from_result(item.result, threshold=item.threshold, messages=messages)
+        return TrialRecord.from_result(
+            item.result, threshold=item.threshold, messages=messages, stopping=stopping
+        )
     return TrialRecord(
         case_id=item.case.id,
         trial=item.trial,
@@ -248,7 +252,18 @@ def _trial_record(item: CaseItem, report: pytest.TestReport, outcome: str) -> Tr
         difficulty=item.case.difficulty,
         outcome=outcome,
         messages=messages,
+        stopping=stopping,
     )
+
+
+def _stopping(item: CaseItem) -> Stopping | None:
+    """The stopping rule adaptive trials run the item's case under; a regrade keeps the source
+    trial's (its rate is read again under the rule that stopped it)."""
+    run = adaptive_run(item.config)
+    if run is not None:
+        return run.stopping(item.case.id)
+    stored = stored_trial(item.config, item.case.id, item.trial)
+    return stored.stopping if stored is not None else None
 
 
 def record_of(report: pytest.TestReport) -> TrialRecord | None:

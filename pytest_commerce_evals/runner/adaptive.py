@@ -1,8 +1,9 @@
 """Adaptive trials (`--commerce-trials=auto[:MIN:MAX]`): when a case has run enough trials.
 
-`decide` is the whole stopping rule, a pure function of counts (docs/run-history.md, "Adaptive
-trials", explains it and gives the measured numbers); `benchmarks/bench_regressions.py` calls this
-same function. `AdaptiveRun` keeps one process's decisions: each case's counts so far, its
+`stats.decide` is the whole stopping rule, a pure function of counts (docs/run-history.md,
+"Adaptive trials", explains it and gives the measured numbers), and `stats.adaptive_rate` the case
+rate it leaves, which optional stopping does not bias; `benchmarks/bench_regressions.py` calls
+these same functions. `AdaptiveRun` keeps one process's decisions: each case's counts so far, its
 baseline from the case-history hook, and which of its trials still need to run. Decisions are
 made in the process that runs a case's trials (under xdist every trial of a case is sent to one
 worker).
@@ -15,13 +16,16 @@ from typing import Any
 
 import pytest
 
-from ..results import GRADED
+from ..results import GRADED, Stopping
 from ..settings import AutoTrials
 from ..stats import (
-    beta_cdf,
-    chance_flagged_at_max,
-    fisher_drop_p,
-    jeffreys_posterior,
+    CONFIDENCE,
+    DELTA,
+    INTERIM_FACTOR,
+    LEVEL,
+    Decision,
+    adaptive_rate,
+    decide,
     pool_baseline,
 )
 
@@ -33,85 +37,9 @@ __all__ = [
     "AdaptiveRun",
     "CaseTrials",
     "Decision",
+    "adaptive_rate",
     "decide",
 ]
-
-LEVEL = 0.01
-"""The level of the drop test a case is reported newly failing at (the failing-set diff's)."""
-INTERIM_FACTOR = 10
-"""Before the last trial a case stops as dropped only at LEVEL / INTERIM_FACTOR, so looking after
-every trial does not add false alarms."""
-DELTA = 0.1
-"""A case stops as consistent with its baseline when the predictive chance that running on to the
-maximum would flag it is below DELTA."""
-CONFIDENCE = 0.95
-"""Without history: stop when the Jeffreys posterior puts at least this much probability on one
-side of the set threshold."""
-
-
-@dataclass(frozen=True)
-class Decision:
-    """Why a case stopped: `reason` is `dropped`, `consistent`, `passing`, `failing` or `max`."""
-
-    reason: str
-    trials: int
-
-    def text(self) -> str:
-        words = {
-            "dropped": "dropped against its baseline",
-            "consistent": "consistent with its baseline",
-            "passing": "clearly above the set threshold",
-            "failing": "clearly below the set threshold",
-            "max": "the maximum was reached",
-        }[self.reason]
-        return f"decided after {self.trials} trials: {words}"
-
-
-def decide(
-    passed: int,
-    graded: int,
-    ran: int,
-    *,
-    minimum: int,
-    maximum: int,
-    baseline: tuple[int, int] | None,
-    threshold: float,
-    level: float = LEVEL,
-    delta: float = DELTA,
-    confidence: float = CONFIDENCE,
-) -> Decision | None:
-    """Whether a case that ran `ran` trials (`passed` of `graded` graded) has run enough; None
-    while it needs another trial.
-
-    - Fewer than `minimum` trials: go on. `maximum` trials: stop.
-    - With a baseline pool (`baseline` = (passed, graded) of earlier comparable runs, n0 > 0):
-      stop `dropped` when the one-sided Fisher test of the counts against the pool is below
-      `level / INTERIM_FACTOR`; stop `consistent` when the predictive chance that running on to
-      `maximum` ends below `level` is under `delta`.
-    - Without one (a first run, a new case): stop `passing` when the Jeffreys posterior gives
-      P(rate >= threshold) >= `confidence`, `failing` when it is <= 1 - `confidence`.
-    Trials that ended without a grade (judge, infrastructure or glue errors) count toward the
-    maximum but not as evidence."""
-    if ran >= maximum:
-        return Decision("max", ran)
-    if ran < minimum:
-        return None
-    if baseline is not None and baseline[1] > 0:
-        base_passed, base_n = baseline
-        if fisher_drop_p(passed, graded, base_passed, base_n) < level / INTERIM_FACTOR:
-            return Decision("dropped", ran)
-        left = maximum - ran
-        chance = chance_flagged_at_max(passed, graded, base_passed, base_n, graded + left, level)
-        if chance < delta:
-            return Decision("consistent", ran)
-        return None
-    a, b = jeffreys_posterior(passed, graded)
-    above = 1.0 - beta_cdf(threshold, a, b)
-    if above >= confidence:
-        return Decision("passing", ran)
-    if above <= 1.0 - confidence:
-        return Decision("failing", ran)
-    return None
 
 
 @dataclass
@@ -163,6 +91,17 @@ class AdaptiveRun:
                 continue
             passed, graded, _ = pool_baseline([tuple(r) for r in runs], self.level)
             state.baseline = (passed, graded) if graded else None
+
+    def stopping(self, case_id: str) -> Stopping:
+        """The rule this run stops the case by, as its trials record it."""
+        state = self.cases.get(case_id)
+        return Stopping(
+            minimum=self.spec.minimum,
+            maximum=self.spec.maximum,
+            baseline=state.baseline if state is not None else None,
+            level=self.level,
+            delta=self.delta,
+        )
 
     def first_wave(self, item: Any) -> bool:
         """A trial every case runs (one of the first MIN)."""

@@ -6,7 +6,15 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..cases.case import DIFFICULTIES, PRIORITIES
-from ..results import GRADED, OUTCOMES, TrialRecord, pass_hat_k, set_rate_counts, set_verdict
+from ..results import (
+    GRADED,
+    OUTCOMES,
+    CaseTally,
+    TrialRecord,
+    pass_hat_k,
+    set_rate_counts,
+    set_verdict,
+)
 from ..settings import AutoTrials
 
 FIXED_TRIALS = 5
@@ -46,7 +54,7 @@ class SetStats:
     passed: int = 0
     graded: int = 0
     other: Counter = field(default_factory=Counter)
-    cases: dict[str, list[int]] = field(default_factory=dict)  # passed, graded, recorded
+    cases: dict[str, CaseTally] = field(default_factory=dict)
 
     def _rate_counts(self) -> tuple[int, int]:
         """Pooled trials, or the mean of per-case rates when cases ran unequal counts
@@ -54,12 +62,14 @@ class SetStats:
         own counts when no case is known."""
         if not self.cases:
             return self.passed, self.graded
-        return set_rate_counts(tuple(c) for c in self.cases.values())
+        return set_rate_counts(c.counts() for c in self.cases.values())
 
     @property
     def per_case(self) -> bool:
-        """The rate is the mean of per-case rates (cases recorded unequal numbers of trials)."""
-        return len({c[2] for c in self.cases.values()}) > 1
+        """The rate is the mean of per-case rates (adaptive trials, or cases that recorded
+        unequal numbers of trials)."""
+        cases = self.cases.values()
+        return len({c.recorded for c in cases}) > 1 or any(c.stopping for c in cases)
 
     @property
     def rate(self) -> float | None:
@@ -120,13 +130,13 @@ class Summary:
         group = self.sets.get(record.set_name)
         if group is None:
             group = self.sets[record.set_name] = SetStats(record.set_name, record.threshold)
-        case = group.cases.setdefault(record.case_id, [0, 0, 0])
-        case[2] += 1
+        case = group.cases.get(record.case_id)
+        if case is None:
+            case = group.cases[record.case_id] = CaseTally()
+        case.add(record.trial, record.outcome, record.threshold, record.stopping)
         if record.outcome in GRADED:
             group.graded += 1
             group.passed += record.outcome == "pass"
-            case[1] += 1
-            case[0] += record.outcome == "pass"
         else:
             group.other[record.outcome] += 1
 

@@ -416,6 +416,8 @@ class RunRecorder:
                 )
             except Exception as exc:  # the run is kept whatever the diff makes of it
                 self.write_errors.append(f"could not diff against the baseline: {_problem(exc)}")
+            else:
+                self.finished = self.finished.model_copy(update={"diff": self.diff.summary()})
         self._write_reports()
 
     def _write_aside(self, record: RunRecord, history: History | None) -> Path | None:
@@ -539,7 +541,9 @@ class RunRecorder:
         if self.diff is not None:
             out.append(("", {}))
             out.append(("failing-set diff", {"bold": True}))
-            out += [(line, _markup(line)) for line in self.diff.lines(self.how_chosen)]
+            verbose = self.config.get_verbosity() > 0
+            lines = self.diff.lines(self.how_chosen, verbose=verbose)
+            out += [(line, _markup(line)) for line in lines]
         elif self.store is not None:
             out.append(
                 (
@@ -664,7 +668,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """A run with case trials to record stops here when its store cannot be opened (a folder
     that is a file, a PostgreSQL server that does not answer or refuses the user): running
     anyway would leave the record in `unsaved-<run>.json`, and CI green with no history. (Under
-    xdist the controller collects nothing; its store is opened at the first trial, as before.)"""
+    xdist the controller collects nothing: `_HistoryForWorkers` probes the store when the first
+    worker has collected case trials, before any is scheduled.)"""
     config = session.config
     recorder = config.stash.get(RECORDER, None)
     if recorder is None or recorder.target is None or config.option.collectonly:
@@ -673,15 +678,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
     if not any(type(item) is CaseItem for item in session.items):
         return
+    problem = _store_problem(config, recorder)
+    if problem is not None:
+        raise pytest.UsageError(problem)
+
+
+def _store_problem(config: pytest.Config, recorder: RunRecorder) -> str | None:
+    """Why the run's store cannot be opened, said for the user; None when it opens."""
     try:
         RunStore(recorder.target).close()
     except Exception as exc:
         where = settings(config).sources.get("store", "default")
         name = BY_NAME["store"].where(where) if where != "default" else "the run store"
-        raise pytest.UsageError(
+        return (
             f"{name}: the run store cannot be opened: {_problem(exc)}; fix it, or record "
             "nothing with --commerce-store=none"
-        ) from None
+        )
+    return None
 
 
 HISTORY_SOURCE = "commerce_evals_history_source"
@@ -694,6 +707,22 @@ class _HistoryForWorkers:
 
     def __init__(self, recorder: RunRecorder) -> None:
         self.recorder = recorder
+        self.probed = False
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """The controller's store probe, before xdist schedules a trial: the first worker to
+        collect case trials (a `.yaml::` or `.yml::` node id) has it opened once; a store that
+        cannot be opened ends the session as a usage error, as without xdist."""
+        recorder = self.recorder
+        if self.probed or recorder.target is None or recorder.config.option.collectonly:
+            return
+        if not any(".yaml::" in i or ".yml::" in i for i in ids):
+            return
+        self.probed = True
+        problem = _store_problem(recorder.config, recorder)
+        if problem is not None:
+            pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

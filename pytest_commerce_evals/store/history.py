@@ -18,6 +18,7 @@ between runs a move of about one percentage point overall is noise.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..cases.case import PRIORITIES
 from ..results import GRADED
@@ -284,6 +285,20 @@ class DiffEntry:
     p: float | None = None
     strip: str = ""
     strip_counts: tuple[int, int] = (0, 0)
+    level: float = DEFAULT_LEVEL
+
+    def decides(self) -> str | None:
+        """What would decide this case (`what_decides`), for an inconclusive one."""
+        if self.after is None:
+            return None
+        return what_decides(
+            self.after.passed,
+            self.after.graded,
+            self.base_passed,
+            self.base_graded,
+            self.base_runs,
+            self.level,
+        )
 
     @property
     def flaky(self) -> bool:
@@ -321,6 +336,60 @@ class DiffEntry:
 
 def format_p(p: float) -> str:
     return f"{p:.2g}" if p < 0.01 else f"{p:.2f}"
+
+
+MOST_TRIALS = 100
+"""The most trials `what_decides` considers for one run (`--commerce-trials` allows 100)."""
+SHOWN_INCONCLUSIVE = 3
+"""Inconclusive cases the terminal's diff lists without `-v`: those closest to deciding."""
+
+
+def what_decides(
+    passed: int, graded: int, base_passed: int, base_graded: int, base_runs: int, level: float
+) -> str | None:
+    """What would take an inconclusive case past the diff's test, in words: the trials this run
+    would need at its rate against the baseline as it is, and the baseline trials (and about how
+    many more runs) against this run as it is, each up to `MOST_TRIALS` a run. None when either
+    side has no graded trial."""
+    if graded <= 0 or base_graded <= 0:
+        return None
+    rate, base = passed / graded, base_passed / base_graded
+    if rate == base:
+        return "its rate equals its baseline's: no number of trials at these rates decides it"
+    test = fisher_drop_p if rate < base else fisher_rise_p
+
+    def decided(n: int, m: int) -> bool:
+        return test(round(rate * n), n, round(base * m), m) < level
+
+    here = next((n for n in range(graded + 1, MOST_TRIALS + 1) if decided(n, base_graded)), None)
+    per_run = max(1, round(base_graded / max(base_runs, 1)))
+    most_base = base_graded + MOST_TRIALS * 10
+    pool = next((m for m in range(base_graded + 1, most_base + 1) if decided(graded, m)), None)
+    parts = []
+    if here is not None:
+        parts.append(f"{here} trials in this run at its rate (--commerce-trials={here})")
+    if pool is not None:
+        runs = -(-(pool - base_graded) // per_run)
+        parts.append(
+            f"a baseline of {pool} trials at its rate (about {runs} more "
+            f"run{'s' if runs != 1 else ''} of {per_run})"
+        )
+    if not parts:  # neither side alone: both, at one count each
+        start = max(graded, base_graded) + 1
+        both = next(
+            (k for k in range(start, most_base + 1) if decided(min(k, MOST_TRIALS), k)), None
+        )
+        if both is None or both > MOST_TRIALS:
+            return (
+                f"the rates are too close for {MOST_TRIALS} trials in this run, or "
+                f"{most_base} in the baseline, to decide it"
+            )
+        runs = -(-(both - base_graded) // per_run)
+        parts.append(
+            f"{both} trials in this run (--commerce-trials={both}) and a baseline of {both} "
+            f"(about {runs} more run{'s' if runs != 1 else ''} of {per_run}), both at their rates"
+        )
+    return f"p < {level:g} with " + ", or with ".join(parts)
 
 
 @dataclass
@@ -377,7 +446,11 @@ class FailingSetDiff:
             text += f"; restricted to the {n} selected case{'s' if n != 1 else ''}"
         return text
 
-    def lines(self, how_chosen: str = "") -> list[str]:
+    def closest_inconclusive(self) -> list[DiffEntry]:
+        """The inconclusive cases, closest to deciding first (smallest p)."""
+        return sorted(self.inconclusive, key=lambda e: (e.p if e.p is not None else 1.0, e.case_id))
+
+    def lines(self, how_chosen: str = "", verbose: bool = False) -> list[str]:
         out = [
             f"baseline: {describe_run(self.before)}" + (f" — {how_chosen}" if how_chosen else ""),
             f"baseline: {self.pool_text()}",
@@ -405,21 +478,80 @@ class FailingSetDiff:
                 f"this run {self.after.agent_model or '(not named)'}"
             )
         width = max([len(e.case_id) for e in self.entries] + [4])
+
+        def entry_line(e: DiffEntry) -> str:
+            note = f"  [{e.note}]" if e.note else ""
+            return f"  {e.case_id:<{width}}  {e.priority:<8}  {e.tested()}{note}"
+
         for title, entries in (
             ("newly failing", self.newly_failing),
             ("fixed", self.fixed),
-            ("inconclusive (changed, but within noise: rerun with more trials)", self.inconclusive),
+        ):
+            out.append(f"{title} ({len(entries)}):")
+            out += [entry_line(e) for e in entries]
+        if self.inconclusive:
+            n = len(self.inconclusive)
+            shown = self.closest_inconclusive()
+            if verbose or n <= SHOWN_INCONCLUSIVE:
+                out.append(f"inconclusive ({n}): changed, but within noise:")
+            else:
+                shown = shown[:SHOWN_INCONCLUSIVE]
+                out.append(
+                    f"inconclusive ({n}): changed, but within noise; the {len(shown)} closest to "
+                    f"deciding (-v lists all {n}, as do the HTML report and the JSON record):"
+                )
+            for e in shown:
+                out.append(entry_line(e))
+                decides = e.decides()
+                if decides:
+                    out.append(f"  {'':<{width}}  {'':<8}  decided at {decides}")
+        for title, entries in (
             ("still failing", self.still_failing),
             ("not compared (not graded, not run or no baseline on one side)", self.not_compared),
         ):
-            if not entries and title.startswith(("not compared", "inconclusive")):
+            if not entries and title.startswith("not compared"):
                 continue
             out.append(f"{title} ({len(entries)}):")
-            for e in entries:
-                note = f"  [{e.note}]" if e.note else ""
-                out.append(f"  {e.case_id:<{width}}  {e.priority:<8}  {e.tested()}{note}")
+            out += [entry_line(e) for e in entries]
         out.append(overall_line(*self.overall))
         return out
+
+    def summary(self) -> dict[str, Any]:
+        """The diff as plain data, for the JSON record: every case it lists, by bucket, with
+        both sides' counts, the p-value and, for an inconclusive case, what would decide it."""
+
+        def side(rate: CaseRate | None) -> list[int] | None:
+            return [rate.passed, rate.graded] if rate is not None else None
+
+        buckets = {
+            "newly_failing": self.newly_failing,
+            "fixed": self.fixed,
+            "inconclusive": self.closest_inconclusive(),
+            "still_failing": self.still_failing,
+            "not_compared": self.not_compared,
+        }
+        return {
+            "baseline": self.before.run_id,
+            "pooled_runs": list(self.pooled_runs),
+            "level": self.level,
+            "paired": self.paired,
+            **{
+                name: [
+                    {
+                        "case_id": e.case_id,
+                        "priority": e.priority,
+                        "baseline": [e.base_passed, e.base_graded],
+                        "baseline_runs": e.base_runs,
+                        "current": side(e.after),
+                        "p": e.p,
+                        "note": e.note or None,
+                        **({"decides": e.decides()} if name == "inconclusive" else {}),
+                    }
+                    for e in entries
+                ]
+                for name, entries in buckets.items()
+            },
+        }
 
 
 def overall_line(before: float | None, after: float | None, labels=("", "")) -> str:
@@ -492,6 +624,7 @@ def diff_failing_sets(
         else:
             bp, bg, runs = (b.passed, b.graded, 1) if b is not None and b.graded else (0, 0, 0)
         entry.base_passed, entry.base_graded, entry.base_runs = bp, bg, runs
+        entry.level = level
         # the case's status in the latest run that graded it (what a diff of single runs
         # compares): a change of it that the tests do not decide is inconclusive. Not the pool's
         # any-fail status: a pool of 50 trials of a 98% case nearly always holds a failure.

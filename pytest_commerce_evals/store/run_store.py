@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import CommerceEvalsError
 from ..results import (
     GRADED,
+    CaseTally,
     RubricVerdict,
     TrialRecord,
     failure_lines,
@@ -92,7 +93,7 @@ __all__ = [
     "write_record",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DEFAULT_STORE_PATH = Path(".commerce") / "runs"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 DB_NAME = "runs.sqlite"
@@ -481,6 +482,9 @@ class RunRecord(_Record):
     baseline: str | None = None
     sets: list[SetResult] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
+    diff: dict[str, Any] | None = None
+    """The failing-set diff against the run's baseline (`history.FailingSetDiff.summary`): the
+    JSON record carries it for readers; the database does not store it."""
     trials: list[StoredTrial] = Field(default_factory=list)
 
     @property
@@ -579,20 +583,20 @@ def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
             t.set_name,
             {"passed": 0, "graded": 0, "threshold": t.threshold, "other": {}, "cases": {}},
         )
-        case = g["cases"].setdefault(t.case_id, [0, 0, 0])  # passed, graded, recorded
-        case[2] += 1
+        case = g["cases"].get(t.case_id)
+        if case is None:
+            case = g["cases"][t.case_id] = CaseTally()
+        case.add(t.trial, t.outcome, t.threshold, t.stopping)
         if t.outcome in GRADED:
             g["graded"] += 1
             g["passed"] += t.outcome == "pass"
-            case[1] += 1
-            case[0] += t.outcome == "pass"
         else:
             g["other"][t.outcome] = g["other"].get(t.outcome, 0) + 1
     out = []
     for name in sorted(groups):
         g = groups[name]
-        # pooled trials; the mean of per-case rates when cases ran unequal counts (adaptive)
-        num, den = set_rate_counts(tuple(c) for c in g["cases"].values())
+        # pooled trials; under adaptive trials the mean of the cases' unbiased rates
+        num, den = set_rate_counts(c.counts() for c in g["cases"].values())
         rate = num / den if den else None
         met = set_verdict(num, den, g["threshold"], g["other"]) in ("ok", "skipped")
         out.append(
@@ -795,6 +799,7 @@ CREATE TABLE trials (
     duration_s REAL NOT NULL DEFAULT 0,
     file TEXT,
     line INTEGER,
+    stopping TEXT,
     PRIMARY KEY (run_id, case_id, trial)
 );
 CREATE TABLE set_results (
@@ -811,6 +816,9 @@ CREATE TABLE set_results (
 CREATE INDEX runs_comparable ON runs (kind, signature, complete, started_at);
 CREATE INDEX runs_by_model ON runs (agent_model, kind, complete, started_at);
 """
+
+# schema 3 -> 4: a trial of an adaptive run records the rule that stopped its case
+_MIGRATE_3_TO_4 = "ALTER TABLE trials ADD COLUMN stopping TEXT"
 
 # schema 1 -> 2, applied in one transaction when an older store is opened
 _MIGRATE_1_TO_2 = """
@@ -854,6 +862,7 @@ _TRIAL_JSON = {
     "grader_results": "grader_results",
     "messages": "messages",
     "snapshot": "snapshot",
+    "stopping": "stopping",
 }
 
 
@@ -1149,6 +1158,18 @@ class RunStore:
                 ) from None
             if self._pg is not None:
                 self._pg.forget_tables()
+        if version < 4 and "stopping" not in self._columns(conn, "trials"):
+            try:
+                conn.execute(_MIGRATE_3_TO_4)
+            except self._lost:
+                raise
+            except self._errors as exc:
+                raise self._damage(
+                    f"meta.schema_version is {version} but the trials table does not migrate to "
+                    f"4 ({exc})"
+                ) from None
+            if self._pg is not None:
+                self._pg.forget_tables()
         missing = {"trials", "set_results"} - self._tables(conn)
         if missing:
             raise self._damage(f"table(s) {', '.join(sorted(missing))} missing")
@@ -1250,6 +1271,7 @@ class RunStore:
             t.duration_s,
             t.file,
             t.line,
+            t.stopping.model_dump_json() if t.stopping is not None else None,
         )
 
     def add_trials(self, run_id: str, trials: Iterable[StoredTrial]) -> int:
@@ -1273,8 +1295,8 @@ class RunStore:
             conn.executemany(
                 "INSERT OR REPLACE INTO trials (run_id, case_id, trial, set_name, threshold, "
                 "priority, difficulty, tags, outcome, failures, transcript, verdicts, trials, "
-                "error, grader_results, messages, snapshot, duration_s, file, line) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "error, grader_results, messages, snapshot, duration_s, file, line, stopping) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
@@ -1406,6 +1428,8 @@ class RunStore:
             try:
                 data.pop("run_id")
                 for column, field in _TRIAL_JSON.items():
+                    if column == "stopping" and column not in data:  # a store still migrating
+                        continue
                     data[field] = self._column(data.pop(column), f"trials.{column}", where)
                 out.append(StoredTrial.model_validate(data))
             except KeyError as exc:

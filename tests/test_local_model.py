@@ -334,13 +334,21 @@ def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [
-                sys.executable, "-m", "llama_cpp.server",
-                "--model", str(gguf),
-                "--model_alias", "any",
-                "--chat_format", "chatml-function-calling",
-                "--n_ctx", "8192",  # the reference agent's prompt and tools pass 4,096
-                "--host", "127.0.0.1",
-                "--port", str(port),
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(gguf),
+                "--model_alias",
+                "any",
+                "--chat_format",
+                "chatml-function-calling",
+                "--n_ctx",
+                "8192",  # the reference agent's prompt and tools pass 4,096
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
             ],  # fmt: skip
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -408,9 +416,15 @@ def test_the_reference_agent_and_the_judge_run_at_a_llama_cpp_python_server(
     env = {k: v for k, v in os.environ.items() if k not in (*ENV, "OPENAI_API_KEY")}
     done = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "cases/orders",
-            "-k", "orders-001",
-            "-p", "no:cacheprovider", "-q",
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases/orders",
+            "-k",
+            "orders-001",
+            "-p",
+            "no:cacheprovider",
+            "-q",
             f"--commerce-base-url={llama_cpp_server}",
             "--commerce-model=any",
             # a 135M model on a CI runner's two cores: the embedded model's own timeout

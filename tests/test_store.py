@@ -1100,9 +1100,7 @@ def test_a_lasting_connection_error_is_not_waited_on():
     assert not lasting(Refused("server closed the connection unexpectedly"))
 
 
-def test_under_xdist_a_store_that_cannot_be_opened_stops_the_run_before_any_trial(
-    suite, tmp_path
-):
+def test_under_xdist_a_store_that_cannot_be_opened_stops_the_run_before_any_trial(suite, tmp_path):
     pytest.importorskip("xdist")
     p, _ = suite
     store = tmp_path / "store"

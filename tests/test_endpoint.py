@@ -359,7 +359,7 @@ def test_make_client_async_sdk_is_the_sdks_async_client(config, monkeypatch):
 class _ScriptedServer:
     """An OpenAI-compatible stub on loopback replying with a scripted list of HTTP statuses."""
 
-    def __init__(self, statuses: list[int]) -> None:
+    def __init__(self, statuses: list[int | tuple[int, str]]) -> None:
         self.statuses = statuses
         self.paths: list[str] = []
         self.requests: list[dict] = []
@@ -371,8 +371,10 @@ class _ScriptedServer:
                 request = json.loads(self.rfile.read(length))
                 owner.paths.append(self.path)
                 owner.requests.append(request)
-                status = owner.statuses.pop(0)
-                body = {"error": {"message": "busy", "type": "server_error"}}
+                status, message = owner.statuses.pop(0), "busy"
+                if isinstance(status, tuple):  # (status, the error's message)
+                    status, message = status
+                body = {"error": {"message": message, "type": "server_error"}}
                 if status == 200:
                     body = {
                         "id": "c1",
@@ -784,3 +786,84 @@ def test_hosted_openai_gets_the_request_as_the_agent_wrote_it():
     assert _compat(replace(hosted, base_url=HOSTED_BASE_URL), kwargs) is kwargs
     mine = replace(hosted, base_url="http://localhost:8080/v1")
     assert _compat(mine, kwargs)["messages"][1]["content"] == ""
+
+
+LLAMA_CPP_REFUSAL = (
+    "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
+)
+VERDICT_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "rubric_verdict", "strict": True, "schema": {"type": "object"}},
+}
+
+
+@pytest.mark.parametrize("sdk", [False, True])
+def test_a_server_that_refuses_json_schema_is_asked_in_llama_cpps_form_from_then_on(
+    config, stub_server, sdk
+):
+    """llama-cpp-python's server answers 500 to a `json_schema` response format (the judge's
+    on any endpoint but the embedded one): the call is made again at once with `json_object`
+    and the schema, and the session's later calls to that server go in that form."""
+    from pytest_commerce_evals.models import endpoint
+
+    endpoint._NO_JSON_SCHEMA.clear()
+    with stub_server([(500, LLAMA_CPP_REFUSAL), 200, 200]) as server:
+        cfg = config(
+            f"--commerce-base-url={server.url}",
+            "--commerce-model=stub",
+            ini="commerce_retry_attempts = 4\ncommerce_retry_wait_max = 0",
+        )
+        with make_client(cfg, "judge", sdk=sdk) as client:
+            for _ in range(2):
+                reply = client.chat.completions.create(
+                    model="stub", messages=[{"role": "user", "content": "x"}],
+                    response_format=VERDICT_FORMAT,
+                )  # fmt: skip
+                assert reply.choices[0].message.content == "hello"
+    first, again, later = server.requests
+    assert first["response_format"]["type"] == "json_schema"
+    assert again["response_format"] == {"type": "json_object", "schema": {"type": "object"}}
+    assert later["response_format"] == again["response_format"]  # not refused a second time
+    endpoint._NO_JSON_SCHEMA.clear()
+
+
+def test_any_other_server_error_is_retried_as_before_and_the_format_kept(config, stub_server):
+    from pytest_commerce_evals.models import endpoint
+
+    endpoint._NO_JSON_SCHEMA.clear()
+    with stub_server([500, 200]) as server:
+        cfg = config(
+            f"--commerce-base-url={server.url}",
+            "--commerce-model=stub",
+            ini="commerce_retry_attempts = 2\ncommerce_retry_wait_max = 0",
+        )
+        with make_client(cfg, "judge") as client:
+            client.chat.completions.create(
+                model="stub", messages=[], response_format=VERDICT_FORMAT
+            )
+    assert [r["response_format"]["type"] for r in server.requests] == ["json_schema"] * 2
+    assert not endpoint._NO_JSON_SCHEMA
+
+
+def test_the_async_client_falls_back_from_json_schema_the_same_way(config, stub_server):
+    from pytest_commerce_evals.models import endpoint
+
+    endpoint._NO_JSON_SCHEMA.clear()
+    with stub_server([(500, LLAMA_CPP_REFUSAL), 200]) as server:
+        cfg = config(
+            f"--commerce-base-url={server.url}",
+            "--commerce-model=stub",
+            ini="commerce_retry_attempts = 4\ncommerce_retry_wait_max = 0",
+        )
+
+        async def main() -> str:
+            async with make_client(cfg, "judge", async_=True) as client:
+                reply = await client.chat.completions.create(
+                    model="stub", messages=[], response_format=VERDICT_FORMAT
+                )
+                return reply.choices[0].message.content
+
+        assert asyncio.run(main()) == "hello"
+    assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object"]
+    endpoint._NO_JSON_SCHEMA.clear()

@@ -964,3 +964,14 @@ def test_a_tool_result_in_a_model_input_that_answers_no_call_leaves_the_conversa
     assert capture.conversations == []
     [problem] = capture.problems
     assert "'zz', which no call of the turn has" in str(problem)
+
+
+def test_a_span_whose_events_are_not_a_list_is_skipped_and_said(tmp_path):
+    bad = chat("cv", 1, [user("hi")], reply({"type": "text", "content": "Hello."}))
+    bad["events"] = True
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(otlp(bad)))
+    capture = read_capture([path], format="otel")
+    assert capture.conversations == []
+    [problem] = capture.problems
+    assert "events is bool, not a list; span skipped" in str(problem)

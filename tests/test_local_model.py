@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -322,59 +323,70 @@ def test_a_build_the_cpu_refuses_is_said_at_start_with_the_fix(tmp_path):
 # -- llama-cpp-python's own server at --commerce-base-url (docs/local-model.md) --------------------
 
 
-@pytest.fixture(scope="module")
-def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def _serve(log: Path, chat_format: str) -> tuple[subprocess.Popen[bytes], str]:
     """`python -m llama_cpp.server` as a user starts it, on loopback, serving the packaged model
-    with llama-cpp-python's tool-calling chat format; its base URL."""
+    in `chat_format`, answering `/v1/models`; the process and its base URL."""
     import urllib.request
 
     gguf = _local_model.locate_gguf()
-    log = tmp_path_factory.mktemp("llama-cpp-server") / "server.log"
     port = _local_model._free_port()
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "any",
+        "--chat_format", chat_format, "--n_ctx", "8192", "--host", "127.0.0.1", "--port", str(port),
+    ]  # fmt: skip
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "llama_cpp.server",
-                "--model",
-                str(gguf),
-                "--model_alias",
-                "any",
-                "--chat_format",
-                "chatml-function-calling",
-                "--n_ctx",
-                "8192",  # the reference agent's prompt and tools pass 4,096
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],  # fmt: skip
+            command,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=5) as answer:
+                if answer.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.5)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=5) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.5)
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama-cpp-python's server in its tool-calling chat format."""
+    proc, url = _serve(
+        tmp_path_factory.mktemp("llama-tools") / "server.log", "chatml-function-calling"
+    )
+    try:
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_chat_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The same server in plain chatml, which leaves the tools out of the prompt: a 135M model on
+    two cores runs the whole reference agent in minutes that way; the tool-calling prompt of the
+    reference agent's tools takes many times longer per call."""
+    proc, url = _serve(tmp_path_factory.mktemp("llama-chat") / "server.log", "chatml")
+    try:
+        yield url
+    finally:
+        _stop(proc)
 
 
 def test_a_tool_turn_goes_to_llama_cpp_pythons_server_as_it_accepts_it(
@@ -408,7 +420,7 @@ def test_a_tool_turn_goes_to_llama_cpp_pythons_server_as_it_accepts_it(
 
 
 def test_the_reference_agent_and_the_judge_run_at_a_llama_cpp_python_server(
-    llama_cpp_server, tmp_path
+    llama_cpp_chat_server, tmp_path
 ):
     """One flag: the reference agent and the judge at the user's own server; every trial graded
     (pass or fail, or the judge's reply unusable), never an infrastructure error."""
@@ -425,10 +437,11 @@ def test_the_reference_agent_and_the_judge_run_at_a_llama_cpp_python_server(
             "-p",
             "no:cacheprovider",
             "-q",
-            f"--commerce-base-url={llama_cpp_server}",
+            f"--commerce-base-url={llama_cpp_chat_server}",
             "--commerce-model=any",
             # a 135M model on a CI runner's two cores: the embedded model's own timeout
-            "--commerce-request-timeout=900",
+            "-o",
+            "commerce_request_timeout=900",
             f"--commerce-json={record}",
             "--commerce-store=none",
             "--commerce-judge-store=none",
@@ -444,6 +457,37 @@ def test_the_reference_agent_and_the_judge_run_at_a_llama_cpp_python_server(
     outcomes = {t["case_id"]: t["outcome"] for t in run["trials"]}
     assert list(outcomes) == ["orders-001-updated-delivery-date"]
     assert set(outcomes.values()) <= {"pass", "fail", "judge_error"}, outcomes
-    assert run["agent_base_url"] == llama_cpp_server
-    judged = next(t for t in run["trials"] if t["case_id"].startswith("orders-001"))
-    assert [v["dimension"] for v in judged["verdicts"]] == ["delivery_date_accurate"]
+    assert run["agent_base_url"] == llama_cpp_chat_server
+    [trial] = run["trials"]
+    assert "infra_error" not in {v["outcome"] for v in trial["verdicts"]}, trial["verdicts"]
+    events = [e for turn in trial["turns"] for e in turn]
+    assert any(e["type"] in ("tool_call", "text") for e in events), trial["error"]  # it acted
+
+
+def test_the_judge_runs_at_a_llama_cpp_python_server_with_the_same_one_flag(
+    llama_cpp_server, pytester: pytest.Pytester
+):
+    """With only --commerce-base-url the judge follows the agent to that server: a verdict (or
+    a reply it could not read), never an infrastructure error."""
+    from pytest_commerce_evals.events import Text, ToolCall, ToolResult
+    from pytest_commerce_evals.judge._plugin import build_judge
+    from pytest_commerce_evals.judge.rubrics import STANDARD
+
+    config = pytester.parseconfigure(
+        f"--commerce-base-url={llama_cpp_server}",
+        "--commerce-model=any",
+        "-o",
+        "commerce_request_timeout=900",
+    )
+    judge = build_judge(config, with_store=False)
+    turn = [
+        ToolCall(call_id="c1", name="get_order", arguments={"order_id": "o-1"}),
+        ToolResult(call_id="c1", name="get_order", result={"delivery_date": "2026-12-09"}),
+        Text(text="Your order o-1 now arrives on 9 December 2026."),
+    ]
+    dimension = "delivery_date_accurate"
+    [verdict] = judge.grade_transcript(
+        ["When does order o-1 arrive?"], [turn], {dimension: STANDARD[dimension].text}
+    )
+    assert verdict.outcome in ("pass", "fail", "judge_error"), verdict
+    assert verdict.dimension == dimension

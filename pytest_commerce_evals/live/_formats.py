@@ -532,7 +532,10 @@ def _span(raw: Any, shown: str, line: int, index: int) -> _Span:
         error_type = attrs.get("error.type")
         error = message or (str(error_type) if error_type else "") or "the span's status is ERROR"
     events = []
-    for i, event in enumerate(raw.get("events") or []):
+    listed = raw.get("events")
+    if listed is not None and not isinstance(listed, list):
+        raise _Bad(f"events is {type(listed).__name__}, not a list")
+    for i, event in enumerate(listed or []):
         if not isinstance(event, dict):
             raise _Bad(f"event {i} is not an object")
         events.append((str(event.get("name", "")), _attributes(event.get("attributes"))))

@@ -510,6 +510,70 @@ def _compat(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> dict[str, Any]
     return {**kwargs, "messages": messages}
 
 
+_NO_JSON_SCHEMA: set[str] = set()
+"""Base URLs of servers that refused a `json_schema` response format this session."""
+
+
+def _json_object(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A `json_schema` response format in llama.cpp's form, `{"type": "json_object", "schema":
+    ...}`, which its servers honour (the schema constrains the reply as before)."""
+    fmt = kwargs.get("response_format")
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return kwargs
+    schema = (fmt.get("json_schema") or {}).get("schema")
+    found = {"type": "json_object", **({"schema": schema} if schema is not None else {})}
+    return {**kwargs, "response_format": found}
+
+
+def _refuses_json_schema(exc: BaseException, kwargs: dict[str, Any]) -> bool:
+    """The server refused the request's `json_schema` response format (llama-cpp-python's
+    answers HTTP 500, `response_format.type: Input should be 'text' or 'json_object'`)."""
+    fmt = kwargs.get("response_format")
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return False
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int) or status not in (400, 422) and status < 500:
+        return False
+    text = f"{_status_message(exc) or ''} {exc}"
+    return "response_format" in text and "json_schema" in text
+
+
+def _own_server(endpoint: Endpoint | None) -> str | None:
+    """The base URL of a server of the user's own (not hosted OpenAI), else None."""
+    if endpoint is None:
+        return None
+    base = endpoint.base_url or HOSTED_BASE_URL
+    return None if base == HOSTED_BASE_URL and not endpoint.is_local else base
+
+
+def _create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> Any:
+    """One call; a server of one's own that refuses a `json_schema` response format is asked
+    again at once with it in llama.cpp's form, and so for the rest of the session."""
+    server = _own_server(endpoint)
+    if server is not None and server in _NO_JSON_SCHEMA:
+        kwargs = _json_object(kwargs)
+    try:
+        return client.chat.completions.create(**kwargs)
+    except api_errors() as exc:
+        if server is None or not _refuses_json_schema(exc, kwargs):
+            raise
+        _NO_JSON_SCHEMA.add(server)
+        return client.chat.completions.create(**_json_object(kwargs))
+
+
+async def _async_create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> Any:
+    server = _own_server(endpoint)
+    if server is not None and server in _NO_JSON_SCHEMA:
+        kwargs = _json_object(kwargs)
+    try:
+        return await client.chat.completions.create(**kwargs)
+    except api_errors() as exc:
+        if server is None or not _refuses_json_schema(exc, kwargs):
+            raise
+        _NO_JSON_SCHEMA.add(server)
+        return await client.chat.completions.create(**_json_object(kwargs))
+
+
 def retrying_create(
     client: Any,
     *,
@@ -529,7 +593,7 @@ def retrying_create(
     try:
         for attempt in _retrying(policy, tenacity.Retrying, sleep):
             with attempt:
-                return client.chat.completions.create(**kwargs)
+                return _create(client, endpoint, kwargs)
     except api_errors() as exc:
         if is_retryable(exc) or getattr(exc, "status_code", None) in _CONFIG_STATUS:
             raise _infra(exc, _what(endpoint, kwargs), policy.attempts) from exc
@@ -551,7 +615,7 @@ async def async_retrying_create(
     try:
         async for attempt in _retrying(policy, tenacity.AsyncRetrying, sleep):
             with attempt:
-                return await client.chat.completions.create(**kwargs)
+                return await _async_create(client, endpoint, kwargs)
     except api_errors() as exc:
         if is_retryable(exc) or getattr(exc, "status_code", None) in _CONFIG_STATUS:
             raise _infra(exc, _what(endpoint, kwargs), policy.attempts) from exc

@@ -209,6 +209,22 @@ def sequential_rate(
     return Fraction(k1, k) if k else Fraction(passed, graded)
 
 
+def two_proportion_p(a_passed: int, a_n: int, b_passed: int, b_n: int) -> float:
+    """Two-sided p-value of the pooled two-proportion z-test (the live trend's test between two
+    runs' verdict counts); 1.0 when it cannot be computed (a side without counts, or both rates
+    0 or 1). Counts outside 0 <= passed <= n are refused with `ValueError`."""
+    _check_counts(a_passed, a_n)
+    _check_counts(b_passed, b_n)
+    if a_n == 0 or b_n == 0:
+        return 1.0
+    pooled = (a_passed + b_passed) / (a_n + b_n)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / a_n + 1 / b_n))
+    if se == 0:
+        return 1.0
+    z = abs(a_passed / a_n - b_passed / b_n) / se
+    return math.erfc(z / math.sqrt(2))
+
+
 # -- adaptive trials: the stopping rule, and the case rate it leaves -----------------------------
 
 LEVEL = 0.01

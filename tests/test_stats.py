@@ -201,3 +201,20 @@ def test_the_adaptive_rate_adds_the_baseline_only_when_the_drop_test_does_not_fl
     )
     assert adaptive_rate(path, baseline=None, **rule) == alone
     assert adaptive_rate((None, None), baseline=None, **rule) is None
+
+
+def test_the_two_proportion_test_refuses_impossible_counts_instead_of_a_math_error():
+    from pytest_commerce_evals.stats import two_proportion_p
+
+    assert round(two_proportion_p(80, 100, 60, 100), 4) == 0.002
+    assert two_proportion_p(0, 0, 3, 5) == 1.0 and two_proportion_p(5, 5, 5, 5) == 1.0
+    with pytest.raises(ValueError):
+        two_proportion_p(12, 10, 3, 5)  # more passes than trials: once a `math domain error`
+
+
+def test_the_live_trend_uses_the_one_interval_and_test_in_stats():
+    from pytest_commerce_evals import stats
+    from pytest_commerce_evals.live import traffic
+
+    assert traffic.wilson_interval is stats.wilson_interval
+    assert traffic.two_proportion_p is stats.two_proportion_p

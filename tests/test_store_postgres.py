@@ -716,3 +716,45 @@ def test_a_missing_grant_names_the_grant(schema):
         with admin() as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
             conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+@needs_server
+def test_the_one_retry_loop_rides_out_a_lost_connection_and_stops_at_a_lasting_failure(
+    url, schema, monkeypatch
+):
+    import psycopg
+
+    from pytest_commerce_evals.store.database import PostgresDatabase
+
+    monkeypatch.setattr(database, "RETRY_DELAYS_S", (0.0, 0.0, 0.0))
+    db = PostgresDatabase(url, schema=schema)
+    tries, retried = [], []
+
+    def flaky() -> int:
+        tries.append(1)
+        if len(tries) < 3:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        with db.connect() as conn:
+            return conn.execute("SELECT 1").fetchone()[0]
+
+    assert db.retry(flaky, retried=lambda: retried.append(1)) == 1
+    assert (len(tries), len(retried)) == (3, 2)
+
+    def refused() -> None:
+        tries.append(1)
+        raise psycopg.OperationalError('password authentication failed for user "x"')
+
+    tries.clear()
+    with pytest.raises(psycopg.OperationalError):
+        db.retry(refused)
+    assert len(tries) == 1  # a lasting failure: no wait, no second try
+
+    def always_lost() -> None:
+        tries.append(1)
+        raise StoreError("lost")
+
+    tries.clear()
+    with pytest.raises(StoreError):
+        db.retry(always_lost, lost=(StoreError,))
+    assert len(tries) == 4  # the first try and one after each delay
+    db.close()

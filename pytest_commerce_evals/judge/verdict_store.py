@@ -44,12 +44,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..results import RubricVerdict
 from ..store.database import (
-    RETRY_DELAYS_S,
     DriverMissing,
     PostgresDatabase,
     describe,
     is_database_url,
-    lasting,
     public_url,
 )
 from ..store.run_store import printable
@@ -311,15 +309,7 @@ class VerdictStore:
         (`store.database.RETRY_DELAYS_S`). Every statement here is safe to repeat."""
         if self._pg is None:
             return work()
-        for wait in (*RETRY_DELAYS_S, None):
-            try:
-                return work()
-            except self._pg.transient as exc:
-                self._pg.drop()
-                if wait is None or lasting(exc):
-                    raise
-                time.sleep(wait)
-        raise AssertionError("unreachable")
+        return self._pg.retry(work)
 
     def _create(self) -> Any:
         with self._connect() as conn:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..events import EVENT_TYPES, Event, coerce_event
 from ..judge.rubrics import STANDARD
 from ..results import RubricVerdict
+from ..stats import two_proportion_p, wilson_interval
 from ..store.run_store import clean_json, deep_json_path, first_json_problem, printable, short_repr
 
 __all__ = [
@@ -845,30 +846,7 @@ def _redacted(turn: CapturedTurn, shown_id: str, redactor: Redactor) -> Captured
 
 
 # --------------------------------------------------------------------------------------------
-# Trend statistics
-
-
-def wilson_interval(passed: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score interval (95% by default) of a pass rate; (0, 1) when n is 0."""
-    if n == 0:
-        return 0.0, 1.0
-    p = passed / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def two_proportion_p(a_passed: int, a_n: int, b_passed: int, b_n: int) -> float:
-    """Two-sided p-value of the pooled two-proportion z-test; 1.0 when it cannot be computed."""
-    if a_n == 0 or b_n == 0:
-        return 1.0
-    pooled = (a_passed + b_passed) / (a_n + b_n)
-    se = math.sqrt(pooled * (1 - pooled) * (1 / a_n + 1 / b_n))
-    if se == 0:
-        return 1.0
-    z = abs(a_passed / a_n - b_passed / b_n) / se
-    return math.erfc(z / math.sqrt(2))
+# Trend statistics (the interval and the test are `stats`', the one place statistics live)
 
 
 @dataclass

@@ -35,12 +35,15 @@ import importlib.util
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ..errors import CommerceEvalsError
+
+T = TypeVar("T")
 
 __all__ = [
     "APPLICATION_NAME",
@@ -461,6 +464,32 @@ class PostgresDatabase:
         with self._lock:
             self._open.append((os.getpid(), raw))
         return PostgresConnection(raw, self)
+
+    def retry(
+        self,
+        work: Callable[[], T],
+        *,
+        lost: tuple[type[BaseException], ...] = (),
+        retried: Callable[[], None] | None = None,
+    ) -> T:
+        """`work()`, tried again on a new connection while the connection is lost: after each
+        of `RETRY_DELAYS_S` in turn (about 16 s in all, the length of a server's crash and
+        restart), on the driver's transient errors and on `lost` (a store's own wrapping of
+        them). A failure that reconnecting cannot cure (`lasting`: a refused password, a missing
+        database) is raised at once. `retried` is called before each new try. The one retry
+        loop of both stores: every statement they run is safe to repeat."""
+        errors = (*self.transient, *lost)
+        for wait in (*RETRY_DELAYS_S, None):
+            try:
+                return work()
+            except errors as exc:
+                self.drop()
+                if wait is None or lasting(exc):
+                    raise
+                if retried is not None:
+                    retried()
+                time.sleep(wait)
+        raise AssertionError("unreachable")
 
     def drop(self) -> None:
         """Forget this thread's connection (after it failed): the next use opens a new one."""

@@ -59,12 +59,10 @@ from ..results import (
 )
 from ..stats import wilson_interval
 from .database import (
-    RETRY_DELAYS_S,
     DriverMissing,
     PostgresDatabase,
     describe,
     is_database_url,
-    lasting,
     public_url,
 )
 
@@ -978,15 +976,11 @@ class RunStore:
         repeat: it upserts on its key."""
         if self._pg is None:
             return work()
-        for wait in (*RETRY_DELAYS_S, None):
-            try:
-                return work()
-            except StoreUnavailable as exc:
-                if wait is None or lasting(exc):
-                    raise
-                self.retries += 1
-                time.sleep(wait)
-        raise AssertionError("unreachable")
+
+        def counted() -> None:
+            self.retries += 1
+
+        return self._pg.retry(work, lost=(StoreUnavailable,), retried=counted)
 
     def _tables(self, conn: Any) -> set[str]:
         if self._pg is not None:

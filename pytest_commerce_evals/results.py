@@ -159,7 +159,7 @@ def _json_ready(value: Any) -> Any:
     except ValueError:  # UnicodeEncodeError and pydantic's depth and unknown-type errors are
         import json
 
-        from .store.run_store import clean_json, json_text
+        from .jsonsafe import clean_json, json_text
 
         cleaned = clean_json(value.model_dump())
         try:
@@ -502,7 +502,7 @@ class TrialRecord(BaseModel):
         """The record of a finished trial. Whatever the trial holds is recorded: values JSON
         cannot hold are made writable first (see `TrialResult.to_dict` and `store.clean_json`),
         so the record writes and reads back as it is."""
-        from .store.run_store import MAX_DEPTH, clean_json
+        from .jsonsafe import MAX_DEPTH, clean_json
 
         data = result.to_dict()
         # the summary's business, not the stored record's; kept for hooks that still read it

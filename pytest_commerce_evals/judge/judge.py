@@ -251,7 +251,7 @@ class RenderedTranscript:
     truncated_chars: int = 0
 
     def __post_init__(self) -> None:
-        from ..store.run_store import printable
+        from ..jsonsafe import printable
 
         # a lone surrogate in a reply or tool result cannot be sent, hashed or stored as UTF-8:
         # the judge reads it as its escape, as the run store keeps it

@@ -42,6 +42,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..jsonsafe import printable
 from ..results import RubricVerdict
 from ..store.database import (
     DriverMissing,
@@ -50,7 +51,6 @@ from ..store.database import (
     is_database_url,
     public_url,
 )
-from ..store.run_store import printable
 
 __all__ = [
     "DEFAULT_STORE_PATH",

@@ -32,7 +32,7 @@ from typing import IO, Any
 from ..adapters.core import EventBuilder
 from ..adapters.openai_chat import tool_failure, tool_output
 from ..events import TurnEnd
-from ..store.run_store import deep_json_path, first_json_problem
+from ..jsonsafe import deep_json_path, first_json_problem
 from .traffic import CAPTURE_MAX_DEPTH, _event_json, _id_problem, _parse_line, _Turns
 
 __all__ = ["detect_format", "finish", "read_file"]

@@ -35,10 +35,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..events import EVENT_TYPES, Event, coerce_event
+from ..jsonsafe import clean_json, deep_json_path, first_json_problem, printable, short_repr
 from ..judge.rubrics import STANDARD
 from ..results import RubricVerdict
 from ..stats import two_proportion_p, wilson_interval
-from ..store.run_store import clean_json, deep_json_path, first_json_problem, printable, short_repr
 
 __all__ = [
     "CAPTURE_MAX_DEPTH",

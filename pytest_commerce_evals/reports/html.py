@@ -25,6 +25,7 @@ from ..events import (
     TurnEnd,
     Ui,
 )
+from ..jsonsafe import json_text
 from ..results import OUTCOMES, GraderResult, RubricVerdict
 from ..stats import format_rate
 from ..store.history import (
@@ -39,7 +40,7 @@ from ..store.history import (
     flaky_case,
     overall_rate,
 )
-from ..store.run_store import RunRecord, StoredTrial, json_text
+from ..store.run_store import RunRecord, StoredTrial
 
 __all__ = ["render_comparison_html", "render_run_html", "write_html"]
 

@@ -54,3 +54,10 @@ def test_the_readmes_install_lines_name_extras_that_exist():
     assert named and named <= set(EXTRAS), named - set(EXTRAS)
     one_each = re.search(r"one framework: ([a-z, -]+)", readme)
     assert one_each and {e.strip() for e in one_each.group(1).split(",")} <= set(EXTRAS)
+
+
+def test_the_package_says_it_is_typed():
+    root = Path(__file__).resolve().parents[1]
+    assert (root / "pytest_commerce_evals" / "py.typed").is_file()
+    data = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "py.typed" in data["tool"]["setuptools"]["package-data"]["pytest_commerce_evals"]

@@ -975,3 +975,43 @@ def test_a_span_whose_events_are_not_a_list_is_skipped_and_said(tmp_path):
     assert capture.conversations == []
     [problem] = capture.problems
     assert "events is bool, not a list; span skipped" in str(problem)
+
+
+def test_an_openai_log_reads_as_the_chat_converter_reads_a_live_agents_messages(tmp_path):
+    """One converter: a refusal is text the judge sees, a custom tool's call is a call, and the
+    events equal `events_from_chat_messages` over the turn's messages."""
+    from pytest_commerce_evals.adapters.openai_chat import events_from_chat_messages
+
+    turn = [
+        {
+            "role": "assistant",
+            "content": None,
+            "refusal": "I can't share another customer's order.",
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "k1", "type": "custom", "custom": {"name": "lookup", "input": "ord-7"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "k1", "content": '{"status": "shipped"}'},
+        {"role": "assistant", "content": "It has shipped."},
+    ]
+    line = {
+        "conversation_id": "c-9",
+        "messages": [{"role": "user", "content": "Where is ord-7?"}, *turn],
+    }
+    path = tmp_path / "log.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    capture = read_capture([path], format="openai")
+    assert capture.problems == []
+    [conv] = capture.conversations
+    events = [e for e in conv.turns[0].events if e.type != "turn_end"]
+    assert events == events_from_chat_messages(turn)
+    assert events[0].type == "text" and "another customer" in events[0].text
+    assert (events[1].type, events[1].name, events[1].arguments) == (
+        "tool_call",
+        "lookup",
+        {"_raw": "ord-7"},
+    )

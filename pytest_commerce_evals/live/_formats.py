@@ -16,9 +16,10 @@ Two formats besides the plugin's own capture lines (`traffic.CapturedTurn`):
   `gen_ai.assistant.message`, `gen_ai.tool.message`, `gen_ai.choice`) are read too.
 
 Both feed `traffic._Turns`, so sampling, validation, redaction and the reports are exactly the
-native reader's. Messages become events through `adapters.core.EventBuilder`, the converters'
-shared rules; the chat-completions conversion here is to be replaced by the public
-chat-completions converter of `adapters` once it exists.
+native reader's. An OpenAI log's messages become events through the public chat-completions
+converter (`adapters.openai_chat.events_from_chat_messages`: a refusal is text the judge reads,
+a custom tool's call is a call), so a log grades as a live agent's own messages do; spans
+through `adapters.core.EventBuilder`, the converters' shared rules.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from ..adapters.core import EventBuilder
-from ..adapters.openai_chat import tool_failure, tool_output
-from ..events import TurnEnd
+from ..adapters.core import ConversionError, EventBuilder
+from ..adapters.openai_chat import events_from_chat_messages, tool_failure, tool_output
+from ..events import Event, TurnEnd
 from ..jsonsafe import deep_json_path, first_json_problem
 from .traffic import CAPTURE_MAX_DEPTH, _event_json, _id_problem, _parse_line, _Turns
 
@@ -159,7 +160,7 @@ def _too_deep(turns: list[_Turn]) -> None:
     """The capture's nesting limit holds whatever the format: a turn whose events (a tool's
     arguments or output, parsed from their JSON text) nest deeper makes the conversation bad."""
     for t, turn in enumerate(turns, 1):
-        for k, event in enumerate(turn.builder.finish()):
+        for k, event in enumerate(turn.events()):
             data = event.model_dump()
             problem = first_json_problem(data, CAPTURE_MAX_DEPTH - 2, surrogates=False)
             raw = (data.get("arguments") or {}).get("_raw")
@@ -180,6 +181,8 @@ def _call(tc: Any, where: str) -> tuple[str, str, Any]:
     if not isinstance(tc, dict):
         raise _Bad(f"{where}: a tool call that is not an object")
     fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+    if isinstance(tc.get("custom"), dict):  # a custom tool's call: free-text input
+        fn = {"name": tc["custom"].get("name"), "arguments": {"_raw": tc["custom"].get("input")}}
     name, call_id = fn.get("name"), tc.get("id")
     if not isinstance(name, str) or not name:
         raise _Bad(f"{where}: a tool call without a name")
@@ -228,6 +231,19 @@ def _message(m: Any, where: str) -> _Message:
     return msg
 
 
+_CALL_ID_RULES = ("a tool result", "a second result", "a tool call without")
+
+
+def _conversion_problem(exc: ConversionError) -> str:
+    """Why the converter refused a turn, said without quoting the conversation: the call-id
+    rule it broke (which names only the call id), else where it went wrong."""
+    cause = exc.__cause__
+    text = str(cause) if isinstance(cause, ValueError) else ""
+    if text.startswith(_CALL_ID_RULES):
+        return text[:240]
+    return "the turn's assistant and tool messages could not be read as chat messages"
+
+
 class _Turn:
     """One turn's events, read through `EventBuilder` and its call-id rules: a call without an
     id is numbered, a second call with the same id is a call of its own, and a result that
@@ -236,26 +252,34 @@ class _Turn:
     def __init__(self, user: str, timestamp: datetime, shown: str, line: int) -> None:
         self.user, self.timestamp, self.shown, self.line = user, timestamp, shown, line
         self.builder = EventBuilder()
+        self.messages: list[dict[str, Any]] = []  # an OpenAI log's, for the chat converter
+        self._events: list[Event] | None = None
+
+    def events(self) -> list[Event]:
+        """The turn's events: an OpenAI log's messages read by the chat-completions converter
+        (`adapters.openai_chat`, so a log grades as a live agent's own messages do), spans'
+        through the builder."""
+        if self._events is None:
+            if self.messages:
+                try:
+                    self._events = events_from_chat_messages(self.messages)
+                except ConversionError as exc:
+                    raise _Bad(_conversion_problem(exc)) from None
+            else:
+                return self.builder.finish()
+        return self._events
 
     def reply(self, msg: _Message) -> None:
         self.builder.text("\n".join(msg.texts))
         for call_id, name, arguments in msg.calls:
             self.builder.call(call_id, name, arguments)
 
-    def result(
-        self, call_id: str | None, output: Any, *, name: str | None, error: str | None, where: str
-    ) -> None:
-        try:
-            self.builder.result(call_id, output, name=name, error=error)
-        except ValueError as exc:
-            raise _Bad(f"{where}: {exc}") from None
-
 
 def _records(cid: str, role: str, turns: list[_Turn]) -> list[tuple[_Turn, dict[str, Any]]]:
     """The native capture record of each turn."""
     out = []
     for k, turn in enumerate(turns):
-        events = [*turn.builder.finish(), TurnEnd(turn=k)]
+        events = [*turn.events(), TurnEnd(turn=k)]
         record = {
             "schema_version": 1,
             "conversation_id": cid,
@@ -320,22 +344,25 @@ def _openai_turns(data: dict[str, Any], shown: str, n: int) -> tuple[str, list[_
             turns.append(_Turn("\n".join(msg.texts), when, shown, n))
         elif msg.role in ("system", "developer") or not turns:
             continue  # instructions, or a greeting before the customer said anything
-        elif msg.role == "assistant":
-            turns[-1].reply(msg)
-        elif msg.role == "tool":
-            for call_id, output in msg.responses:
-                # the chat-completions converter's reading of an output and its failure
-                # convention, so a log and a live agent's messages grade alike
-                output = tool_output(output)
-                error = tool_failure(m, output)
-                turns[-1].result(
-                    call_id, output, name=m.get("name"), error=error, where=f"messages.{i}"
-                )
+        elif msg.role in ("assistant", "tool"):
+            # checked above (`_message`); read by the chat-completions converter, as it is
+            turns[-1].messages.append(_chat_message(m, msg))
         else:
             raise _Bad(f"messages.{i}: unknown role {msg.role[:40]!r}")
     if not turns:
         raise _Bad("no user message")
     return role, turns
+
+
+def _chat_message(m: dict[str, Any], msg: _Message) -> dict[str, Any]:
+    """A logged message as the chat converter takes it: `tool_calls` logged as JSON text parsed,
+    a tool message's id given as `id` moved to `tool_call_id`."""
+    out = dict(m)
+    if msg.role == "assistant" and isinstance(m.get("tool_calls"), str):
+        out["tool_calls"] = _json_value(m["tool_calls"])
+    if msg.role == "tool" and "tool_call_id" not in m:
+        out["tool_call_id"] = m.get("id")
+    return out
 
 
 def _read_openai(fh: IO[bytes], shown: str, found: _Turns) -> None:

@@ -75,7 +75,6 @@ _MOVED = {
     "lint": "authoring.lint",
     "mock_server": "testing.mock_server",
     "report": "reports.html",
-    "rubrics": "judge.rubrics",
     "schema": "cases.schema",
     "vacuity": "authoring.vacuity",
     "verdict_store": "judge.verdict_store",

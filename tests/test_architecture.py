@@ -26,6 +26,7 @@ CONTRACT = {
     "jsonsafe",
     "plugin",
     "results",
+    "rubrics",
 }
 CONTRACT_PACKAGES = {"settings"}  # the settings table, its resolution and its docs
 FEATURES = {
@@ -151,7 +152,6 @@ def test_the_import_check_sees_private_imports():
         ("lint", "authoring.lint"),
         ("mock_server", "testing.mock_server"),
         ("report", "reports.html"),
-        ("rubrics", "judge.rubrics"),
         ("schema", "cases.schema"),
         ("vacuity", "authoring.vacuity"),
         ("verdict_store", "judge.verdict_store"),
@@ -243,7 +243,8 @@ def test_the_old_clients_names_resolve_to_what_replaced_them_with_a_warning():
 # -- the contract at the bottom ----------------------------------------------------------------
 
 CONTRACT_AT_THE_BOTTOM = {
-    f"{NAME}.{m}" for m in ("agent", "backend", "errors", "events", "jsonsafe", "results", "stats")
+    f"{NAME}.{m}"
+    for m in ("agent", "backend", "errors", "events", "jsonsafe", "results", "rubrics", "stats")
 } | {
     f"{NAME}.cases.case",
     f"{NAME}.settings",
@@ -251,10 +252,10 @@ CONTRACT_AT_THE_BOTTOM = {
     f"{NAME}.settings.table",
 }
 """The contract modules a feature builds on: events, agent, backend, results, errors, stats,
-JSON cleaning, the settings and the case model (which lives beside the case loader)."""
+JSON cleaning, the standard rubric dimensions, the settings and the case model (which lives
+beside the case loader)."""
 STILL_TO_MOVE = {
-    (f"{NAME}.cases.case", "judge"),  # the standard rubric dimensions' names and texts
-    (f"{NAME}.settings._resolve", "judge"),  # the dimension names, the min-kappa parser
+    (f"{NAME}.settings._resolve", "judge"),  # the min-kappa parser
     (f"{NAME}.settings._resolve", "store"),  # the store URL checks
 }
 """Contract-to-feature imports not yet moved down. The list only shrinks: a new edge fails the
@@ -289,3 +290,12 @@ def test_the_contract_check_sees_a_back_edge():
         (f"{NAME}.store.run_store", f"{NAME}.results", ["TrialRecord"]),
     ]
     assert contract_to_feature_imports(edges) == {(f"{NAME}.results", "store")}
+
+
+def test_the_standard_rubrics_are_the_same_objects_from_the_contract_and_the_judge():
+    from pytest_commerce_evals import rubrics
+    from pytest_commerce_evals.judge import rubrics as judge_rubrics
+
+    assert judge_rubrics.STANDARD is rubrics.STANDARD
+    assert judge_rubrics.resolve_dimensions is rubrics.resolve_dimensions
+    assert set(judge_rubrics.__all__) == set(rubrics.__all__)

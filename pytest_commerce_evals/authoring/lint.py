@@ -352,7 +352,7 @@ def _refusal(case: Case, by_scenario: dict[str, list[Case]], add) -> None:
 
 
 def _rubric(case: Case, add) -> None:
-    from ..judge.rubrics import UnknownDimension, resolve_dimensions
+    from ..rubrics import UnknownDimension, resolve_dimensions
 
     try:
         dimensions = resolve_dimensions(case.expected.rubric_dimensions())

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..events import CartLine, Change
-from ..judge.rubrics import STANDARD
+from ..rubrics import STANDARD
 
 __all__ = ["CASE_ID_PATTERN", "Case", "CaseFileWarning", "Expected", "State"]
 

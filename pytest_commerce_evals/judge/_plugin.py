@@ -13,6 +13,7 @@ import pytest
 from ..compat import run_session
 from ..reports.terminal import line_writer
 from ..results import RubricVerdict
+from ..rubrics import resolve_dimensions
 from ..settings import settings
 from .calibrated import (
     CalibrationLookup,
@@ -22,7 +23,6 @@ from .calibrated import (
     shipped_calibrations,
 )
 from .judge import ContextBudget, Judge, JudgeParams
-from .rubrics import resolve_dimensions
 from .verdict_store import VerdictStore
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..cases.case import State
 from ..errors import CommerceEvalsError
 from ..events import Event
-from .rubrics import STANDARD, resolve_dimensions
+from ..rubrics import STANDARD, resolve_dimensions
 
 if TYPE_CHECKING:
     from .judge import Judge

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..events import coerce_event
 from ..results import RubricVerdict
-from .rubrics import resolve_dimensions, rubric_fingerprint
+from ..rubrics import resolve_dimensions, rubric_fingerprint
 
 if TYPE_CHECKING:
     from ..cases.case import Case

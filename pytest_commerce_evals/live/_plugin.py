@@ -17,9 +17,9 @@ import pytest
 
 from ..cases.case import Case, Expected, State
 from ..compat import run_session
-from ..judge.rubrics import STANDARD
 from ..reports.terminal import line_writer
 from ..results import RubricVerdict, TrialResult
+from ..rubrics import STANDARD
 from ..runner.items import CaseItem
 from ..runner.trial import grade_trial
 from ..settings import settings

@@ -36,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..events import EVENT_TYPES, Event, coerce_event
 from ..jsonsafe import clean_json, deep_json_path, first_json_problem, printable, short_repr
-from ..judge.rubrics import STANDARD
 from ..results import RubricVerdict
+from ..rubrics import STANDARD
 from ..stats import two_proportion_p, wilson_interval
 
 __all__ = [

@@ -152,7 +152,7 @@ def _concurrency(s: Setting, origin: str, raw: Any) -> int | None:
 
 
 def _dimensions(s: Setting, origin: str, raw: Any) -> tuple[str, ...]:
-    from ..judge.rubrics import STANDARD
+    from ..rubrics import STANDARD
 
     if isinstance(raw, str):
         names = [d.strip() for d in raw.split(",") if d.strip()]

@@ -299,3 +299,72 @@ def test_the_standard_rubrics_are_the_same_objects_from_the_contract_and_the_jud
     assert judge_rubrics.STANDARD is rubrics.STANDARD
     assert judge_rubrics.resolve_dimensions is rubrics.resolve_dimensions
     assert set(judge_rubrics.__all__) == set(rubrics.__all__)
+
+
+# -- the order of the features -------------------------------------------------------------------
+
+FEATURE_ORDER = [
+    "models",
+    "testing",
+    "adapters",
+    "graders",
+    "store",
+    "reports",
+    "judge",
+    "cases",
+    "runner",
+    "authoring",
+    "live",
+    "reference",
+]
+"""The features, lowest first: a feature imports the contract and the features below it, never one
+above it (docs/architecture.md draws the same order)."""
+BACK_EDGES_TO_REMOVE = {
+    ("models", "runner"),  # models/_plugin reads the trial items to see which trials need a model
+    ("store", "judge"),  # store/_plugin reads the verdict store and the judge's identity
+    ("store", "reports"),  # the store's recorder writes the reports (a hook of their own, to come)
+    ("store", "runner"),  # the recorder reads the runner's summary and state
+    ("cases", "runner"),  # collection imports the runner's item classes
+    ("cases", "authoring"),  # collection imports the vacuity item class
+    ("runner", "authoring"),  # the runner's reports read the vacuity items
+}
+"""Imports against the order not yet removed, every one of them in a feature's hooks module
+(`_plugin.py`; the logic modules keep the order). The set only shrinks: a new back-edge fails the
+test below with the import named, and one that went away must be taken off."""
+
+
+def _feature_of(module: str) -> str:
+    return "core" if module in CONTRACT_AT_THE_BOTTOM else feature(module)
+
+
+def back_edges(edges: list[tuple[str, str, list[str]]]) -> dict[tuple[str, str], str]:
+    """(importer's feature, imported feature): the first import against `FEATURE_ORDER`."""
+    rank = {name: n for n, name in enumerate(FEATURE_ORDER)}
+    found: dict[tuple[str, str], str] = {}
+    for src, dst, _ in edges:
+        a, b = _feature_of(src), _feature_of(dst)
+        if a == b or "core" in (a, b):
+            continue
+        if rank[b] > rank[a]:
+            found.setdefault((a, b), f"{src} imports {dst}")
+    return found
+
+
+def test_the_features_import_each_other_in_one_declared_direction():
+    assert set(FEATURE_ORDER) == FEATURES
+    found = back_edges(import_edges())
+    new = {edge: where for edge, where in found.items() if edge not in BACK_EDGES_TO_REMOVE}
+    assert not new, f"imports against the declared order: {sorted(new.values())}"
+    gone = BACK_EDGES_TO_REMOVE - set(found)
+    assert not gone, f"take these off BACK_EDGES_TO_REMOVE, they are gone: {sorted(gone)}"
+
+
+def test_the_order_check_names_a_back_edge():
+    edges = [
+        (f"{NAME}.graders.code", f"{NAME}.judge.judge", ["Judge"]),
+        (f"{NAME}.judge.judge", f"{NAME}.graders.code", ["grade"]),
+        (f"{NAME}.graders.code", f"{NAME}.cases.case", ["Case"]),
+    ]
+    assert back_edges(edges) == {
+        ("graders", "judge"): f"{NAME}.graders.code imports {NAME}.judge.judge"
+    }

@@ -340,31 +340,21 @@ class EventBuilder:
         found = self.next_open(call_id)
         if found is None or found[0] in self._waiting:
             return None
-        own, name = found
+        return self._wait(found[0])
+
+    def wait_all(self) -> list[ToolResult]:
+        """Every call still without a result waits for an approval (a run stopped for one)."""
+        open_calls = [own for owns in self._open.values() for own in owns]
+        return [self._wait(own) for own in open_calls if own not in self._waiting]
+
+    def _wait(self, own: str) -> ToolResult:
+        name = self._calls[own][0]
         event = ToolResult(
             call_id=own, name=name, status="blocked", reason=PENDING_APPROVAL.format(name=name)
         )
         self._waiting[own] = len(self.events)
         self.events.append(event)
         return event
-
-    def wait_all(self) -> list[ToolResult]:
-        """Every call still without a result waits for an approval (a run stopped for one)."""
-        out = []
-        for owns in self._open.values():
-            for own in owns:
-                if own not in self._waiting:
-                    name = self._calls[own][0]
-                    event = ToolResult(
-                        call_id=own,
-                        name=name,
-                        status="blocked",
-                        reason=PENDING_APPROVAL.format(name=name),
-                    )
-                    self._waiting[own] = len(self.events)
-                    self.events.append(event)
-                    out.append(event)
-        return out
 
     def text(self, text: str | None) -> None:
         if text:

@@ -546,12 +546,19 @@ def _own_server(endpoint: Endpoint | None) -> str | None:
     return None if base == HOSTED_BASE_URL and not endpoint.is_local else base
 
 
-def _create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> Any:
-    """One call; a server of one's own that refuses a `json_schema` response format is asked
-    again at once with it in llama.cpp's form, and so for the rest of the session."""
+def _as_remembered(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> tuple[str | None, dict]:
+    """The server of one's own the call goes to (None: hosted OpenAI), and the request in the
+    form that server was found to take this session."""
     server = _own_server(endpoint)
     if server is not None and server in _NO_JSON_SCHEMA:
         kwargs = _json_object(kwargs)
+    return server, kwargs
+
+
+def _create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> Any:
+    """One call; a server of one's own that refuses a `json_schema` response format is asked
+    again at once with it in llama.cpp's form, and so for the rest of the session."""
+    server, kwargs = _as_remembered(endpoint, kwargs)
     try:
         return client.chat.completions.create(**kwargs)
     except api_errors() as exc:
@@ -562,9 +569,8 @@ def _create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> A
 
 
 async def _async_create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> Any:
-    server = _own_server(endpoint)
-    if server is not None and server in _NO_JSON_SCHEMA:
-        kwargs = _json_object(kwargs)
+    """`_create` for the async client."""
+    server, kwargs = _as_remembered(endpoint, kwargs)
     try:
         return await client.chat.completions.create(**kwargs)
     except api_errors() as exc:

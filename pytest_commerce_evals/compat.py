@@ -32,6 +32,7 @@ __all__ = [
     "XDIST_SUPPORTED",
     "case_scheduler",
     "junit_error",
+    "line_writer",
     "run_session",
     "xdist_queued",
 ]
@@ -53,6 +54,20 @@ def run_session(
     from _pytest.main import wrap_session
 
     return wrap_session(config, main)
+
+
+def line_writer(config: pytest.Config) -> Callable[..., None]:
+    """`write(line, **markup)` for a mode `run_session` runs: to the terminal reporter, or to
+    stdout when there is none (`-p no:terminal`)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+
+    def write(line: str = "", **markup: bool) -> None:
+        if reporter is not None:
+            reporter.write_line(line, **markup)
+        else:
+            print(line)
+
+    return write
 
 
 def junit_error(config: pytest.Config, report: pytest.TestReport, outcome: str) -> bool:

@@ -41,6 +41,8 @@ __all__ = [
     "fold_outcome",
     "meets_threshold",
     "pass_hat_k",
+    "REPORT_KINDS",
+    "report_payload",
     "set_rate_counts",
     "CaseTally",
     "Stopping",
@@ -58,6 +60,21 @@ NOT_GRADED: tuple[Outcome, ...] = ("judge_error", "infra_error", "error")
 """Outcomes of a trial that ran but could not be graded: JUnit `<error>`, never `<failure>`."""
 GRADED: tuple[Outcome, ...] = ("pass", "fail")
 """The outcomes that count in pass rates."""
+
+REPORT_KINDS = ("trial", "not_needed", "vacuity", "invalid")
+"""What a pytest report of the plugin's items carries, as `report.commerce` (one mapping, with
+`kind`): `trial` a trial's record (`outcome`, `record`, `rubric_not_judged`, `agent_endpoint`,
+`decided`), `not_needed` a trial adaptive trials did not run (`decided`, its reason), `vacuity`
+a case's vacuity findings (`finding`), `invalid` a case entry that cannot run (`message`). A
+worker under xdist sends it as plain data."""
+
+
+def report_payload(report: Any, kind: str | None = None) -> dict[str, Any] | None:
+    """The plugin's mapping on a pytest report (of `kind`, when given); None when it has none."""
+    data = getattr(report, "commerce", None)
+    if data is None or (kind is not None and data.get("kind") != kind):
+        return None
+    return data
 
 
 @dataclass

@@ -242,24 +242,28 @@ def test_the_old_clients_names_resolve_to_what_replaced_them_with_a_warning():
 
 # -- the contract at the bottom ----------------------------------------------------------------
 
-CONTRACT_AT_THE_BOTTOM = {
-    f"{NAME}.{m}"
-    for m in ("agent", "backend", "errors", "events", "jsonsafe", "results", "rubrics", "stats")
-} | {
-    f"{NAME}.cases.case",
-    f"{NAME}.settings",
-    f"{NAME}.settings._resolve",
-    f"{NAME}.settings.table",
-}
+CONTRACT_AT_THE_BOTTOM = (
+    {
+        f"{NAME}.{m}"
+        for m in (
+            "agent",
+            "backend",
+            "compat",
+            "errors",
+            "events",
+            "hookspecs",
+            "jsonsafe",
+            "results",
+            "rubrics",
+            "stats",
+        )
+    }
+    | {f"{NAME}.cases.case", f"{NAME}.settings"}
+    | {f"{NAME}.settings.{p.stem}" for p in (PACKAGE / "settings").glob("*.py")}
+)
 """The contract modules a feature builds on: events, agent, backend, results, errors, stats,
-JSON cleaning, the standard rubric dimensions, the settings and the case model (which lives
-beside the case loader)."""
-STILL_TO_MOVE = {
-    (f"{NAME}.settings._resolve", "judge"),  # the min-kappa parser
-    (f"{NAME}.settings._resolve", "store"),  # the store URL checks
-}
-"""Contract-to-feature imports not yet moved down. The list only shrinks: a new edge fails the
-test below, and an edge that went away must be taken off it."""
+JSON cleaning, the standard rubric dimensions, the hooks, the pytest bridge, the settings (with
+the values they check) and the case model (which lives beside the case loader)."""
 
 
 def contract_to_feature_imports(edges: list[tuple[str, str, list[str]]]) -> set[tuple[str, str]]:
@@ -276,10 +280,7 @@ def contract_to_feature_imports(edges: list[tuple[str, str, list[str]]]) -> set[
 
 def test_the_contract_imports_no_feature():
     found = contract_to_feature_imports(import_edges())
-    new = found - STILL_TO_MOVE
-    assert not new, f"a contract module imports a feature: {sorted(new)}"
-    gone = STILL_TO_MOVE - found
-    assert not gone, f"take these off STILL_TO_MOVE, they are gone: {sorted(gone)}"
+    assert not found, f"a contract module imports a feature: {sorted(found)}"
 
 
 def test_the_contract_check_sees_a_back_edge():
@@ -319,18 +320,6 @@ FEATURE_ORDER = [
 ]
 """The features, lowest first: a feature imports the contract and the features below it, never one
 above it (docs/architecture.md draws the same order)."""
-BACK_EDGES_TO_REMOVE = {
-    ("models", "runner"),  # models/_plugin reads the trial items to see which trials need a model
-    ("store", "judge"),  # store/_plugin reads the verdict store and the judge's identity
-    ("store", "reports"),  # the store's recorder writes the reports (a hook of their own, to come)
-    ("store", "runner"),  # the recorder reads the runner's summary and state
-    ("cases", "runner"),  # collection imports the runner's item classes
-    ("cases", "authoring"),  # collection imports the vacuity item class
-    ("runner", "authoring"),  # the runner's reports read the vacuity items
-}
-"""Imports against the order not yet removed, every one of them in a feature's hooks module
-(`_plugin.py`; the logic modules keep the order). The set only shrinks: a new back-edge fails the
-test below with the import named, and one that went away must be taken off."""
 
 
 def _feature_of(module: str) -> str:
@@ -353,10 +342,7 @@ def back_edges(edges: list[tuple[str, str, list[str]]]) -> dict[tuple[str, str],
 def test_the_features_import_each_other_in_one_declared_direction():
     assert set(FEATURE_ORDER) == FEATURES
     found = back_edges(import_edges())
-    new = {edge: where for edge, where in found.items() if edge not in BACK_EDGES_TO_REMOVE}
-    assert not new, f"imports against the declared order: {sorted(new.values())}"
-    gone = BACK_EDGES_TO_REMOVE - set(found)
-    assert not gone, f"take these off BACK_EDGES_TO_REMOVE, they are gone: {sorted(gone)}"
+    assert not found, f"imports against the declared order: {sorted(found.values())}"
 
 
 def test_the_order_check_names_a_back_edge():

@@ -127,12 +127,12 @@ def test_the_record_travels_as_its_own_dump_and_is_rebuilt_where_reports_gather(
 
     record = a_record()
     sent = json.loads(json.dumps(record.model_dump()))  # plain data, as a worker sends it
-    report = SimpleNamespace(commerce={"outcome": "fail", "record": sent})
+    report = SimpleNamespace(commerce={"kind": "trial", "outcome": "fail", "record": sent})
     rebuilt = record_of(report)
     assert rebuilt == record and isinstance(rebuilt.turns[0][1], ToolResult)
     assert "record" not in report.commerce  # pytest keeps the report; the record is not kept
     assert record_of(report) is None
-    local = SimpleNamespace(commerce={"outcome": "fail", "record": record})
+    local = SimpleNamespace(commerce={"kind": "trial", "outcome": "fail", "record": record})
     assert record_of(local) is record  # no xdist: the typed record itself, not a copy
 
 

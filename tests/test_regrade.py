@@ -18,7 +18,7 @@ from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import RubricVerdict, TrialRecord
 from pytest_commerce_evals.runner.regrade import regrade_trial, stored_snapshot
 from pytest_commerce_evals.settings import settings
-from pytest_commerce_evals.store.regrade import Regrade, _judge_lines, judge_agreement
+from pytest_commerce_evals.runner.regrade_plan import Regrade, _judge_lines, judge_agreement
 from pytest_commerce_evals.store.run_store import RunRecord, RunStore
 from pytest_commerce_evals.testing.fake import FakeClient
 

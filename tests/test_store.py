@@ -922,8 +922,8 @@ def test_a_damaged_verdict_row_is_a_miss_and_a_damaged_meta_is_named(tmp_path):
 
 BREAKING = """
 import os
-from pytest_commerce_evals.reports import html as report
-from pytest_commerce_evals.store import _plugin as _store_plugin
+from pytest_commerce_evals.reports import _plugin as _reports_plugin
+from pytest_commerce_evals.store import recorder
 from pytest_commerce_evals.store import run_store as store
 
 def broken(*args, **kwargs):
@@ -932,9 +932,9 @@ def broken(*args, **kwargs):
 if os.environ.get("BREAK") == "store":
     store.RunStore.add_trials = broken
 if os.environ.get("BREAK") == "report":
-    _store_plugin.render_run_html = broken
+    _reports_plugin.render_run_html = broken
 if os.environ.get("BREAK") == "summary":
-    _store_plugin.RunRecorder.summary_lines = broken
+    recorder.RunRecorder.summary_lines = broken
 """
 
 

@@ -22,6 +22,7 @@ from run_builders import PASSING, make_suite, run, script, trial
 
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import RubricVerdict
+from pytest_commerce_evals.settings import database_urls
 from pytest_commerce_evals.store import database
 from pytest_commerce_evals.store.database import (
     RETRY_DELAYS_S,
@@ -165,7 +166,7 @@ def test_a_postgresql_url_without_the_driver_is_a_usage_error_saying_what_to_ins
     suite, monkeypatch
 ):
     p, _ = suite
-    monkeypatch.setattr(database, "driver_available", lambda: False)
+    monkeypatch.setattr(database_urls, "driver_available", lambda: False)
     result = p.runpytest("cases", "--commerce-store=postgresql://u:hunter2@127.0.0.1:5432/db")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(

@@ -1,15 +1,67 @@
-"""`pytest --commerce-lint`: check the authoring rules over the case files, then exit (the
-options, `--commerce-lint` and `--commerce-vacuity`, are declared in `settings.TABLE`)."""
+"""Authoring's hooks: `pytest --commerce-lint` checks the authoring rules over the case files,
+then exits; `--commerce-vacuity` collects each case as a `VacuityItem` and summarises what the
+degenerate agents found (both options are declared in `settings.TABLE`)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from ..compat import run_session
+from ..results import report_payload
 from ..settings import settings
 from .lint import RULES, FixtureIndex, lint_paths
+from .vacuity import VacuityItem
+
+VACUITY = pytest.StashKey[list[dict]]()
+"""The vacuity findings of the run's cases, as the reports carried them (from every worker)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[VACUITY] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_commerce_evals_item_class(config: pytest.Config, kind: str) -> type[pytest.Item] | None:
+    return VacuityItem if kind == "vacuity" else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if isinstance(item, VacuityItem):
+        found = getattr(item, "vacuity", None)
+        if found is not None and report.when == "call":
+            report.commerce = {"kind": "vacuity", "finding": asdict(found)}
+    return report
+
+
+class _VacuityGatherer:
+    """Collects the findings where reports gather: the only process without xdist, the
+    controller with it (workers never register it)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        found = report_payload(report, "vacuity")
+        if found is not None:
+            self.config.stash[VACUITY].append(found["finding"])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if settings(config).vacuity and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_VacuityGatherer(config), "commerce_evals.vacuity")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    reports = config.stash.get(VACUITY, [])
+    if reports and not hasattr(config, "workerinput"):
+        _vacuity_summary(terminalreporter, reports)
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
@@ -51,3 +103,19 @@ def _lint(config: pytest.Config, session: pytest.Session) -> int:
         green=not findings,
     )
     return pytest.ExitCode.TESTS_FAILED if findings else pytest.ExitCode.OK
+
+
+def _vacuity_summary(terminalreporter, reports: list[dict]) -> None:
+    terminalreporter.section("commerce-evals vacuity")
+    agents = list(reports[0]["failed_under"])
+    flagged = [r for r in reports if r["findings"]]
+    terminalreporter.write_line(
+        f"{len(reports)} cases checked against {len(agents)} degenerate agents; "
+        f"{len(flagged)} with findings"
+    )
+    for name in agents:
+        caught = sum(1 for r in reports if r["failed_under"].get(name))
+        terminalreporter.write_line(f"  {name:<11} fails {caught:>4} of {len(reports)} cases")
+    for r in flagged:
+        for finding in r["findings"]:
+            terminalreporter.write_line(f"  {r['case_id']}: {finding}", red=True)

@@ -372,6 +372,8 @@ from ..runner.items import CaseItem  # noqa: E402  (the item needs the runner; t
 class VacuityItem(CaseItem):
     """One case run against every degenerate scripted agent (`--commerce-vacuity`)."""
 
+    records_trial = False  # its report carries the findings, not a trial
+
     def runtest(self) -> None:
         report = check_case(self.config, self.case, self.set_name)
         self.vacuity = report

@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from ..authoring.vacuity import VacuityItem
-from ..runner.items import CaseItem, InvalidCase
 from ..settings import run_config, settings
 from .case import CaseFileWarning
 from .loader import CASE_SUFFIXES, CaseProblem, load_case_file, load_set_config
@@ -50,11 +48,22 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+def item_class(config: pytest.Config, kind: str) -> type[pytest.Item]:
+    """The class of the items collection makes for `kind` ("trial", "invalid", "vacuity"), as
+    the feature that runs them answers (`pytest_commerce_evals_item_class`)."""
+    found = config.hook.pytest_commerce_evals_item_class(config=config, kind=kind)
+    if found is None:
+        raise pytest.UsageError(f"commerce-evals: no plugin makes {kind!r} items")
+    return found
+
+
 class CaseFile(pytest.File):
     """A YAML or JSON file holding one case or a list of cases."""
 
     def collect(self):
         config = self.config
+        InvalidCase = item_class(config, "invalid")  # noqa: N806 - classes
+        CaseItem = item_class(config, "trial")  # noqa: N806
         rc = run_config(config)
         display = (
             Path(self.path).relative_to(config.rootpath)
@@ -115,7 +124,7 @@ class CaseFile(pytest.File):
                 continue
             seen[case.id] = where
             if settings(config).vacuity:
-                yield VacuityItem.from_parent(
+                yield item_class(config, "vacuity").from_parent(
                     self,
                     name=case.id,
                     case=case,

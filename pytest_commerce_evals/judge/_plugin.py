@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..compat import run_session
-from ..reports.terminal import line_writer
+from ..compat import line_writer, run_session
 from ..results import RubricVerdict
 from ..rubrics import resolve_dimensions
 from ..settings import settings
@@ -447,3 +446,20 @@ def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pyt
             write(f"commerce-evals: calibration NOT stored: {unavailable}", red=True)
     errors = sum(row.judge_errors + row.infra_errors for row in table.values())
     return pytest.ExitCode.TESTS_FAILED if errors else pytest.ExitCode.OK
+
+
+def pytest_commerce_evals_copy_stores(config: pytest.Config, write: Any) -> None:
+    """`--commerce-judge-store-copy=SRC,DEST`: every verdict and calibration of SRC into DEST."""
+    value = settings(config).judge_store_copy
+    if not value:
+        return
+    from ..store.commands import copy_sides
+    from ..store.run_store import StoreError
+    from .verdict_store import copy_verdicts
+
+    src, dst = copy_sides(config, "--commerce-judge-store-copy", value)
+    if isinstance(src, Path) and not src.is_file():
+        raise StoreError(f"{src}: no verdict store here")
+    with VerdictStore(src) as vsrc, VerdictStore(dst) as vdst:
+        count = copy_verdicts(vsrc, vdst)
+        write(f"copied {count} verdict(s) from {vsrc.path} to {vdst.path}")

@@ -19,14 +19,13 @@ The bar (`judge_min_kappa`):
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CommerceEvalsError
 from ..results import RubricVerdict
+from ..settings.values import MinKappaError, parse_min_kappa
 from .verdict_store import StoredCalibration
 
 if TYPE_CHECKING:
@@ -56,25 +55,6 @@ MIN_LABELS = 10
 kinds a judge that guesses agrees on all, kappa 1.0, one time in eight)."""
 
 SHIPPED_FILE = "calibrations.json"
-
-
-class MinKappaError(CommerceEvalsError, ValueError):
-    """A `--commerce-judge-min-kappa` value that is not auto, none or a number in [-1, 1]."""
-
-
-def parse_min_kappa(raw: Any) -> float | str | None:
-    """`auto` -> "auto", `none` -> None, a number in [-1, 1] -> that number."""
-    text = str(raw).strip()
-    if text == "auto":
-        return "auto"
-    if text in ("none", "off"):
-        return None
-    if not re.fullmatch(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", text):
-        raise MinKappaError(f"expected auto, none or a kappa between -1 and 1; found {raw!r}")
-    value = float(text)
-    if not -1.0 <= value <= 1.0:  # also refuses nan
-        raise MinKappaError(f"expected a kappa between -1 and 1 (or auto, none); found {raw!r}")
-    return value
 
 
 # -- the shipped calibrations -----------------------------------------------------------------

@@ -34,9 +34,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     if config.option.collectonly or hasattr(config, "workerinput"):
         return
-    from ..runner.items import CaseItem
-
-    items = [i for i in session.items if type(i) is CaseItem and not i.case.skip]
+    trials = config.hook.pytest_commerce_evals_case_trials(items=session.items) or []
+    items = [i for i in trials if not i.case.skip]
     if items:
         judged = any(i.case.expected.rubric is not None for i in items)
         _check_endpoints(config, judge=judged)

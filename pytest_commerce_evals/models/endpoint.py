@@ -55,6 +55,9 @@ __all__ = [
     "resolve_endpoint",
     "retrying_create",
     "session_client",
+    "AGENT_USED",
+    "agent_used",
+    "used_endpoint",
 ]
 
 log = logging.getLogger(__name__)
@@ -361,6 +364,18 @@ def used_endpoint(config: pytest.Config, purpose: Purpose) -> Endpoint | None:
     """The endpoint of the first client made for `purpose` in this process, or None when nobody
     asked the plugin for one (a team's agent that brings its own model client)."""
     return config.stash.get(_USED, {}).get(purpose)
+
+
+AGENT_USED = pytest.StashKey[dict]()
+"""Where reports gather (the controller under xdist): the agent endpoint the first trial that
+asked for a client reported, as `agent_used` returns it; the runner sets it."""
+
+
+def agent_used(config: pytest.Config) -> dict | None:
+    """The agent endpoint a trial of this run asked the plugin for (`model`, `base_url`,
+    `embedded`), as the trials reported it (from every xdist worker); None when no trial's agent
+    asked for a plugin client, i.e. the agent brings its own."""
+    return config.stash.get(AGENT_USED, None)
 
 
 _session_lock = threading.Lock()

@@ -1,3 +1,3 @@
-"""What a run prints and writes for people: the HTML report (`html`) and terminal helpers
-(`terminal`).
+"""What a run prints and writes for people: the HTML report (`html`), the comparison of two runs
+(`compare`), and their hooks (`_plugin`).
 """

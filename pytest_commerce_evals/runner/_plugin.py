@@ -4,31 +4,97 @@ terminal summary, JUnit outcomes and the exit status from the sets."""
 from __future__ import annotations
 
 import gc
-from dataclasses import asdict
 from typing import Any
 
 import pytest
 
-from ..authoring.vacuity import VacuityItem
 from ..compat import case_scheduler, junit_error, xdist_queued
+from ..models.endpoint import AGENT_USED
 from ..results import NOT_GRADED as UNGRADED_OUTCOMES
-from ..results import Stopping, TrialRecord
+from ..results import Stopping, TrialRecord, report_payload
 from ..settings import run_config, settings
+from ..store.recorder import BASELINE, BASELINE_IS_SOURCE, RECORDER, problem
+from ..store.run_store import printable
+from . import regrade_plan
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
 from .items import CaseItem, InvalidCase
 from .regrade import stored_trial
-from .state import AGENT_USED, NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN, VACUITY
+from .state import NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN
 from .summary import Summary
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        _start_regrade(config)
     config.stash[SUMMARY] = Summary(adaptive=run_config(config).adaptive)
     config.stash[NON_CASE_FAILURES] = []
     config.stash[NOT_GRADED] = []
-    config.stash[VACUITY] = []
     if run_config(config).adaptive is not None and not hasattr(config, "workerinput"):
         group_by_case(config)
+
+
+# -- regrading a stored run (`--commerce-regrade`) ----------------------------------------------
+
+
+def _start_regrade(config: pytest.Config) -> None:
+    """Resolve the source run (after the store's configure has read `--commerce-baseline`): a
+    regrade diffs against its source unless a baseline is named."""
+    source = regrade_plan.start(config, config.stash.get(BASELINE, None))
+    if source is not None:
+        config.stash[BASELINE] = source
+        config.stash[BASELINE_IS_SOURCE] = True
+    if regrade_plan.regrade_of(config) is not None:
+        # registered after the store's hooks: its summary section comes before the run history
+        config.pluginmanager.register(_RegradeSummary(), "commerce_evals.regrade_summary")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return regrade_plan.header_line(config)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    regrade_plan.note_collected(item.config, item)
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m: what they leave is what a regrade runs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    regrade_plan.plan_items(config, items)
+
+
+def pytest_commerce_evals_run_identity(config: pytest.Config) -> dict | None:
+    plan = regrade_plan.regrade_of(config)
+    return regrade_plan.identity(plan.source) if plan is not None else None
+
+
+class _RegradeSummary:
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(
+        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
+    ) -> None:
+        recorder = config.stash.get(RECORDER, None)
+        if recorder is None or recorder.finished is None:
+            return
+        try:
+            section = regrade_plan.summary_lines(config, list(recorder.finished.trials))
+        except Exception as exc:  # the run is already written; the summary must not end pytest
+            section = [
+                (f"commerce-evals: the regrade summary failed: {problem(exc)}", {"red": True})
+            ]
+        if section:
+            terminalreporter.section("commerce-evals regrade")
+            for line, markup in section:
+                terminalreporter.write_line(printable(line), **markup)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_commerce_evals_item_class(config: pytest.Config, kind: str) -> type[pytest.Item] | None:
+    return {"trial": CaseItem, "invalid": InvalidCase}.get(kind)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_commerce_evals_case_trials(items: list[pytest.Item]) -> list[pytest.Item]:
+    return [i for i in items if type(i) is CaseItem]
 
 
 def group_by_case(config: pytest.Config) -> bool:
@@ -187,49 +253,50 @@ def _close_scheduler(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    if isinstance(item, VacuityItem):
-        found = getattr(item, "vacuity", None)
-        if found is not None and report.when == "call":
-            report.commerce_vacuity = asdict(found)
-        return report
-    if isinstance(item, CaseItem):
-        decided = getattr(item, "commerce_decided", None)
-        if decided is not None:
-            if report.when == "setup":
-                report.commerce_decided = decided  # not a trial: nothing recorded or counted
-            return report
-        outcome = None
-        if report.when == "call":
-            # no result: the plugin's own code failed around the trial, not the agent
-            outcome = item.result.outcome if item.result else ("pass" if report.passed else "error")
-        elif report.when == "setup" and report.skipped:
-            outcome = "skipped"
-        elif report.when == "setup" and report.failed:
-            outcome = "error"  # a fixture or hook failed before the trial: not the agent's doing
-        if outcome is not None:
-            # on the item: junitxml writes the properties of the teardown report, made from it
-            item.user_properties.append(("outcome", outcome))
-            not_judged = bool(item.result and item.result.rubric_not_judged)
-            if not_judged:
-                report.user_properties.append(("rubric", "not judged"))
-            record = _trial_record(item, report, outcome)
-            stopped = None
-            if report.when == "call" or outcome == "error":
-                stopped = _adaptive_record(item, outcome)
-            report.commerce = {
-                "outcome": outcome,
-                # an xdist worker sends its reports as plain data: the record's own dump, made
-                # typed again where reports gather (`record_of`)
-                "record": record.model_dump() if hasattr(item.config, "workerinput") else record,
-                "rubric_not_judged": not_judged,
-                "agent_endpoint": _agent_endpoint_data(item.config),
-                "decided": stopped,
-            }
-        if report.when == "teardown":
-            item.result = None  # recorded; a long run keeps no second copy of every transcript
+    if isinstance(item, CaseItem) and item.records_trial:
+        _trial_report(item, report)
     elif isinstance(item, InvalidCase) and report.failed:
-        report.commerce_invalid = item.message
+        report.commerce = {"kind": "invalid", "message": item.message}
     return report
+
+
+def _trial_report(item: CaseItem, report: pytest.TestReport) -> None:
+    """Put the trial's record on the report that closes it (`results.REPORT_KINDS`)."""
+    decided = getattr(item, "commerce_decided", None)
+    if decided is not None:
+        if report.when == "setup":  # not a trial: nothing recorded or counted
+            report.commerce = {"kind": "not_needed", "decided": decided}
+        return
+    outcome = None
+    if report.when == "call":
+        # no result: the plugin's own code failed around the trial, not the agent
+        outcome = item.result.outcome if item.result else ("pass" if report.passed else "error")
+    elif report.when == "setup" and report.skipped:
+        outcome = "skipped"
+    elif report.when == "setup" and report.failed:
+        outcome = "error"  # a fixture or hook failed before the trial: not the agent's doing
+    if outcome is not None:
+        # on the item: junitxml writes the properties of the teardown report, made from it
+        item.user_properties.append(("outcome", outcome))
+        not_judged = bool(item.result and item.result.rubric_not_judged)
+        if not_judged:
+            report.user_properties.append(("rubric", "not judged"))
+        record = _trial_record(item, report, outcome)
+        stopped = None
+        if report.when == "call" or outcome == "error":
+            stopped = _adaptive_record(item, outcome)
+        report.commerce = {
+            "kind": "trial",
+            "outcome": outcome,
+            # an xdist worker sends its reports as plain data: the record's own dump, made
+            # typed again where reports gather (`record_of`)
+            "record": record.model_dump() if hasattr(item.config, "workerinput") else record,
+            "rubric_not_judged": not_judged,
+            "agent_endpoint": _agent_endpoint_data(item.config),
+            "decided": stopped,
+        }
+    if report.when == "teardown":
+        item.result = None  # recorded; a long run keeps no second copy of every transcript
 
 
 def _trial_record(item: CaseItem, report: pytest.TestReport, outcome: str) -> TrialRecord:
@@ -270,7 +337,7 @@ def record_of(report: pytest.TestReport) -> TrialRecord | None:
     """The typed trial record a report carries (None: the report closes no trial), rebuilt
     from its serialised form when an xdist worker sent it; taken off the report once read, as
     pytest keeps every report to the end of the session."""
-    data = getattr(report, "commerce", None)
+    data = report_payload(report, "trial")
     if data is None or "record" not in data:
         return None
     found = data.pop("record")
@@ -281,11 +348,11 @@ _STATUS_LETTERS = {"judge_error": "J", "infra_error": "I", "error": "E"}
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
-    decided = getattr(report, "commerce_decided", None)
-    if decided and report.when == "setup":
+    not_needed = report_payload(report, "not_needed")
+    if not_needed and report.when == "setup":
         # a trial adaptive trials did not need: not a skipped case (no letter, its own count)
-        return "decided", "", f"NOT NEEDED ({decided})"
-    data = getattr(report, "commerce", None)
+        return "decided", "", f"NOT NEEDED ({not_needed['decided']})"
+    data = report_payload(report, "trial")
     if data and report.when == "call" and data["outcome"] in UNGRADED_OUTCOMES:
         outcome = data["outcome"]
         return outcome, _STATUS_LETTERS[outcome], outcome.upper()
@@ -302,7 +369,7 @@ class _JUnitOutcomes:
 
     @pytest.hookimpl(trylast=True)  # after junitxml's own hook has written the element
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        data = getattr(report, "commerce", None)
+        data = report_payload(report, "trial")
         if not data or report.when != "call" or not report.failed:
             return
         outcome = data["outcome"]
@@ -320,11 +387,11 @@ class _Gatherer:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         config = self.config
-        vacuity = getattr(report, "commerce_vacuity", None)
-        if vacuity is not None:
-            config.stash[VACUITY].append(vacuity)
-            return
-        data = getattr(report, "commerce", None)
+        payload = report_payload(report)
+        kind = payload.get("kind") if payload is not None else None
+        if kind in ("vacuity", "not_needed"):
+            return  # authoring's hooks read vacuity findings; a trial not needed is not counted
+        data = payload if kind == "trial" else None
         if data is not None:
             if data.get("agent_endpoint") and AGENT_USED not in config.stash:
                 config.stash[AGENT_USED] = data["agent_endpoint"]
@@ -340,9 +407,8 @@ class _Gatherer:
                 config.stash[NOT_GRADED].append((report.nodeid, str(report.longrepr)))
             config.hook.pytest_commerce_evals_trial_recorded(config=config, record=record)
             return
-        invalid = getattr(report, "commerce_invalid", None)
-        if invalid is not None:
-            config.stash[SUMMARY].invalid.append(invalid)
+        if kind == "invalid":
+            config.stash[SUMMARY].invalid.append(payload["message"])
         elif report.failed:
             config.stash[NON_CASE_FAILURES].append(report.nodeid)
 
@@ -369,9 +435,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    vacuity = config.stash[VACUITY]
-    if vacuity:
-        _vacuity_summary(terminalreporter, vacuity)
     summary = config.stash[SUMMARY]
     if not summary.cases and not summary.invalid:
         return
@@ -424,22 +487,6 @@ def _verdict_line(summary: Summary, others: int = 0) -> str:
     if not reasons:
         return f"verdict: pass — all {len(summary.sets)} set(s) met their thresholds"
     return "verdict: fail — " + ", ".join(reasons)
-
-
-def _vacuity_summary(terminalreporter, reports: list[dict]) -> None:
-    terminalreporter.section("commerce-evals vacuity")
-    agents = list(reports[0]["failed_under"])
-    flagged = [r for r in reports if r["findings"]]
-    terminalreporter.write_line(
-        f"{len(reports)} cases checked against {len(agents)} degenerate agents; "
-        f"{len(flagged)} with findings"
-    )
-    for name in agents:
-        caught = sum(1 for r in reports if r["failed_under"].get(name))
-        terminalreporter.write_line(f"  {name:<11} fails {caught:>4} of {len(reports)} cases")
-    for r in flagged:
-        for finding in r["findings"]:
-            terminalreporter.write_line(f"  {r['case_id']}: {finding}", red=True)
 
 
 @pytest.hookimpl(trylast=True)

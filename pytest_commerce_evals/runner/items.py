@@ -51,6 +51,10 @@ class TrialFailed(Exception):
 class CaseItem(pytest.Item):
     """One trial of one case."""
 
+    records_trial = True
+    """Whether the item's reports carry a trial record (`results.REPORT_KINDS`); a subclass
+    that runs something else (the vacuity check) says no."""
+
     def __init__(
         self,
         *,

@@ -15,8 +15,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ..store import database
+from . import database_urls as database
 from .table import AUTO_TRIALS_CAP, GROUP, NO_STORE, TABLE, AutoTrials, Setting, bounds_text
+from .values import MinKappaError, parse_min_kappa
 
 # -- registration ----------------------------------------------------------------------------
 
@@ -174,8 +175,6 @@ def _dimensions(s: Setting, origin: str, raw: Any) -> tuple[str, ...]:
 
 
 def _min_kappa(s: Setting, origin: str, raw: Any) -> float | str | None:
-    from ..judge.calibrated import MinKappaError, parse_min_kappa
-
     try:
         return parse_min_kappa(raw)
     except MinKappaError as exc:

@@ -1,8 +1,8 @@
 """Re-grading a stored run (`--commerce-regrade=RUN`): today's cases (their `expected` and rubric)
 and today's judge applied to the transcripts a run recorded, without calling the agent.
 
-The run store's hooks (`_plugin`) call in here: `start` resolves the source run at configure time
-and hands its stored trials to the runner (`runner.regrade.STORED_TRIALS`), `plan_items` keeps
+The runner's hooks (`_plugin`) call in here: `start` resolves the source run at configure time
+and hands its stored trials to the trials (`regrade.STORED_TRIALS`), `plan_items` keeps
 the collected trials the source run holds (in its trial count per case), `identity` copies the
 source's agent and commit into the new run, and `summary_lines` says what was regraded, what was
 added or removed since, and, when the judge changed, how the stored and the new verdicts agree.
@@ -23,10 +23,10 @@ import pytest
 
 from ..judge.calibration import DimensionAgreement
 from ..results import RubricVerdict, TrialRecord
-from ..runner.regrade import NOT_REGRADED, STORED_TRIALS
 from ..settings import run_config, settings
-from .paths import store_folder
-from .run_store import RunRecord, RunStore, StoreError, load_record
+from ..store.paths import store_folder
+from ..store.run_store import RunRecord, RunStore, StoreError, load_record
+from .regrade import NOT_REGRADED, STORED_TRIALS
 
 __all__ = [
     "REGRADE",
@@ -165,7 +165,7 @@ def regrade_of(config: pytest.Config) -> Regrade | None:
     return config.stash.get(REGRADE, None)
 
 
-def identity(source: RunRecord, record: RunRecord) -> dict[str, Any]:
+def identity(source: RunRecord) -> dict[str, Any]:
     """What the new run takes from its source: the agent and the commit that made the
     transcripts, and the source's id (`options["regrade_of"]`)."""
     return {
@@ -174,7 +174,7 @@ def identity(source: RunRecord, record: RunRecord) -> dict[str, Any]:
         "git_dirty": source.git_dirty,
         "agent_model": source.agent_model,
         "agent_base_url": source.agent_base_url,
-        "options": {**record.options, "regrade_of": source.run_id},
+        "options": {"regrade_of": source.run_id},
     }
 
 

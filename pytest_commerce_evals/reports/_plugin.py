@@ -1,0 +1,50 @@
+"""The reports' hooks: the HTML report of a finished run (`pytest_commerce_evals_write_reports`,
+asked by the run store's recorder once the run is stored) and `--commerce-compare`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..compat import run_session
+from ..settings import settings
+from ..store.paths import output_path
+from ..store.recorder import problem
+from .compare import compare_main
+from .html import render_run_html, write_html
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
+    found = settings(config)
+    if found.store_import or found.store_copy or found.judge_store_copy:
+        return None  # the store's commands come first (store/_plugin)
+    if found.compare:
+        return run_session(config, compare_main)
+    return None
+
+
+def pytest_commerce_evals_write_reports(
+    config: pytest.Config,
+    run: Any,
+    diff: Any,
+    how_chosen: str,
+    history: Any,
+    written: list,
+    errors: list,
+) -> None:
+    target = settings(config).html
+    if not target:
+        return
+    path = output_path(config, target)
+    try:
+        found = config.hook.pytest_commerce_evals_report_sections(config=config, run=run)
+        sections = [section for sections in found for section in sections or []]
+        written.append(
+            (
+                "HTML report",
+                write_html(render_run_html(run, diff, how_chosen, sections, history), path),
+            )
+        )
+    except Exception as exc:  # a report is never worth the run: say why and go on
+        errors.append(f"could not write the HTML report to {path}: {problem(exc)}")

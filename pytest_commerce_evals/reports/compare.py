@@ -1,0 +1,63 @@
+"""`--commerce-compare=A,B`: two runs (ids, agent models or JSON records), their failing sets
+side by side in the terminal and, with `--commerce-html`, in an HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ..compat import line_writer
+from ..settings import settings
+from ..store.commands import open_store, resolve_run
+from ..store.history import ModelComparison, compare_runs
+from ..store.paths import output_path
+from ..store.recorder import damaged_lines
+from ..store.run_store import StoreError
+from .html import render_comparison_html, write_html
+
+__all__ = ["compare_main"]
+
+
+def compare_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    write = line_writer(config)
+
+    compare = settings(config).compare
+    refs = [r for r in compare.split(",") if r.strip()]
+    if len(refs) != 2:
+        write(
+            f"commerce-evals: --commerce-compare takes two runs or models, A,B; got {compare!r}",
+            red=True,
+        )
+        return pytest.ExitCode.USAGE_ERROR
+    try:
+        needs_store = any(not (Path(r).suffix == ".json" or Path(r).is_file()) for r in refs)
+        # comparing only reads: a store on a read-only disk, or one CI mounted read-only, works
+        store = open_store(config, read_only=True) if needs_store else None
+        a = resolve_run(store, refs[0], "A")
+        b = resolve_run(store, refs[1], "B")
+    except (StoreError, pytest.UsageError) as exc:
+        write(f"commerce-evals: {exc}", red=True)
+        return pytest.ExitCode.USAGE_ERROR
+    comparison: ModelComparison = compare_runs(a, b)
+    if reporter is not None:
+        reporter.section("commerce-evals: failing sets side by side")
+    for line in comparison.lines():
+        write(line, **_compare_markup(line))
+    if store is not None and store.damaged:
+        for line, markup in damaged_lines(store):
+            write(line, **markup)
+    html = settings(config).html
+    if html:
+        path = output_path(config, html)
+        try:
+            write(f"HTML report written to {write_html(render_comparison_html(comparison), path)}")
+        except OSError as exc:
+            write(f"could not write the HTML report to {path}: {exc}", red=True)
+            return pytest.ExitCode.USAGE_ERROR
+    return pytest.ExitCode.OK
+
+
+def _compare_markup(line: str) -> dict[str, bool]:
+    return {"bold": True} if line.startswith(("failing", "A:", "B:")) else {}

@@ -354,3 +354,62 @@ def test_the_order_check_names_a_back_edge():
     assert back_edges(edges) == {
         ("graders", "judge"): f"{NAME}.graders.code imports {NAME}.judge.judge"
     }
+
+
+# -- no import circles ---------------------------------------------------------------------------
+
+
+def import_cycles(edges: list[tuple[str, str, list[str]]]) -> list[list[str]]:
+    """The modules that import each other, directly or round a longer circle (function-level
+    imports included): each strongly connected group of two or more, sorted."""
+    graph: dict[str, set[str]] = {}
+    for src, dst, _ in edges:
+        if src != dst:
+            graph.setdefault(src, set()).add(dst)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_two_modules_import_each_other():
+    modules = set(_modules())
+    edges = [(s, d, n) for s, d, n in import_edges() if d in modules]
+    assert import_cycles(edges) == [], "break the circle: move what both need to a third module"
+
+
+def test_the_circle_check_sees_a_circle_of_three():
+    edges = [
+        (f"{NAME}.a", f"{NAME}.b", []),
+        (f"{NAME}.b", f"{NAME}.c", ["f"]),
+        (f"{NAME}.c", f"{NAME}.a", []),
+        (f"{NAME}.c", f"{NAME}.d", []),
+    ]
+    assert import_cycles(edges) == [[f"{NAME}.a", f"{NAME}.b", f"{NAME}.c"]]

@@ -23,6 +23,7 @@ Conventions:
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import json
@@ -35,6 +36,7 @@ from ..errors import ConfigurationError
 from ..events import Event, Text, ToolCall, ToolResult, Ui
 
 __all__ = [
+    "python_literal",
     "Classifier",
     "ConversionError",
     "ConvertOptions",
@@ -451,3 +453,21 @@ def framework_agent(
     this turn, or a `TurnMessages` holding them and what else the converter reads;
     `session.scratch` is the place to keep the framework's history between turns."""
     return FrameworkAgent(run, convert, options)
+
+
+def python_literal(text: Any) -> Any:
+    """`str(output)` of a tool that returned a dict or a list (how the SDK writes it into the
+    model's input), read back as that value; any other text as it is. JSON is left to
+    `parse_output`."""
+    if not isinstance(text, str) or not text or text[0] not in "{[":
+        return text
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        pass
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return value if isinstance(value, (dict, list)) else text

@@ -41,14 +41,12 @@ The SDK is imported lazily: this module imports without it. `agents_model(client
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..events import Event
-from .core import ConvertOptions, EventBuilder, converter
+from .core import ConvertOptions, EventBuilder, converter, python_literal
 from .openai_agents_model import agents_model
 
 __all__ = [
@@ -122,24 +120,6 @@ def _output_text(output: Any) -> Any:
         texts = [_get(part, "text") for part in output]
         return "".join(t for t in texts if isinstance(t, str))
     return output
-
-
-def python_literal(text: Any) -> Any:
-    """`str(output)` of a tool that returned a dict or a list (how the SDK writes it into the
-    model's input), read back as that value; any other text as it is. JSON is left to
-    `parse_output`."""
-    if not isinstance(text, str) or not text or text[0] not in "{[":
-        return text
-    try:
-        json.loads(text)
-        return text
-    except ValueError:
-        pass
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return text
-    return value if isinstance(value, (dict, list)) else text
 
 
 def _message_text(content: Any) -> str:

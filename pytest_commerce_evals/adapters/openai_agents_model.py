@@ -32,6 +32,7 @@ import json
 from typing import Any
 
 from ..errors import ConfigurationError
+from .core import python_literal
 
 __all__ = ["agents_model"]
 
@@ -54,8 +55,6 @@ def _plain(value: Any) -> Any:
 def _as_json(content: Any) -> Any:
     """A tool message's content; a dict or a list the SDK wrote as `str(output)` becomes JSON,
     as a chat-completions agent would send it (the degenerate scripts read IDs from JSON)."""
-    from .openai_agents import python_literal
-
     value = python_literal(content)
     return json.dumps(value) if isinstance(value, (dict, list)) else content
 

@@ -57,96 +57,96 @@ def item_class(config: pytest.Config, kind: str) -> type[pytest.Item]:
     return found
 
 
+def _relative(path: Path, root: Path) -> Path:
+    return path.relative_to(root) if path.is_relative_to(root) else path
+
+
 class CaseFile(pytest.File):
     """A YAML or JSON file holding one case or a list of cases."""
 
     def collect(self):
         config = self.config
-        InvalidCase = item_class(config, "invalid")  # noqa: N806 - classes
-        CaseItem = item_class(config, "trial")  # noqa: N806
-        rc = run_config(config)
-        display = (
-            Path(self.path).relative_to(config.rootpath)
-            if Path(self.path).is_relative_to(config.rootpath)
-            else Path(self.path)
-        )
-        loaded = load_case_file(Path(self.path), display)
-        set_path = Path(self.path).parent
-        set_name = (
-            set_path.relative_to(config.rootpath).as_posix()
-            if set_path.is_relative_to(config.rootpath)
-            else set_path.as_posix()
-        )
-        set_config, set_problem = load_set_config(set_path, config.rootpath)
-        for message in loaded.warnings:  # pytest's warnings summary shows them; xdist forwards
-            try:
-                self.warn(CaseFileWarning(message))
-            except CaseFileWarning:  # warnings are errors here (-W error): this file errs alone
-                text = message.split(":1: ", 1)[-1]
-                problem = CaseProblem(display, 1, None, f"{text} (a warning made an error)")
-                yield InvalidCase.from_parent(
-                    self, name=f"{Path(self.path).name}::warning", problems=[problem]
-                )
-        threshold = set_config.threshold if set_config.threshold is not None else rc.threshold
+        path = Path(self.path)
+        display = _relative(path, config.rootpath)
+        loaded = load_case_file(path, display)
+        set_name = _relative(path.parent, config.rootpath).as_posix()
+        set_config, set_problem = load_set_config(path.parent, config.rootpath)
+        yield from self._warnings(loaded.warnings, display)
         problems = list(loaded.problems)
         if set_problem is not None:
             problems.append(set_problem)
-        seen = config.stash[SEEN_IDS]
+        yield from self._invalid(problems)
+        threshold = set_config.threshold
+        fields = {
+            "set_name": set_name,
+            "threshold": threshold if threshold is not None else run_config(config).threshold,
+            "display": str(display),
+        }
+        for entry in loaded.cases:
+            yield from self._entry_items(entry, display, fields)
+
+    def _warnings(self, warnings: list[str], display: Path):
+        """pytest's warnings summary shows a file's warnings (xdist forwards them); under `-W
+        error` a warning makes this file, alone, an error item."""
+        for message in warnings:
+            try:
+                self.warn(CaseFileWarning(message))
+            except CaseFileWarning:
+                text = message.split(":1: ", 1)[-1]
+                problem = CaseProblem(display, 1, None, f"{text} (a warning made an error)")
+                yield item_class(self.config, "invalid").from_parent(
+                    self, name=f"{Path(self.path).name}::warning", problems=[problem]
+                )
+
+    def _invalid(self, problems: list[CaseProblem]):
+        """One error item per bad entry (all its problems), or per file-level problem."""
         groups: dict[Any, list[CaseProblem]] = {}
         for n, problem in enumerate(problems):
-            groups.setdefault(
-                problem.entry if problem.entry is not None else f"file-{n}", []
-            ).append(problem)
+            key = problem.entry if problem.entry is not None else f"file-{n}"
+            groups.setdefault(key, []).append(problem)
         for key, group in groups.items():
             first = group[0]
             label = first.case_id or (
                 f"entry-{key + 1}" if isinstance(key, int) else Path(first.path).name
             )
-            yield InvalidCase.from_parent(self, name=f"{label}::invalid", problems=group)
-        for entry in loaded.cases:
-            case = entry.case
-            where = f"{display}:{entry.line}"
-            if case.id in seen:
-                yield InvalidCase.from_parent(
-                    self,
-                    name=f"{case.id}::duplicate",
-                    problems=[
-                        CaseProblem(
-                            display,
-                            entry.line,
-                            "id",
-                            f"duplicate id {case.id!r}, first defined at {seen[case.id]}; "
-                            "ids must be unique across the suite",
-                            case.id,
-                        )
-                    ],
-                )
-                continue
-            seen[case.id] = where
-            if settings(config).vacuity:
-                yield item_class(config, "vacuity").from_parent(
-                    self,
-                    name=case.id,
-                    case=case,
-                    trial=1,
-                    trials=1,
-                    set_name=set_name,
-                    threshold=threshold,
-                    line=entry.line,
-                    display=str(display),
-                )
-                continue
-            for trial in range(1, rc.trials + 1):
-                name = case.id if rc.trials == 1 else f"{case.id}[trial-{trial}]"
-                item = CaseItem.from_parent(
-                    self,
-                    name=name,
-                    case=case,
-                    trial=trial,
-                    trials=rc.trials,
-                    set_name=set_name,
-                    threshold=threshold,
-                    line=entry.line,
-                    display=str(display),
-                )
-                yield item
+            yield item_class(self.config, "invalid").from_parent(
+                self, name=f"{label}::invalid", problems=group
+            )
+
+    def _entry_items(self, entry: Any, display: Path, fields: dict[str, Any]):
+        """A case's items: one per trial, or its vacuity check; an error item for an id that
+        is already taken."""
+        config = self.config
+        case = entry.case
+        seen = config.stash[SEEN_IDS]
+        if case.id in seen:
+            problem = CaseProblem(
+                display,
+                entry.line,
+                "id",
+                f"duplicate id {case.id!r}, first defined at {seen[case.id]}; "
+                "ids must be unique across the suite",
+                case.id,
+            )
+            yield item_class(config, "invalid").from_parent(
+                self, name=f"{case.id}::duplicate", problems=[problem]
+            )
+            return
+        seen[case.id] = f"{display}:{entry.line}"
+        if settings(config).vacuity:
+            yield item_class(config, "vacuity").from_parent(
+                self, name=case.id, case=case, trial=1, trials=1, line=entry.line, **fields
+            )
+            return
+        trials = run_config(config).trials
+        make = item_class(config, "trial")
+        for trial in range(1, trials + 1):
+            yield make.from_parent(
+                self,
+                name=case.id if trials == 1 else f"{case.id}[trial-{trial}]",
+                case=case,
+                trial=trial,
+                trials=trials,
+                line=entry.line,
+                **fields,
+            )

@@ -13,7 +13,8 @@ from typing import Any
 
 from pytest_commerce_evals.agent import AgentSession
 from pytest_commerce_evals.cases.case import Case
-from pytest_commerce_evals.live.traffic import CaptureWriter, Redactor
+from pytest_commerce_evals.live.capture import CaptureWriter
+from pytest_commerce_evals.live.redaction import Redactor
 from pytest_commerce_evals.reference import ReferenceAgent, ReferenceBackend
 from pytest_commerce_evals.testing.fake import FakeClient, text_reply, tool_reply
 

@@ -17,7 +17,7 @@ from pytest_commerce_evals.adapters.openai_chat import events_from_chat_messages
 from pytest_commerce_evals.adapters.openai_responses import events_from_responses_items
 from pytest_commerce_evals.adapters.pydantic_ai import events_from_pydantic_ai
 from pytest_commerce_evals.events import ToolCall, ToolResult
-from pytest_commerce_evals.live.traffic import read_capture
+from pytest_commerce_evals.live.reading import read_capture
 
 # -- one script, written in each framework's messages ------------------------------------------
 # ("call", id, tool) and ("result", id, tool-or-None: the name the result message carries)

@@ -27,7 +27,7 @@ from pytest_commerce_evals.adapters.openai_chat import events_from_chat_messages
 from pytest_commerce_evals.adapters.openai_responses import events_from_responses_items
 from pytest_commerce_evals.adapters.pydantic_ai import events_from_pydantic_ai
 from pytest_commerce_evals.events import ToolCall, ToolResult
-from pytest_commerce_evals.live.traffic import read_capture
+from pytest_commerce_evals.live.reading import read_capture
 
 EXAMPLES = int(os.environ.get("COMMERCE_FUZZ_EXAMPLES", "200"))
 FUZZ = settings(

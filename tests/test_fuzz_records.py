@@ -28,7 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from run_builders import events, run, trial
 
-from pytest_commerce_evals.live.traffic import CapturedTurn, Redactor, read_capture
+from pytest_commerce_evals.live.capture import CapturedTurn
+from pytest_commerce_evals.live.reading import read_capture
+from pytest_commerce_evals.live.redaction import Redactor
 from pytest_commerce_evals.reports.html import render_run_html
 from pytest_commerce_evals.results import TrialResult
 from pytest_commerce_evals.store.history import compare_runs, diff_failing_sets

@@ -11,7 +11,9 @@ from pytest_commerce_evals.judge import _plugin as _judge_plugin
 from pytest_commerce_evals.judge.judge import Judge
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.live._formats import detect_format
-from pytest_commerce_evals.live.traffic import Redactor, is_sampled, read_capture
+from pytest_commerce_evals.live.reading import read_capture
+from pytest_commerce_evals.live.redaction import Redactor
+from pytest_commerce_evals.live.sampling import is_sampled
 from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.testing.fake import FakeClient
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import pytest_commerce_evals
-from pytest_commerce_evals.live.traffic import DEFAULT_REDACT
+from pytest_commerce_evals.live.redaction import DEFAULT_REDACT
 from pytest_commerce_evals.settings import (
     BY_NAME,
     TABLE,
@@ -142,7 +142,7 @@ def test_the_doc_check_sees_a_missing_or_an_extra_row():
 def test_the_table_agrees_with_the_features_constants():
     from pytest_commerce_evals.judge.judge import RESPONSE_FORMATS, ContextBudget
     from pytest_commerce_evals.judge.verdict_store import DEFAULT_STORE_PATH as VERDICTS
-    from pytest_commerce_evals.live.traffic import DEFAULT_REDACT
+    from pytest_commerce_evals.live.redaction import DEFAULT_REDACT
     from pytest_commerce_evals.models import embedded
     from pytest_commerce_evals.models.endpoint import _KEY_ENV, RetryPolicy
     from pytest_commerce_evals.store.history import DEFAULT_HISTORY_RUNS, DEFAULT_LEVEL
@@ -466,7 +466,7 @@ def test_an_ini_default_means_what_the_settings_default_means():
 
 
 def test_redaction_kinds_are_checked_at_configure(pytester: pytest.Pytester):
-    from pytest_commerce_evals.live.traffic import REDACTION_KINDS
+    from pytest_commerce_evals.live.redaction import REDACTION_KINDS
 
     assert set(BY_NAME["redact"].choices) == set(REDACTION_KINDS)
     result = _run_cases(pytester, ini="commerce_redact = email emial")

@@ -214,7 +214,7 @@ def test_the_two_proportion_test_refuses_impossible_counts_instead_of_a_math_err
 
 def test_the_live_trend_uses_the_one_interval_and_test_in_stats():
     from pytest_commerce_evals import stats
-    from pytest_commerce_evals.live import traffic
+    from pytest_commerce_evals.live import trend as traffic
 
     assert traffic.wilson_interval is stats.wilson_interval
     assert traffic.two_proportion_p is stats.two_proportion_p

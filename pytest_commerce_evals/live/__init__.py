@@ -1,18 +1,72 @@
-"""Live traffic: captured conversations, redaction, sampling and the trend (`traffic`), and the
-hooks of `--commerce-live` (`_plugin`).
+"""Live traffic: production conversations captured, sampled, judged and followed over time.
+
+- `capture`: the capture format (`CapturedTurn`, one JSON line per turn) and `CaptureWriter`
+- `redaction`: `Redactor`, the identifiers replaced before a line is written and again before
+  the judge reads it
+- `sampling`: the deterministic sample by a hash of the seed and the conversation id
+- `lines`: one captured line read (its JSON, or why it cannot be used)
+- `conversations`: what a read yields (`Capture`, `Conversation`, `CaptureProblem`) and
+  `CaptureBuilder`, which samples, validates and redacts every format's records alike
+- `reading`: `read_capture`, the capture files read in any of `LIVE_FORMATS`
+- `_formats`: OpenAI chat-completions logs and OpenTelemetry GenAI spans read into capture records
+- `trend`: the pass rate per dimension over the live runs, its flags and its chart
+- `_plugin`: the hooks of `--commerce-live`
 """
 
+from ..stats import two_proportion_p, wilson_interval
+from .capture import (
+    CAPTURE_MAX_DEPTH,
+    CAPTURE_SCHEMA_VERSION,
+    CAPTURE_SCHEMA_VERSIONS,
+    MAX_TURN,
+    CapturedTurn,
+    CaptureWriter,
+    Role,
+)
+from .conversations import Capture, CaptureProblem, Conversation
+from .reading import LIVE_FORMATS, capture_files, read_capture
+from .redaction import DEFAULT_REDACT, DEFAULT_REDACTOR, NO_REDACTION, REDACTION_KINDS, Redactor
+from .sampling import is_sampled, sample_score
+from .trend import (
+    NOISE_POINTS,
+    DimensionTrend,
+    Trend,
+    TrendPoint,
+    compute_trend,
+    read_live_runs,
+    render_trend_svg,
+    trend_html_section,
+)
 
-def __getattr__(name: str):
-    # `pytest_commerce_evals.live` was one module before the package was laid out by feature:
-    # its public names still resolve here, loaded on first use (importing the package costs
-    # nothing, and its modules can import each other without cycles through this file)
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from importlib import import_module
-
-    module = import_module(f"{__name__}.traffic")
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__all__ = [
+    "CAPTURE_MAX_DEPTH",
+    "CAPTURE_SCHEMA_VERSION",
+    "CAPTURE_SCHEMA_VERSIONS",
+    "DEFAULT_REDACT",
+    "DEFAULT_REDACTOR",
+    "LIVE_FORMATS",
+    "MAX_TURN",
+    "NOISE_POINTS",
+    "NO_REDACTION",
+    "REDACTION_KINDS",
+    "Capture",
+    "CaptureProblem",
+    "CaptureWriter",
+    "CapturedTurn",
+    "Conversation",
+    "DimensionTrend",
+    "Redactor",
+    "Role",
+    "Trend",
+    "TrendPoint",
+    "capture_files",
+    "compute_trend",
+    "is_sampled",
+    "read_capture",
+    "read_live_runs",
+    "render_trend_svg",
+    "sample_score",
+    "trend_html_section",
+    "two_proportion_p",
+    "wilson_interval",
+]

@@ -1,6 +1,6 @@
 """Live traffic other tools logged, read into the capture records of the native format.
 
-Two formats besides the plugin's own capture lines (`traffic.CapturedTurn`):
+Two formats besides the plugin's own capture lines (`capture.CapturedTurn`):
 
 - `openai`: one conversation per line, a JSON object with a `messages` array in chat-completions
   shape (`system`/`developer`, `user`, `assistant` with `content` and `tool_calls`, `tool` with
@@ -15,11 +15,11 @@ Two formats besides the plugin's own capture lines (`traffic.CapturedTurn`):
   status ERROR: a failed call). The older per-message span events (`gen_ai.user.message`,
   `gen_ai.assistant.message`, `gen_ai.tool.message`, `gen_ai.choice`) are read too.
 
-Both feed `traffic._Turns`, so sampling, validation, redaction and the reports are exactly the
-native reader's. An OpenAI log's messages become events through the public chat-completions
-converter (`adapters.openai_chat.events_from_chat_messages`: a refusal is text the judge reads,
-a custom tool's call is a call), so a log grades as a live agent's own messages do; spans
-through `adapters.core.EventBuilder`, the converters' shared rules.
+Both feed `conversations.CaptureBuilder`, so sampling, validation, redaction and the reports
+are exactly the native reader's. An OpenAI log's messages become events through the public
+chat-completions converter (`adapters.openai_chat.events_from_chat_messages`: a refusal is text
+the judge reads, a custom tool's call is a call), so a log grades as a live agent's own messages
+do; spans through `adapters.core.EventBuilder`, the converters' shared rules.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from ..adapters.core import ConversionError, EventBuilder
 from ..adapters.openai_chat import events_from_chat_messages, tool_failure, tool_output
 from ..events import Event, TurnEnd
 from ..jsonsafe import deep_json_path, first_json_problem
-from .traffic import CAPTURE_MAX_DEPTH, _event_json, _id_problem, _parse_line, _Turns
+from .capture import CAPTURE_MAX_DEPTH, event_json
+from .conversations import CaptureBuilder
+from .lines import id_problem, parse_line
 
 __all__ = ["detect_format", "finish", "read_file"]
 
@@ -92,7 +94,7 @@ def detect_format(fh: IO[bytes]) -> str:
         fh.seek(0)
 
 
-def read_file(fh: IO[bytes], shown: str, found: _Turns, format: str) -> bool:
+def read_file(fh: IO[bytes], shown: str, found: CaptureBuilder, format: str) -> bool:
     """Read one open file in `format` (`auto`: detected) into `found`; False when it is native
     capture lines, left for the native reader (the file is rewound)."""
     kind = detect_format(fh) if format == "auto" else format
@@ -106,7 +108,7 @@ def read_file(fh: IO[bytes], shown: str, found: _Turns, format: str) -> bool:
     return True
 
 
-def finish(found: _Turns) -> None:
+def finish(found: CaptureBuilder) -> None:
     """After every file is read: the spans kept, grouped into conversations."""
     spans = [s for s in found.pending if isinstance(s, _Span)]
     found.pending = [s for s in found.pending if not isinstance(s, _Span)]
@@ -287,13 +289,13 @@ def _records(cid: str, role: str, turns: list[_Turn]) -> list[tuple[_Turn, dict[
             "role": role,
             "turn": k + 1,
             "user": turn.user,
-            "events": [_event_json(e) for e in events],  # deep values kept as JSON text
+            "events": [event_json(e) for e in events],  # deep values kept as JSON text
         }
         out.append((turn, record))
     return out
 
 
-def _offer(found: _Turns, records: list[tuple[_Turn, dict[str, Any]]]) -> None:
+def _offer(found: CaptureBuilder, records: list[tuple[_Turn, dict[str, Any]]]) -> None:
     for turn, record in records:
         raw = json.dumps(record).encode()  # escaped: lone surrogates show as \\udXXX
         found.offer(turn.shown, turn.line, raw, record)
@@ -365,12 +367,12 @@ def _chat_message(m: dict[str, Any], msg: _Message) -> dict[str, Any]:
     return out
 
 
-def _read_openai(fh: IO[bytes], shown: str, found: _Turns) -> None:
+def _read_openai(fh: IO[bytes], shown: str, found: CaptureBuilder) -> None:
     for n, raw in enumerate(fh, 1):
         found.capture.lines += 1
         if not raw.strip():
             continue
-        data, error = _parse_line(raw)
+        data, error = parse_line(raw)
         if error is None and not isinstance(data, dict):
             error = "not a JSON object; line skipped"
         elif error is None and not isinstance(data.get("messages"), list):
@@ -389,7 +391,7 @@ def _read_openai(fh: IO[bytes], shown: str, found: _Turns) -> None:
                 "line skipped",
             )
             continue
-        id_error = _id_problem({"conversation_id": cid})
+        id_error = id_problem({"conversation_id": cid})
         if id_error is not None:
             found.problem(shown, n, f"{id_error}; line skipped")
             continue
@@ -579,22 +581,22 @@ def _span(raw: Any, shown: str, line: int, index: int) -> _Span:
     )
 
 
-def _documents(fh: IO[bytes], shown: str, found: _Turns) -> list[tuple[int, Any]]:
+def _documents(fh: IO[bytes], shown: str, found: CaptureBuilder) -> list[tuple[int, Any]]:
     """(line, document): a whole-file document, or one per line."""
     text = fh.read()
     found.capture.lines += text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
-    whole, error = _parse_line(text)
+    whole, error = parse_line(text)
     if error is None:
         return [(1, whole)]
     lines = text.splitlines()
     first, first_error = next(
-        ((n, _parse_line(raw)[1]) for n, raw in enumerate(lines, 1) if raw.strip()), (1, error)
+        ((n, parse_line(raw)[1]) for n, raw in enumerate(lines, 1) if raw.strip()), (1, error)
     )
     if (
         first_error is not None
         and len(lines) > 1
         and text.lstrip().startswith(b"{")
-        and not any(isinstance(_parse_line(raw)[0], dict) for raw in lines[first:])
+        and not any(isinstance(parse_line(raw)[0], dict) for raw in lines[first:])
     ):
         # neither one document nor JSON lines (no line of it is a JSON object): report the
         # document once; otherwise each bad line is reported below and the good ones are read
@@ -604,7 +606,7 @@ def _documents(fh: IO[bytes], shown: str, found: _Turns) -> list[tuple[int, Any]
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
-        data, error = _parse_line(raw)
+        data, error = parse_line(raw)
         if error is not None:
             found.problem(shown, n, error)
             continue
@@ -612,7 +614,7 @@ def _documents(fh: IO[bytes], shown: str, found: _Turns) -> list[tuple[int, Any]
     return out
 
 
-def _read_otlp(fh: IO[bytes], shown: str, found: _Turns) -> None:
+def _read_otlp(fh: IO[bytes], shown: str, found: CaptureBuilder) -> None:
     for line, doc in _documents(fh, shown, found):
         resources = doc.get("resourceSpans") if isinstance(doc, dict) else None
         if not isinstance(resources, list):
@@ -656,7 +658,7 @@ def _shape(value: Any, key: str) -> str:
     return f"{key} is {found}, not an array"
 
 
-def _otel_conversations(spans: list[_Span], found: _Turns) -> None:
+def _otel_conversations(spans: list[_Span], found: CaptureBuilder) -> None:
     by_trace: dict[str, set[str]] = defaultdict(set)
     for s in spans:
         cid = _conversation_id(s.attrs.get("gen_ai.conversation.id"))
@@ -679,7 +681,7 @@ def _otel_conversations(spans: list[_Span], found: _Turns) -> None:
                 )
                 found.problem(s.shown, s.line, f"{s.label}: {why}; span skipped")
             continue
-        id_error = _id_problem({"conversation_id": cid})
+        id_error = id_problem({"conversation_id": cid})
         if id_error is not None:
             found.problem(s.shown, s.line, f"{s.label}: {id_error}; span skipped")
             continue

@@ -24,16 +24,10 @@ from ..runner.items import CaseItem
 from ..runner.trial import grade_trial
 from ..settings import settings
 from ..store.paths import output_path, store_folder
-from .traffic import (
-    Capture,
-    Conversation,
-    Redactor,
-    compute_trend,
-    read_capture,
-    read_live_runs,
-    render_trend_svg,
-    trend_html_section,
-)
+from .conversations import Capture, Conversation
+from .reading import read_capture
+from .redaction import Redactor
+from .trend import compute_trend, read_live_runs, render_trend_svg, trend_html_section
 
 LIVE_SET = "live"
 _PLACEHOLDER_ID = "live-000-conversation"

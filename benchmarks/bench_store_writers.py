@@ -30,8 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from helpers import toy_conftest  # noqa: E402
 
+from pytest_commerce_evals.store.aggregate import set_results  # noqa: E402
 from pytest_commerce_evals.store.database import public_url  # noqa: E402
-from pytest_commerce_evals.store.run_store import RunStore, set_results  # noqa: E402
+from pytest_commerce_evals.store.run_store import RunStore  # noqa: E402
 
 CASES = 50
 SERVER = os.environ.get("COMMERCE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pytest_commerce_evals.store.run_store import RunRecord, Selection, StoredTrial, set_results
+from pytest_commerce_evals.store.aggregate import set_results
+from pytest_commerce_evals.store.records import RunRecord, Selection, StoredTrial
 
 PRIORITIES = ("critical", "high", "medium", "low")
 DIFFICULTIES = ("easy", "medium", "hard")

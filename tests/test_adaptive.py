@@ -12,7 +12,7 @@ from pytest_commerce_evals.results import CaseTally, Stopping, TrialRecord, set_
 from pytest_commerce_evals.runner.adaptive import AdaptiveRun, Decision, decide
 from pytest_commerce_evals.runner.summary import Summary
 from pytest_commerce_evals.settings import AutoTrials
-from pytest_commerce_evals.store.run_store import set_results
+from pytest_commerce_evals.store.aggregate import set_results
 
 pytest_plugins = ["pytester"]
 
@@ -397,7 +397,7 @@ def test_ungraded_trials_are_never_imagined_as_passes_or_failures():
 
 
 def test_each_trial_records_its_cases_stopping_rule_and_a_regrade_keeps_it(scripted):
-    from pytest_commerce_evals.store.run_store import load_record
+    from pytest_commerce_evals.store.record_file import load_record
 
     common = ["cases", "--commerce-store=none", "-p", "no:cacheprovider"]
     result = scripted.runpytest(*common, "--commerce-trials=auto:2:6", "--commerce-json=run.json")

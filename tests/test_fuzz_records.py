@@ -33,17 +33,16 @@ from pytest_commerce_evals.live.reading import read_capture
 from pytest_commerce_evals.live.redaction import Redactor
 from pytest_commerce_evals.reports.html import render_run_html
 from pytest_commerce_evals.results import TrialResult
+from pytest_commerce_evals.store.aggregate import trial_from_record
 from pytest_commerce_evals.store.history import compare_runs, diff_failing_sets
-from pytest_commerce_evals.store.run_store import (
-    RunRecord,
-    RunStore,
-    StoreError,
+from pytest_commerce_evals.store.record_file import (
     clean_trial,
     load_record,
     record_json,
-    trial_from_record,
     write_record,
 )
+from pytest_commerce_evals.store.records import RunRecord, StoreError
+from pytest_commerce_evals.store.run_store import RunStore
 
 DATA = Path(__file__).parent / "data" / "bad_inputs"
 EXAMPLES = int(os.environ.get("COMMERCE_FUZZ_EXAMPLES", "200"))

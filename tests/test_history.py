@@ -22,7 +22,8 @@ from pytest_commerce_evals.store.history import (
     strip_counts,
     what_decides,
 )
-from pytest_commerce_evals.store.run_store import RunStore, load_record
+from pytest_commerce_evals.store.record_file import load_record
+from pytest_commerce_evals.store.run_store import RunStore
 
 HERE = Path(__file__).parent
 
@@ -255,7 +256,7 @@ def test_compare_on_a_corrupt_store_names_the_file(suite, tmp_path):
 
 
 def test_json_records_can_be_compared_without_a_store(tmp_path, pytester):
-    from pytest_commerce_evals.store.run_store import write_record
+    from pytest_commerce_evals.store.record_file import write_record
 
     a = write_record(run([trial("a-001-x", "fail")], model="m-a"), tmp_path / "a.json")
     b = write_record(run([trial("a-001-x")], model="m-b"), tmp_path / "b.json")

@@ -516,7 +516,7 @@ def test_the_plugins_own_errors_share_one_base_class():
     from pytest_commerce_evals.judge.calibration import CalibrationError
     from pytest_commerce_evals.models.embedded import LocalModelUnavailable
     from pytest_commerce_evals.models.endpoint import EndpointError
-    from pytest_commerce_evals.store.run_store import StoreError
+    from pytest_commerce_evals.store.records import StoreError
 
     for error in (ce.ConfigurationError, ce.InfraError, EndpointError, LocalModelUnavailable,
                   StoreError, CalibrationError):  # fmt: skip

@@ -23,16 +23,10 @@ from pytest_commerce_evals.results import (
     set_verdict,
 )
 from pytest_commerce_evals.runner.summary import SetStats
-from pytest_commerce_evals.store.run_store import (
-    SCHEMA_VERSION,
-    RunStore,
-    StoredTrial,
-    StoreError,
-    load_record,
-    record_json,
-    set_results,
-    write_record,
-)
+from pytest_commerce_evals.store.aggregate import set_results
+from pytest_commerce_evals.store.record_file import load_record, record_json, write_record
+from pytest_commerce_evals.store.records import SCHEMA_VERSION, StoredTrial, StoreError
+from pytest_commerce_evals.store.run_store import RunStore
 
 HERE = Path(__file__).parent
 PACKAGE = HERE.parent / "pytest_commerce_evals"

@@ -14,17 +14,12 @@ import pytest
 from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.events import Text
+from pytest_commerce_evals.jsonsafe import MAX_DEPTH, clean_json
 from pytest_commerce_evals.store.database import lasting
-from pytest_commerce_evals.store.run_store import (
-    MAX_DEPTH,
-    SCHEMA_VERSION,
-    RunStore,
-    StoreError,
-    clean_json,
-    load_record,
-    public_base_url,
-    write_record,
-)
+from pytest_commerce_evals.store.identity import public_base_url
+from pytest_commerce_evals.store.record_file import load_record, write_record
+from pytest_commerce_evals.store.records import SCHEMA_VERSION, StoreError
+from pytest_commerce_evals.store.run_store import RunStore
 
 HERE = Path(__file__).parent
 

@@ -31,7 +31,9 @@ from pytest_commerce_evals.store.database import (
     scrub,
     translate,
 )
-from pytest_commerce_evals.store.run_store import RunStore, StoreError, load_record
+from pytest_commerce_evals.store.record_file import load_record
+from pytest_commerce_evals.store.records import StoreError
+from pytest_commerce_evals.store.run_store import RunStore
 
 HERE = Path(__file__).parent
 SERVER = os.environ.get("COMMERCE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")

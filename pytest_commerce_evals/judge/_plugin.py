@@ -454,7 +454,7 @@ def pytest_commerce_evals_copy_stores(config: pytest.Config, write: Any) -> None
     if not value:
         return
     from ..store.commands import copy_sides
-    from ..store.run_store import StoreError
+    from ..store.records import StoreError
     from .verdict_store import copy_verdicts
 
     src, dst = copy_sides(config, "--commerce-judge-store-copy", value)

@@ -278,7 +278,8 @@ def _stored_live_runs(
 ) -> tuple[list[tuple[str, str, list[RubricVerdict]]], list[str], str | None]:
     """(live runs, what was damaged and left out, why the store could not be read at all). The
     trend only reads: the store is opened read-only, and no store yet means no runs."""
-    from ..store.run_store import RunStore, StoreError
+    from ..store.records import StoreError
+    from ..store.run_store import RunStore
 
     if not RunStore.exists(folder):
         return [], [], None

@@ -13,7 +13,7 @@ from ..store.commands import open_store, resolve_run
 from ..store.history import ModelComparison, compare_runs
 from ..store.paths import output_path
 from ..store.recorder import damaged_lines
-from ..store.run_store import StoreError
+from ..store.records import StoreError
 from .html import render_comparison_html, write_html
 
 __all__ = ["compare_main"]

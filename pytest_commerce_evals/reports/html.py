@@ -40,7 +40,7 @@ from ..store.history import (
     flaky_case,
     overall_rate,
 )
-from ..store.run_store import RunRecord, StoredTrial
+from ..store.records import RunRecord, StoredTrial
 
 __all__ = ["render_comparison_html", "render_run_html", "write_html"]
 

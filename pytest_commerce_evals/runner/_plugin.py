@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from ..compat import case_scheduler, junit_error, xdist_queued
+from ..jsonsafe import printable
 from ..models.endpoint import AGENT_USED
 from ..results import NOT_GRADED as UNGRADED_OUTCOMES
 from ..results import Stopping, TrialRecord, report_payload
 from ..settings import run_config, settings
 from ..store.recorder import BASELINE, BASELINE_IS_SOURCE, RECORDER, problem
-from ..store.run_store import printable
 from . import regrade_plan
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
@@ -175,7 +175,7 @@ def _adaptive_record(item: CaseItem, outcome: str) -> str | None:
 
 def _agent_endpoint_data(config: pytest.Config) -> dict | None:
     from ..models.endpoint import used_endpoint
-    from ..store.run_store import public_base_url
+    from ..store.identity import public_base_url
 
     used = used_endpoint(config, "agent")
     if used is None:

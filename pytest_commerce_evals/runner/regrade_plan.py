@@ -25,7 +25,9 @@ from ..judge.calibration import DimensionAgreement
 from ..results import RubricVerdict, TrialRecord
 from ..settings import run_config, settings
 from ..store.paths import store_folder
-from ..store.run_store import RunRecord, RunStore, StoreError, load_record
+from ..store.record_file import load_record
+from ..store.records import RunRecord, StoreError
+from ..store.run_store import RunStore
 from .regrade import NOT_REGRADED, STORED_TRIALS
 
 __all__ = [

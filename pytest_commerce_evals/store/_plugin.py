@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ..compat import run_session
+from ..jsonsafe import printable
 from ..results import TrialRecord
 from ..settings import BY_NAME, settings
 from .commands import copy_main, copy_run_store, flaky_main, import_main, open_store, resolve_run
@@ -26,12 +27,8 @@ from .recorder import (
     agent_guess,
     problem,
 )
-from .run_store import (
-    RunRecord,
-    RunStore,
-    StoreError,
-    printable,
-)
+from .records import RunRecord, StoreError
+from .run_store import RunStore
 
 
 def pytest_configure(config: pytest.Config) -> None:

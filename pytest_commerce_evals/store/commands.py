@@ -18,13 +18,10 @@ from .history import (
     load_history,
 )
 from .paths import store_folder
+from .record_file import load_record
 from .recorder import damaged_lines
-from .run_store import (
-    RunRecord,
-    RunStore,
-    StoreError,
-    load_record,
-)
+from .records import RunRecord, StoreError
+from .run_store import RunStore
 
 
 def resolve_run(store: RunStore | None, ref: str, what: str) -> RunRecord:

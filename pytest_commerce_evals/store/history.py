@@ -23,7 +23,8 @@ from typing import Any
 from ..cases.case import PRIORITIES
 from ..results import GRADED
 from ..stats import fisher_drop_p, fisher_rise_p, format_rate, pool_baseline, wilson_interval
-from .run_store import RunRecord, RunStore
+from .records import RunRecord
+from .run_store import RunStore
 
 __all__ = [
     "DEFAULT_HISTORY_RUNS",

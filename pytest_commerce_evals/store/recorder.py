@@ -14,6 +14,7 @@ import pytest
 
 from ..results import TrialRecord
 from ..settings import agent_label, settings
+from .aggregate import case_results, judge_identity, set_results
 from .history import (
     FailingSetDiff,
     History,
@@ -24,24 +25,11 @@ from .history import (
     load_history,
     strip,
 )
+from .identity import git_state, new_run_id, public_base_url, utc_now
 from .paths import output_path, store_folder
-from .run_store import (
-    DEFAULT_STORE_PATH,
-    RunRecord,
-    RunStore,
-    Selection,
-    StoredTrial,
-    StoreError,
-    case_results,
-    clean_trial,
-    git_state,
-    judge_identity,
-    new_run_id,
-    public_base_url,
-    set_results,
-    utc_now,
-    write_record,
-)
+from .record_file import clean_trial, write_record
+from .records import RunRecord, Selection, StoredTrial, StoreError
+from .run_store import DEFAULT_STORE_PATH, RunStore
 
 FLUSH_EVERY_TRIALS = 20
 

@@ -11,20 +11,15 @@ written as they arrive, in small batches; `complete = 1` is set at the end of th
 the session was not interrupted. Several processes may write runs to one store at once: each
 operation opens its own short connection and writes in `BEGIN IMMEDIATE` transactions.
 
-The database and the JSON record (`--commerce-json`) share one `SCHEMA_VERSION`; an older database
-is migrated when it is opened, an older JSON record when it is read.
+The database and the JSON record (`--commerce-json`, `store.record_file`) share one
+`SCHEMA_VERSION` (`store.records`, with the record models); an older database is migrated when it
+is opened (`store.schema`, which holds the tables and the schema history), an older JSON record
+when it is read. How a run lies in the tables is `store.rows`.
 
 Whatever a trial holds is written: a lone surrogate (half of a UTF-16 pair, which no UTF-8 file or
 database takes) is written as the escape `\\udXXX`, and a value nested deeper than `MAX_DEPTH` is
 kept as its JSON text. A reader never gets past a damaged record or store with anything but a
 `StoreError` naming the file, the key or column, and what is wrong.
-
-Schema history:
-  1  runs (no `kind`, no judge fingerprints, no exit status or options) and trials (no error,
-     grader results, snapshot, turn messages, duration or location).
-  2  adds `runs.kind` ('regression' | 'live'), `runs.judge_fingerprints`, `runs.exit_status`,
-     `runs.options`, the missing trial columns, and the `set_results` table (backfilled from the
-     trials of every stored run).
 """
 
 from __future__ import annotations
@@ -32,45 +27,15 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
-import secrets
 import sqlite3
-import subprocess
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from ..errors import CommerceEvalsError
-from ..jsonsafe import (
-    MAX_DEPTH,
-    clean_json,
-    deep_json_path,
-    first_json_problem,
-    is_clean,
-    json_text,
-    key_path,
-    printable,
-    short_repr,
-    surrogate_problem,
-    text_encodes,
-)
-from ..results import (
-    GRADED,
-    CaseTally,
-    RubricVerdict,
-    TrialRecord,
-    failure_lines,
-    set_rate_counts,
-    set_verdict,
-    verdicts_from_json,
-)
-from ..stats import wilson_interval
+from ..results import RubricVerdict, verdicts_from_json
+from .aggregate import judge_identity, set_results
 from .database import (
     DriverMissing,
     PostgresDatabase,
@@ -78,33 +43,14 @@ from .database import (
     is_database_url,
     public_url,
 )
+from .identity import public_base_url, utc_now
+from .record_file import clean_header, clean_trial
+from .records import RunRecord, StoredTrial, StoreError, StoreUnavailable
+from .rows import DamagedRun, json_column, read_run, read_trials, trial_row, write_sets
+from .schema import MOVE_ASIDE, StoreSchema
 
-__all__ = [
-    "DEFAULT_STORE_PATH",
-    "MAX_DEPTH",
-    "SCHEMA_VERSION",
-    "CaseResult",
-    "RunRecord",
-    "RunStore",
-    "Selection",
-    "SetResult",
-    "StoreError",
-    "StoreUnavailable",
-    "StoredTrial",
-    "clean_json",
-    "git_state",
-    "json_text",
-    "load_record",
-    "new_run_id",
-    "printable",
-    "public_base_url",
-    "case_results",
-    "set_results",
-    "trial_from_record",
-    "write_record",
-]
+__all__ = ["DEFAULT_STORE_PATH", "RunStore"]
 
-SCHEMA_VERSION = 4
 DEFAULT_STORE_PATH = Path(".commerce") / "runs"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 DB_NAME = "runs.sqlite"
@@ -112,571 +58,7 @@ PG_SCHEMA = "commerce_runs"
 """The PostgreSQL schema of a run store whose URL names none (`?schema=`)."""
 
 _BUSY_TIMEOUT_S = 60.0
-RunKind = Literal["regression", "live", "regrade"]
 
-
-class StoreError(CommerceEvalsError):
-    """The run store cannot be opened, read or written; the message names the file."""
-
-
-class StoreUnavailable(StoreError):
-    """The store's server cannot be reached, or the connection to it was lost (PostgreSQL);
-    the operation is tried again a few times before this is raised."""
-
-
-class _DamagedRun(StoreError):
-    """One run's rows do not decode; the rest of the store may still be read."""
-
-
-def _id_problem(data: Any) -> str | None:
-    """Where a run record's identifiers break: the run id or a trial's case id holding a lone
-    surrogate (anywhere else one comes back escaped; an id escaped names another run or case)."""
-    if not isinstance(data, dict):
-        return None
-    found = [("run_id", data.get("run_id"))]
-    trials = data.get("trials")
-    if isinstance(trials, list):
-        found += [(f"trials[{i}].case_id", t.get("case_id")) for i, t in enumerate(trials)
-                  if isinstance(t, dict)]  # fmt: skip
-    for key, value in found:
-        if isinstance(value, str) and not text_encodes(value):
-            return f"{key}: {surrogate_problem(value)}; an id is refused, not escaped"
-    return None
-
-
-def _loads_clean(raw: bytes, where: str, what: str, limit: int, check: Any = None) -> Any:
-    """Parse a JSON document of `what` from `where` with every failure a `StoreError` naming
-    the file and, where there is one, the key; lone surrogates come back escaped, except where
-    `check(data)` names one it refuses."""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise StoreError(
-            f"{where}: cannot read {what}: not UTF-8 text (byte {exc.start}: {exc.reason})"
-        ) from None
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise StoreError(
-            f"{where}: key {deep_json_path(text, limit)}: nested deeper than {limit} levels; "
-            f"{what} nests at most {limit}"
-        ) from None
-    except ValueError as exc:
-        raise StoreError(f"{where}: cannot read {what}: {exc}") from None
-    problem = check(data) if check is not None else None
-    if problem is not None:
-        raise StoreError(f"{where}: key {problem}")
-    if is_clean(data, limit):
-        return data
-    problem = first_json_problem(data, limit, surrogates=False)
-    if problem is not None:
-        raise StoreError(f"{where}: key {problem}; {what} nests at most {limit}")
-    return clean_json(data, limit)
-
-
-def validation_summary(exc: ValidationError, limit: int = 4) -> str:
-    """'key a.b: what; key c: what (and N more)': each key and what is wrong with it."""
-    parts = []
-    for err in exc.errors(include_url=False):
-        where = key_path(err["loc"])
-        found = ""
-        if err["type"] not in ("missing", "extra_forbidden") and "input" in err:
-            found = f" (found {type(err['input']).__name__})"
-        parts.append(f"key {where}: {printable(err['msg'])}{found}")
-    more = f" (and {len(parts) - limit} more)" if len(parts) > limit else ""
-    return "; ".join(parts[:limit]) + more
-
-
-# -- records ----------------------------------------------------------------------------------
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class Selection(_Record):
-    """What a run selected; runs with the same selection (and kind) are comparable."""
-
-    args: list[str] = Field(default_factory=list)
-    keyword: str | None = None
-    markexpr: str | None = None
-    trials: int = 1
-
-    @property
-    def signature(self) -> str:
-        """Case paths, `-k`, `-m` and trials per case, as one stable string."""
-        return json.dumps(
-            {
-                "args": sorted(self.args),
-                "k": self.keyword or "",
-                "m": self.markexpr or "",
-                "trials": self.trials,
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        )
-
-    def describe(self) -> str:
-        parts = [" ".join(self.args) or "(default paths)"]
-        if self.keyword:
-            parts.append(f"-k {self.keyword!r}")
-        if self.markexpr:
-            parts.append(f"-m {self.markexpr!r}")
-        parts.append(f"{self.trials} trial{'s' if self.trials != 1 else ''} per case")
-        return ", ".join(parts)
-
-
-StoredTrial = TrialRecord
-"""One finished trial as stored: the typed trial record (`results.TrialRecord`) itself."""
-
-
-class SetResult(_Record):
-    """A set's pass rate over graded trials against its threshold."""
-
-    name: str
-    passed: int
-    graded: int
-    rate: float | None
-    threshold: float
-    met: bool
-    other: dict[str, int] = Field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str:
-        """`ok`, `short`, `undecided` (trials ran, none graded) or `skipped` (every case
-        skipped), by the one rule the exit status uses (`results.set_verdict`); `met` holds the
-        threshold's answer on `rate` (under adaptive trials the mean of per-case rates)."""
-        if self.graded <= 0:
-            return set_verdict(self.passed, self.graded, self.threshold, self.other)
-        return "ok" if self.met else "short"
-
-
-class CaseResult(_Record):
-    """One case's graded trials in a run: its pass rate with a 95% Wilson interval, and (when
-    the run store knew its history) whether it is flaky and its per-run strip, oldest first
-    (`✓` every graded trial passed, `✗` not). Derived from the trials: the JSON record carries
-    it for readers without this package; the database does not store it."""
-
-    case_id: str
-    set_name: str
-    priority: str
-    passed: int
-    graded: int
-    rate: float | None
-    interval: list[float] | None
-    flaky: bool | None = None
-    history: str | None = None
-
-
-class RunRecord(_Record):
-    """A whole run: what the database holds for it and what `--commerce-json` writes."""
-
-    schema_version: int = SCHEMA_VERSION
-    run_id: str = Field(min_length=1, pattern=r"^[^\s]+$")
-    kind: RunKind = "regression"
-    started_at: str
-    ended_at: str | None = None
-    complete: bool = False
-    exit_status: int | None = None
-    git_commit: str | None = None
-    git_dirty: bool | None = None
-    agent_model: str | None = None
-    agent_base_url: str | None = None
-    judge_model: str | None = None
-    judge_fingerprints: list[str] = Field(default_factory=list)
-    selection: Selection = Field(default_factory=Selection)
-    options: dict[str, Any] = Field(default_factory=dict)
-    baseline: str | None = None
-    sets: list[SetResult] = Field(default_factory=list)
-    cases: list[CaseResult] = Field(default_factory=list)
-    diff: dict[str, Any] | None = None
-    """The failing-set diff against the run's baseline (`history.FailingSetDiff.summary`): the
-    JSON record carries it for readers; the database does not store it."""
-    trials: list[StoredTrial] = Field(default_factory=list)
-
-    @property
-    def signature(self) -> str:
-        return self.selection.signature
-
-
-# -- building records -------------------------------------------------------------------------
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """Sortable by start time, unique across processes: `20250101-120301-3f9a2c`."""
-    now = now or datetime.now(UTC)
-    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def public_base_url(url: str | None) -> str | None:
-    """The base URL without credentials, query or fragment: nothing secret is ever stored."""
-    if not url:
-        return None
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-    except ValueError:  # not a URL (a bad port or IPv6 host): store nothing rather than guess
-        return None
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def git_state(path: Path) -> tuple[str | None, bool | None]:
-    """(commit, dirty) of the repository holding `path`; (None, None) without git or a repo.
-
-    Dirty means tracked files differ from the commit; untracked files do not count.
-    """
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(path), *args],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout if done.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    if commit is None:
-        return None, None
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return commit.strip(), (bool(status.strip()) if status is not None else None)
-
-
-def trial_from_record(record: dict[str, Any], messages: Iterable[str] = ()) -> StoredTrial:
-    """A trial record in its JSON form (`TrialResult.to_dict()` plus the set's threshold, as the
-    `pytest_commerce_evals_trial_recorded` hook carried it before it was typed) as the typed
-    record; unknown keys dropped. `TrialRecord.from_result` makes one from a `TrialResult`."""
-    data = {
-        "case_id": record["case_id"],
-        "trial": record["trial"],
-        "trials": record.get("trials", 1),
-        "set_name": record["set_name"],
-        "threshold": record["threshold"],
-        "priority": record["priority"],
-        "difficulty": record["difficulty"],
-        "tags": list(record.get("tags") or []),
-        "outcome": record["outcome"],
-        "error": record.get("error"),
-        "grader_results": list(record.get("grader_results") or []),
-        "verdicts": list(record.get("verdicts") or []),
-        "turns": [list(turn) for turn in record.get("turns") or []],
-        "messages": list(messages),
-        "snapshot": record.get("snapshot"),
-        "duration_s": float(record.get("duration_s") or 0.0),
-        "file": record.get("file"),
-        "line": record.get("line"),
-    }
-    trial = StoredTrial.model_validate(clean_json(data, MAX_DEPTH - 2))
-    failures = failure_lines(trial.grader_results, trial.error, trial.verdicts)
-    return trial.model_copy(update={"failures": clean_json(failures)})
-
-
-def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
-    """Per-set pass rates over graded (pass or fail) trials, with the same rule as the exit
-    status: a set with nothing graded is met only when all its trials were skipped."""
-    groups: dict[str, dict[str, Any]] = {}
-    for t in trials:
-        g = groups.setdefault(
-            t.set_name,
-            {"passed": 0, "graded": 0, "threshold": t.threshold, "other": {}, "cases": {}},
-        )
-        case = g["cases"].get(t.case_id)
-        if case is None:
-            case = g["cases"][t.case_id] = CaseTally()
-        case.add(t.trial, t.outcome, t.threshold, t.stopping)
-        if t.outcome in GRADED:
-            g["graded"] += 1
-            g["passed"] += t.outcome == "pass"
-        else:
-            g["other"][t.outcome] = g["other"].get(t.outcome, 0) + 1
-    out = []
-    for name in sorted(groups):
-        g = groups[name]
-        # pooled trials; under adaptive trials the mean of the cases' unbiased rates
-        num, den = set_rate_counts(c.counts() for c in g["cases"].values())
-        rate = num / den if den else None
-        met = set_verdict(num, den, g["threshold"], g["other"]) in ("ok", "skipped")
-        out.append(
-            SetResult(
-                name=name,
-                passed=g["passed"],
-                graded=g["graded"],
-                rate=rate,
-                threshold=g["threshold"],
-                met=met,
-                other=g["other"],
-            )
-        )
-    return out
-
-
-def case_results(
-    trials: Iterable[StoredTrial],
-    strips: dict[str, str] | None = None,
-    flaky: Iterable[str] = (),
-) -> list[CaseResult]:
-    """Per-case pass rates over graded trials with their 95% Wilson interval, in case order;
-    `strips` (case id -> per-run strip, oldest first) adds the history, and `flaky` names the
-    cases the history calls flaky."""
-    flaky = set(flaky)
-    found: dict[str, dict[str, Any]] = {}
-    for t in trials:
-        c = found.setdefault(
-            t.case_id, {"set_name": t.set_name, "priority": t.priority, "passed": 0, "graded": 0}
-        )
-        if t.outcome in GRADED:
-            c["graded"] += 1
-            c["passed"] += t.outcome == "pass"
-    out = []
-    for case_id in sorted(found):
-        c = found[case_id]
-        strip = (strips or {}).get(case_id)
-        out.append(
-            CaseResult(
-                case_id=case_id,
-                **c,
-                rate=c["passed"] / c["graded"] if c["graded"] else None,
-                interval=list(wilson_interval(c["passed"], c["graded"])) if c["graded"] else None,
-                flaky=None if strips is None else case_id in flaky,
-                history=strip,
-            )
-        )
-    return out
-
-
-def judge_identity(trials: Iterable[StoredTrial]) -> tuple[str | None, list[str]]:
-    """The judge model and the sorted judge fingerprints found in the trials' verdicts."""
-    models: list[str] = []
-    prints: set[str] = set()
-    for t in trials:
-        for v in t.verdicts:
-            if v.judge_model and v.judge_model not in models:
-                models.append(v.judge_model)
-            if v.judge_fingerprint:
-                prints.add(v.judge_fingerprint)
-    return (", ".join(models) or None), sorted(prints)
-
-
-# -- JSON records -----------------------------------------------------------------------------
-
-
-def _schema_version(data: dict[str, Any], where: str) -> int:
-    version = data.get("schema_version", 1)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise StoreError(
-            f"{where}: key schema_version: expected an integer from 1 to {SCHEMA_VERSION}; "
-            f"found {short_repr(version)}"
-        )
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{where}: schema_version {short_repr(version)} is newer than this plugin's "
-            f"{SCHEMA_VERSION}; upgrade pytest-commerce-evals to read it"
-        )
-    return version
-
-
-def _migrate_record(data: dict[str, Any], where: str) -> dict[str, Any]:
-    if _schema_version(data, where) < 2:
-        data.setdefault("kind", "regression")
-        data.setdefault("judge_fingerprints", [])
-        data.pop("sets", None)  # recomputed from the trials once they are read
-    data["schema_version"] = SCHEMA_VERSION
-    return data
-
-
-def load_record(path: str | Path) -> RunRecord:
-    """Read a run record written by `--commerce-json` (older schemas are migrated).
-
-    Any failure is a `StoreError` naming the file and, where there is one, the key: not a file,
-    not UTF-8, not JSON, nested deeper than `MAX_DEPTH`, a schema_version that is not 1 to
-    `SCHEMA_VERSION`, a key missing or of the wrong type. Lone surrogates come back escaped.
-    """
-    path = Path(path)
-    if path.exists() and not path.is_file():  # a folder, or a pipe that would block the read
-        raise StoreError(f"{path}: cannot read a run record: not a regular file")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read a run record: {exc.strerror or exc}") from None
-    data = _loads_clean(raw, str(path), "a run record", MAX_DEPTH, _id_problem)
-    if not isinstance(data, dict):
-        raise StoreError(f"{path}: a run record is a JSON object; found {type(data).__name__}")
-    try:
-        # strict: a record written by hand or by another tool gets no lax coercion ("yes" is not
-        # true, "0.9" is not a number, 1.0 is not a trial number)
-        record = RunRecord.model_validate(_migrate_record(data, str(path)), strict=True)
-    except ValidationError as exc:
-        raise StoreError(
-            f"{path}: not a commerce-evals run record: {validation_summary(exc)}"
-        ) from None
-    if not record.sets and record.trials:
-        record = record.model_copy(update={"sets": set_results(record.trials)})
-    return record
-
-
-def clean_trial(trial: StoredTrial) -> StoredTrial:
-    """The trial itself, or a copy with every value `clean_json` makes writable."""
-    room = MAX_DEPTH - 2  # a trial is level 3 of a record (the record, its trials, the trial)
-    data = trial.model_dump()
-    if is_clean(data, room):
-        return trial
-    return StoredTrial.model_validate(clean_json(data, room))
-
-
-def clean_header(record: RunRecord) -> RunRecord:
-    """The record itself, or a copy whose fields other than the trials `clean_json` made
-    writable (a model name or path from the command line can hold a lone surrogate)."""
-    data = record.model_dump(exclude={"trials"})
-    if is_clean(data, MAX_DEPTH):
-        return record
-    return RunRecord.model_validate({**clean_json(data, MAX_DEPTH), "trials": record.trials})
-
-
-def record_json(record: RunRecord) -> str:
-    """The record as JSON text that `load_record` reads back, whatever its trials hold."""
-    try:
-        return record.model_dump_json(indent=1)
-    except (ValueError, TypeError, RecursionError):
-        # a lone surrogate, a value nested past pydantic's 254 levels, a type it cannot write
-        data = clean_json(record.model_dump(), MAX_DEPTH)
-        return json.dumps(data, ensure_ascii=False, indent=1, default=str)
-
-
-def write_record(record: RunRecord, path: str | Path) -> Path:
-    """Write the record as JSON (through a temporary file, so a reader never sees half of it);
-    only an `OSError` of the file system can stop it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(record_json(record), encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
-# -- the database -----------------------------------------------------------------------------
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE runs (
-    run_id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL DEFAULT 'regression' CHECK (kind IN ('regression', 'live', 'regrade')),
-    started_at TEXT NOT NULL,
-    ended_at TEXT,
-    complete INTEGER NOT NULL DEFAULT 0,
-    exit_status INTEGER,
-    git_commit TEXT,
-    git_dirty INTEGER,
-    agent_model TEXT,
-    agent_base_url TEXT,
-    judge_model TEXT,
-    judge_fingerprints TEXT NOT NULL DEFAULT '[]',
-    selection TEXT NOT NULL,
-    signature TEXT NOT NULL,
-    options TEXT NOT NULL DEFAULT '{}',
-    baseline TEXT
-);
-CREATE TABLE trials (
-    run_id TEXT NOT NULL REFERENCES runs (run_id),
-    case_id TEXT NOT NULL,
-    trial INTEGER NOT NULL,
-    set_name TEXT NOT NULL,
-    threshold REAL NOT NULL,
-    priority TEXT NOT NULL,
-    difficulty TEXT NOT NULL,
-    tags TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    failures TEXT NOT NULL,
-    transcript TEXT NOT NULL,
-    verdicts TEXT NOT NULL,
-    trials INTEGER NOT NULL DEFAULT 1,
-    error TEXT,
-    grader_results TEXT NOT NULL DEFAULT '[]',
-    messages TEXT NOT NULL DEFAULT '[]',
-    snapshot TEXT,
-    duration_s REAL NOT NULL DEFAULT 0,
-    file TEXT,
-    line INTEGER,
-    stopping TEXT,
-    PRIMARY KEY (run_id, case_id, trial)
-);
-CREATE TABLE set_results (
-    run_id TEXT NOT NULL REFERENCES runs (run_id),
-    set_name TEXT NOT NULL,
-    passed INTEGER NOT NULL,
-    graded INTEGER NOT NULL,
-    rate REAL,
-    threshold REAL NOT NULL,
-    met INTEGER NOT NULL,
-    other TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (run_id, set_name)
-);
-CREATE INDEX runs_comparable ON runs (kind, signature, complete, started_at);
-CREATE INDEX runs_by_model ON runs (agent_model, kind, complete, started_at);
-"""
-
-# schema 3 -> 4: a trial of an adaptive run records the rule that stopped its case
-_MIGRATE_3_TO_4 = "ALTER TABLE trials ADD COLUMN stopping TEXT"
-
-# schema 1 -> 2, applied in one transaction when an older store is opened
-_MIGRATE_1_TO_2 = """
-ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'regression'
-    CHECK (kind IN ('regression', 'live'));
-ALTER TABLE runs ADD COLUMN exit_status INTEGER;
-ALTER TABLE runs ADD COLUMN judge_fingerprints TEXT NOT NULL DEFAULT '[]';
-ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
-ALTER TABLE runs ADD COLUMN baseline TEXT;
-ALTER TABLE trials ADD COLUMN trials INTEGER NOT NULL DEFAULT 1;
-ALTER TABLE trials ADD COLUMN error TEXT;
-ALTER TABLE trials ADD COLUMN grader_results TEXT NOT NULL DEFAULT '[]';
-ALTER TABLE trials ADD COLUMN messages TEXT NOT NULL DEFAULT '[]';
-ALTER TABLE trials ADD COLUMN snapshot TEXT;
-ALTER TABLE trials ADD COLUMN duration_s REAL NOT NULL DEFAULT 0;
-ALTER TABLE trials ADD COLUMN file TEXT;
-ALTER TABLE trials ADD COLUMN line INTEGER;
-CREATE TABLE set_results (
-    run_id TEXT NOT NULL REFERENCES runs (run_id),
-    set_name TEXT NOT NULL,
-    passed INTEGER NOT NULL,
-    graded INTEGER NOT NULL,
-    rate REAL,
-    threshold REAL NOT NULL,
-    met INTEGER NOT NULL,
-    other TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (run_id, set_name)
-);
-CREATE INDEX IF NOT EXISTS runs_comparable ON runs (kind, signature, complete, started_at);
-CREATE INDEX IF NOT EXISTS runs_by_model ON runs (agent_model, kind, complete, started_at);
-"""
-
-_RUN_JSON = ("judge_fingerprints", "selection", "options")
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_TRIAL_JSON = {
-    "tags": "tags",
-    "failures": "failures",
-    "transcript": "turns",
-    "verdicts": "verdicts",
-    "grader_results": "grader_results",
-    "messages": "messages",
-    "snapshot": "snapshot",
-    "stopping": "stopping",
-}
-
-
-_MOVE_ASIDE = (
-    "move the file aside (keep it for inspection) and the next run starts a new store; see "
-    "docs/run-history.md"
-)
 # text in the database that is not UTF-8 (written by another tool) is read with its bad bytes
 # escaped as \\xNN instead of failing the whole query
 _TEXT = functools.partial(str, encoding="utf-8", errors="backslashreplace")
@@ -711,8 +93,6 @@ class RunStore:
         self.retries = 0
         """How many times an operation was tried again after the connection was lost."""
         self._pg: PostgresDatabase | None = None
-        self._errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
-        self._lost: tuple[type[BaseException], ...] = ()
         if is_database_url(folder):
             # a PostgreSQL database (and schema): `path` is its URL without the password
             self.url = str(folder).strip()
@@ -722,18 +102,18 @@ class RunStore:
                 self._pg = PostgresDatabase(self.url, schema=PG_SCHEMA, read_only=read_only)
             except DriverMissing as exc:
                 raise StoreError(str(exc)) from None
-            self._errors += self._pg.errors
-            self._lost = self._pg.transient
+            self._schema = StoreSchema(self.path, read_only=read_only, pg=self._pg)
             self._retry(self._open_database)
             return
         self.url = None
         self.folder = Path(folder)
         self.path = self.folder / DB_NAME
+        self._schema = StoreSchema(self.path, read_only=read_only)
         if read_only:
             if not self.path.is_file():
                 raise StoreError(f"{self.path}: no run store here (no run has been recorded)")
             with self._connect() as conn:
-                self._check_schema(conn)
+                self._schema.check(conn)
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -741,7 +121,7 @@ class RunStore:
             raise StoreError(f"{self.folder}: cannot create the run store folder: {exc}") from None
         self._set_wal()
         with self._transaction() as conn:
-            self._check_schema(conn)
+            self._schema.check(conn)
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.folder or self.path)!r})"
@@ -772,12 +152,12 @@ class RunStore:
     def _open_database(self) -> None:
         if self.read_only:
             with self._connect() as conn:
-                if not {"meta", "runs"} & self._tables(conn):
+                if not {"meta", "runs"} & self._schema.tables(conn):
                     raise StoreError(f"{self.path}: no run store here (no run has been recorded)")
-                self._check_schema(conn)
+                self._schema.check(conn)
             return
         with self._transaction(lock=True) as conn:
-            self._check_schema(conn)
+            self._schema.check(conn)
 
     def _retry(self, work: Any) -> Any:
         """`work()`; on PostgreSQL tried again (after a wait, on a new connection) while the
@@ -790,16 +170,6 @@ class RunStore:
             self.retries += 1
 
         return self._pg.retry(work, lost=(StoreUnavailable,), retried=counted)
-
-    def _tables(self, conn: Any) -> set[str]:
-        if self._pg is not None:
-            return self._pg.tables(conn)
-        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-
-    def _columns(self, conn: Any, table: str) -> set[str]:
-        if self._pg is not None:
-            return set(self._pg.columns(conn, table))
-        return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
 
     def _set_wal(self) -> None:
         """WAL is a property of the file: set once, every later connection uses it. Two
@@ -845,7 +215,7 @@ class RunStore:
         except UnicodeDecodeError as exc:  # SQLite's own message quotes damaged schema text
             raise StoreError(
                 f"{self.path}: run store error: the database's schema is damaged (SQLite "
-                f"reported bytes that are not UTF-8: {exc.reason}); {_MOVE_ASIDE}"
+                f"reported bytes that are not UTF-8: {exc.reason}); {MOVE_ASIDE}"
             ) from None
 
     @contextmanager
@@ -880,139 +250,6 @@ class RunStore:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-
-    def _damage(self, what: str) -> StoreError:
-        return StoreError(f"{self.path}: run store damaged: {what}; {_MOVE_ASIDE}")
-
-    def _stored_version(self, conn: sqlite3.Connection) -> int:
-        """meta.schema_version, or 1 for a schema 1 store that predates it."""
-        try:
-            rows = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-        except self._errors as exc:
-            raise self._damage(f"the meta table cannot be read ({exc})") from None
-        if not rows:
-            if "kind" in self._columns(conn, "runs"):
-                # the runs table is schema 2: the version row was lost
-                raise self._damage("the meta table has no schema_version row")
-            return 1
-        value = rows[0][0]
-        try:
-            version = int(str(value).strip())
-        except ValueError:
-            version = 0
-        if version < 1:
-            raise self._damage(
-                f"meta.schema_version is {short_repr(value)}, not a schema version (1 to "
-                f"{SCHEMA_VERSION})"
-            )
-        return version
-
-    def _check_schema(self, conn: sqlite3.Connection) -> None:
-        tables = self._tables(conn)
-        if not tables and not self.read_only:
-            # a new store; the write lock is held, so no other process races us
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            return
-        if "verdicts" in tables and "runs" not in tables:
-            raise StoreError(
-                f"{self.path}: this schema holds a verdict store; give the run store a schema of "
-                "its own (?schema=NAME, or none for commerce_runs)"
-            )
-        if "meta" not in tables or "runs" not in tables:
-            raise StoreError(
-                f"{self.path}: not a commerce-evals run store (tables: "
-                f"{', '.join(sorted(tables)) or 'none'})"
-            )
-        version = self._stored_version(conn)
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: run store schema_version {version} is newer than this plugin's "
-                f"{SCHEMA_VERSION}; upgrade pytest-commerce-evals or use another --commerce-store"
-            )
-        if version < SCHEMA_VERSION and self.read_only:
-            raise StoreError(
-                f"{self.path}: run store schema_version {version} must be migrated to "
-                f"{SCHEMA_VERSION} before it can be read; run pytest once with write access "
-                "to it"
-            )
-        if version < 2:
-            try:
-                self._migrate_1_to_2(conn)
-            except self._lost:
-                raise
-            except self._errors as exc:
-                raise self._damage(
-                    f"meta.schema_version is 1 but the tables do not migrate to 2 ({exc})"
-                ) from None
-            if self._pg is not None:
-                self._pg.forget_tables()
-        if version < 3:
-            try:
-                self._migrate_2_to_3(conn)
-            except self._lost:
-                raise
-            except self._errors as exc:
-                raise self._damage(
-                    f"meta.schema_version is {version} but the runs table does not migrate to 3 "
-                    f"({exc})"
-                ) from None
-            if self._pg is not None:
-                self._pg.forget_tables()
-        if version < 4 and "stopping" not in self._columns(conn, "trials"):
-            try:
-                conn.execute(_MIGRATE_3_TO_4)
-            except self._lost:
-                raise
-            except self._errors as exc:
-                raise self._damage(
-                    f"meta.schema_version is {version} but the trials table does not migrate to "
-                    f"4 ({exc})"
-                ) from None
-            if self._pg is not None:
-                self._pg.forget_tables()
-        missing = {"trials", "set_results"} - self._tables(conn)
-        if missing:
-            raise self._damage(f"table(s) {', '.join(sorted(missing))} missing")
-        if version != SCHEMA_VERSION:
-            conn.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-
-    def _migrate_1_to_2(self, conn: sqlite3.Connection) -> None:
-        for statement in _MIGRATE_1_TO_2.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        for (run_id,) in conn.execute("SELECT run_id FROM runs").fetchall():
-            trials = self._trials(conn, run_id)
-            _, prints = judge_identity(trials)
-            conn.execute(
-                "UPDATE runs SET judge_fingerprints = ? WHERE run_id = ?",
-                (json.dumps(prints), run_id),
-            )
-            self._write_sets(conn, run_id, set_results(trials))
-
-    def _migrate_2_to_3(self, conn: sqlite3.Connection) -> None:
-        """Schema 3 admits runs of kind `regrade`. PostgreSQL swaps the column's check; SQLite
-        cannot alter a check, so its runs table is rebuilt with the same rows."""
-        if self._pg is not None:
-            conn.execute("ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_kind_check")
-            conn.execute(
-                "ALTER TABLE runs ADD CONSTRAINT runs_kind_check "
-                "CHECK (kind IN ('regression', 'live', 'regrade'))"
-            )
-            return
-        table = _SCHEMA.split("CREATE TABLE runs (", 1)[1].split(");", 1)[0]
-        columns = ", ".join(self._columns(conn, "runs"))
-        conn.execute(f"CREATE TABLE runs_v3 ({table})")
-        conn.execute(f"INSERT INTO runs_v3 ({columns}) SELECT {columns} FROM runs")
-        conn.execute("DROP TABLE runs")
-        conn.execute("ALTER TABLE runs_v3 RENAME TO runs")
-        for statement in _SCHEMA.split(";"):
-            if statement.strip().startswith("CREATE INDEX"):
-                conn.execute(statement)
 
     # writing -----------------------------------------------------------------------------
 
@@ -1049,34 +286,6 @@ class RunStore:
                 ),
             )
 
-    @staticmethod
-    def _trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
-        # the typed grader results, verdicts and events as the JSON the columns hold
-        data = t.model_dump(include={"grader_results", "verdicts", "turns"})
-        return (
-            run_id,
-            t.case_id,
-            t.trial,
-            t.set_name,
-            t.threshold,
-            t.priority,
-            t.difficulty,
-            json.dumps(t.tags),
-            t.outcome,
-            json.dumps(t.failures, ensure_ascii=False),
-            json.dumps(data["turns"], ensure_ascii=False),
-            json.dumps(data["verdicts"], ensure_ascii=False),
-            t.trials,
-            t.error,
-            json.dumps(data["grader_results"], ensure_ascii=False, default=str),
-            json.dumps(t.messages, ensure_ascii=False),
-            json.dumps(t.snapshot, ensure_ascii=False) if t.snapshot is not None else None,
-            t.duration_s,
-            t.file,
-            t.line,
-            t.stopping.model_dump_json() if t.stopping is not None else None,
-        )
-
     def add_trials(self, run_id: str, trials: Iterable[StoredTrial]) -> int:
         """Store trials (a case and trial stored again replaces the earlier one). A trial whose
         text SQLite cannot take is stored as `clean_trial` makes it."""
@@ -1084,9 +293,9 @@ class RunStore:
         if not trials:
             return 0
         try:
-            self._insert_trials([self._trial_row(run_id, t) for t in trials])
+            self._insert_trials([trial_row(run_id, t) for t in trials])
         except (UnicodeEncodeError, RecursionError, ValueError, TypeError):
-            self._insert_trials([self._trial_row(run_id, clean_trial(t)) for t in trials])
+            self._insert_trials([trial_row(run_id, clean_trial(t)) for t in trials])
         return len(trials)
 
     def _insert_trials(self, rows: list[tuple[Any, ...]]) -> None:
@@ -1148,7 +357,7 @@ class RunStore:
     ) -> None:
         with self._transaction() as conn:
             if trials is None:
-                trials = self._trials(conn, run_id)
+                trials = read_trials(conn, run_id, self.path)
             else:
                 trials = list({(t.case_id, t.trial): t for t in trials}.values())
             judge_model, prints = judge_identity(trials)
@@ -1165,27 +374,7 @@ class RunStore:
                     run_id,
                 ),
             )
-            self._write_sets(conn, run_id, set_results(trials))
-
-    @staticmethod
-    def _write_sets(conn: sqlite3.Connection, run_id: str, sets: list[SetResult]) -> None:
-        conn.execute("DELETE FROM set_results WHERE run_id = ?", (run_id,))
-        conn.executemany(
-            "INSERT INTO set_results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    run_id,
-                    s.name,
-                    s.passed,
-                    s.graded,
-                    s.rate,
-                    s.threshold,
-                    int(s.met),
-                    json.dumps(s.other),
-                )
-                for s in sets
-            ],
-        )
+            write_sets(conn, run_id, set_results(trials))
 
     def import_record(self, record: RunRecord) -> None:
         """Store a whole record (e.g. one written aside while the store was unusable)."""
@@ -1202,75 +391,6 @@ class RunStore:
 
     # reading -----------------------------------------------------------------------------
 
-    def _column(self, raw: Any, column: str, where: str) -> Any:
-        """A JSON column's value, or a `StoreError` saying what is damaged where."""
-        if raw is None:
-            return None
-        try:
-            value = json.loads(raw)
-        except RecursionError:
-            raise _DamagedRun(
-                f"{self.path}: {where}: column {column} is nested too deeply to read"
-            ) from None
-        except (ValueError, TypeError) as exc:
-            raise _DamagedRun(
-                f"{self.path}: {where}: column {column} is not JSON ({exc})"
-            ) from None
-        if isinstance(raw, str) and _SURROGATE_ESCAPE.search(raw):
-            value = clean_json(value)
-        return value
-
-    def _trials(self, conn: sqlite3.Connection, run_id: str) -> list[StoredTrial]:
-        rows = conn.execute(
-            "SELECT * FROM trials WHERE run_id = ? ORDER BY set_name, case_id, trial", (run_id,)
-        ).fetchall()
-        out = []
-        for row in rows:
-            data = dict(row)
-            where = f"run {run_id}, case {data.get('case_id')!r:.80} trial {data.get('trial')!r}"
-            try:
-                data.pop("run_id")
-                for column, field in _TRIAL_JSON.items():
-                    if column == "stopping" and column not in data:  # a store still migrating
-                        continue
-                    data[field] = self._column(data.pop(column), f"trials.{column}", where)
-                out.append(StoredTrial.model_validate(data))
-            except KeyError as exc:
-                raise _DamagedRun(f"{self.path}: {where}: column trials.{exc} missing") from None
-            except ValidationError as exc:
-                raise _DamagedRun(
-                    f"{self.path}: {where}: damaged: {validation_summary(exc)}"
-                ) from None
-        return out
-
-    def _record(self, conn: sqlite3.Connection, row: sqlite3.Row, with_trials: bool) -> RunRecord:
-        data = dict(row)
-        where = f"run {printable(str(data.get('run_id')))[:80]}"
-        try:
-            data.pop("signature")
-            for column in _RUN_JSON:
-                data[column] = self._column(data[column], f"runs.{column}", where)
-            data["complete"] = bool(data["complete"])
-            data["git_dirty"] = None if data["git_dirty"] is None else bool(data["git_dirty"])
-            sets = conn.execute(
-                "SELECT * FROM set_results WHERE run_id = ? ORDER BY set_name", (data["run_id"],)
-            ).fetchall()
-            data["sets"] = []
-            for found in sets:
-                entry = dict(found)
-                entry["name"] = entry.pop("set_name")
-                entry["met"] = bool(entry["met"])
-                entry["other"] = self._column(entry["other"], "set_results.other", where)
-                entry.pop("run_id")
-                data["sets"].append(entry)
-            if with_trials:
-                data["trials"] = self._trials(conn, data["run_id"])
-            return RunRecord.model_validate(data)
-        except KeyError as exc:
-            raise _DamagedRun(f"{self.path}: {where}: column {exc} missing") from None
-        except ValidationError as exc:
-            raise _DamagedRun(f"{self.path}: {where}: damaged: {validation_summary(exc)}") from None
-
     def load_run(self, run_id: str, *, with_trials: bool = True) -> RunRecord:
         return self._retry(lambda: self._load_run(run_id, with_trials))
 
@@ -1279,7 +399,7 @@ class RunStore:
             row = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 raise StoreError(f"{self.path}: no run {run_id!r}")
-            return self._record(conn, row, with_trials)
+            return read_run(conn, row, with_trials, self.path)
 
     def runs(
         self,
@@ -1319,8 +439,8 @@ class RunStore:
                 if limit is not None and len(out) >= limit:
                     break
                 try:
-                    out.append(self._record(conn, row, False))
-                except _DamagedRun as exc:
+                    out.append(read_run(conn, row, False, self.path))
+                except DamagedRun as exc:
                     self._note(exc)
         return out
 
@@ -1339,15 +459,15 @@ class RunStore:
             for case_id, trial, raw in rows:
                 where = f"run {run_id}, case {case_id!r:.80} trial {trial!r}"
                 try:
-                    found = self._column(raw or "[]", "trials.verdicts", where)
-                except _DamagedRun as exc:
+                    found = json_column(raw or "[]", "trials.verdicts", where, self.path)
+                except DamagedRun as exc:
                     self._note(exc)
                     continue
                 try:
                     out += verdicts_from_json(found)
                 except ValueError:
                     self._note(
-                        _DamagedRun(
+                        DamagedRun(
                             f"{self.path}: {where}: column trials.verdicts is not a list of "
                             "verdicts"
                         )
@@ -1363,7 +483,7 @@ class RunStore:
             if candidate.started_at <= record.started_at:
                 try:
                     return self.load_run(candidate.run_id)
-                except _DamagedRun as exc:
+                except DamagedRun as exc:
                     self._note(exc)
         return None
 
@@ -1402,7 +522,7 @@ class RunStore:
         for candidate in self.runs(kind=kind, complete=True, agent_model=model):
             try:
                 return self.load_run(candidate.run_id)
-            except _DamagedRun as exc:
+            except DamagedRun as exc:
                 self._note(exc)
         return None
 

@@ -1,0 +1,130 @@
+"""What a run's trials add up to: a trial record from its JSON form, the per-set and per-case
+pass rates, and the judge model and fingerprints the trials' verdicts name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..jsonsafe import MAX_DEPTH, clean_json
+from ..results import GRADED, CaseTally, failure_lines, set_rate_counts, set_verdict
+from ..stats import wilson_interval
+from .records import CaseResult, SetResult, StoredTrial
+
+__all__ = ["case_results", "judge_identity", "set_results", "trial_from_record"]
+
+
+def trial_from_record(record: dict[str, Any], messages: Iterable[str] = ()) -> StoredTrial:
+    """A trial record in its JSON form (`TrialResult.to_dict()` plus the set's threshold, as the
+    `pytest_commerce_evals_trial_recorded` hook carried it before it was typed) as the typed
+    record; unknown keys dropped. `TrialRecord.from_result` makes one from a `TrialResult`."""
+    data = {
+        "case_id": record["case_id"],
+        "trial": record["trial"],
+        "trials": record.get("trials", 1),
+        "set_name": record["set_name"],
+        "threshold": record["threshold"],
+        "priority": record["priority"],
+        "difficulty": record["difficulty"],
+        "tags": list(record.get("tags") or []),
+        "outcome": record["outcome"],
+        "error": record.get("error"),
+        "grader_results": list(record.get("grader_results") or []),
+        "verdicts": list(record.get("verdicts") or []),
+        "turns": [list(turn) for turn in record.get("turns") or []],
+        "messages": list(messages),
+        "snapshot": record.get("snapshot"),
+        "duration_s": float(record.get("duration_s") or 0.0),
+        "file": record.get("file"),
+        "line": record.get("line"),
+    }
+    trial = StoredTrial.model_validate(clean_json(data, MAX_DEPTH - 2))
+    failures = failure_lines(trial.grader_results, trial.error, trial.verdicts)
+    return trial.model_copy(update={"failures": clean_json(failures)})
+
+
+def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
+    """Per-set pass rates over graded (pass or fail) trials, with the same rule as the exit
+    status: a set with nothing graded is met only when all its trials were skipped."""
+    groups: dict[str, dict[str, Any]] = {}
+    for t in trials:
+        g = groups.setdefault(
+            t.set_name,
+            {"passed": 0, "graded": 0, "threshold": t.threshold, "other": {}, "cases": {}},
+        )
+        case = g["cases"].get(t.case_id)
+        if case is None:
+            case = g["cases"][t.case_id] = CaseTally()
+        case.add(t.trial, t.outcome, t.threshold, t.stopping)
+        if t.outcome in GRADED:
+            g["graded"] += 1
+            g["passed"] += t.outcome == "pass"
+        else:
+            g["other"][t.outcome] = g["other"].get(t.outcome, 0) + 1
+    out = []
+    for name in sorted(groups):
+        g = groups[name]
+        # pooled trials; under adaptive trials the mean of the cases' unbiased rates
+        num, den = set_rate_counts(c.counts() for c in g["cases"].values())
+        rate = num / den if den else None
+        met = set_verdict(num, den, g["threshold"], g["other"]) in ("ok", "skipped")
+        out.append(
+            SetResult(
+                name=name,
+                passed=g["passed"],
+                graded=g["graded"],
+                rate=rate,
+                threshold=g["threshold"],
+                met=met,
+                other=g["other"],
+            )
+        )
+    return out
+
+
+def case_results(
+    trials: Iterable[StoredTrial],
+    strips: dict[str, str] | None = None,
+    flaky: Iterable[str] = (),
+) -> list[CaseResult]:
+    """Per-case pass rates over graded trials with their 95% Wilson interval, in case order;
+    `strips` (case id -> per-run strip, oldest first) adds the history, and `flaky` names the
+    cases the history calls flaky."""
+    flaky = set(flaky)
+    found: dict[str, dict[str, Any]] = {}
+    for t in trials:
+        c = found.setdefault(
+            t.case_id, {"set_name": t.set_name, "priority": t.priority, "passed": 0, "graded": 0}
+        )
+        if t.outcome in GRADED:
+            c["graded"] += 1
+            c["passed"] += t.outcome == "pass"
+    out = []
+    for case_id in sorted(found):
+        c = found[case_id]
+        strip = (strips or {}).get(case_id)
+        out.append(
+            CaseResult(
+                case_id=case_id,
+                **c,
+                rate=c["passed"] / c["graded"] if c["graded"] else None,
+                interval=list(wilson_interval(c["passed"], c["graded"])) if c["graded"] else None,
+                flaky=None if strips is None else case_id in flaky,
+                history=strip,
+            )
+        )
+    return out
+
+
+def judge_identity(trials: Iterable[StoredTrial]) -> tuple[str | None, list[str]]:
+    """The judge model and the sorted judge fingerprints found in the trials' verdicts."""
+    models: list[str] = []
+    prints: set[str] = set()
+    for t in trials:
+        for v in t.verdicts:
+            if v.judge_model and v.judge_model not in models:
+                models.append(v.judge_model)
+            if v.judge_fingerprint:
+                prints.add(v.judge_fingerprint)
+    return (", ".join(models) or None), sorted(prints)

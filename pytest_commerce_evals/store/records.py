@@ -1,0 +1,166 @@
+"""What the run store keeps and what it raises: the record models (`RunRecord` with its
+`Selection`, `SetResult`s, `CaseResult`s and trials, `StoredTrial` being `results.TrialRecord`),
+the `SCHEMA_VERSION` the database and the JSON record share, the store's errors, and
+`validation_summary`, which says which keys of a record failed to validate.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import CommerceEvalsError
+from ..jsonsafe import key_path, printable
+from ..results import TrialRecord, set_verdict
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CaseResult",
+    "RunKind",
+    "RunRecord",
+    "Selection",
+    "SetResult",
+    "StoreError",
+    "StoreUnavailable",
+    "StoredTrial",
+    "validation_summary",
+]
+
+SCHEMA_VERSION = 4
+RunKind = Literal["regression", "live", "regrade"]
+
+
+class StoreError(CommerceEvalsError):
+    """The run store cannot be opened, read or written; the message names the file."""
+
+
+class StoreUnavailable(StoreError):
+    """The store's server cannot be reached, or the connection to it was lost (PostgreSQL);
+    the operation is tried again a few times before this is raised."""
+
+
+def validation_summary(exc: ValidationError, limit: int = 4) -> str:
+    """'key a.b: what; key c: what (and N more)': each key and what is wrong with it."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = key_path(err["loc"])
+        found = ""
+        if err["type"] not in ("missing", "extra_forbidden") and "input" in err:
+            found = f" (found {type(err['input']).__name__})"
+        parts.append(f"key {where}: {printable(err['msg'])}{found}")
+    more = f" (and {len(parts) - limit} more)" if len(parts) > limit else ""
+    return "; ".join(parts[:limit]) + more
+
+
+# -- records ----------------------------------------------------------------------------------
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class Selection(_Record):
+    """What a run selected; runs with the same selection (and kind) are comparable."""
+
+    args: list[str] = Field(default_factory=list)
+    keyword: str | None = None
+    markexpr: str | None = None
+    trials: int = 1
+
+    @property
+    def signature(self) -> str:
+        """Case paths, `-k`, `-m` and trials per case, as one stable string."""
+        return json.dumps(
+            {
+                "args": sorted(self.args),
+                "k": self.keyword or "",
+                "m": self.markexpr or "",
+                "trials": self.trials,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+
+    def describe(self) -> str:
+        parts = [" ".join(self.args) or "(default paths)"]
+        if self.keyword:
+            parts.append(f"-k {self.keyword!r}")
+        if self.markexpr:
+            parts.append(f"-m {self.markexpr!r}")
+        parts.append(f"{self.trials} trial{'s' if self.trials != 1 else ''} per case")
+        return ", ".join(parts)
+
+
+StoredTrial = TrialRecord
+"""One finished trial as stored: the typed trial record (`results.TrialRecord`) itself."""
+
+
+class SetResult(_Record):
+    """A set's pass rate over graded trials against its threshold."""
+
+    name: str
+    passed: int
+    graded: int
+    rate: float | None
+    threshold: float
+    met: bool
+    other: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        """`ok`, `short`, `undecided` (trials ran, none graded) or `skipped` (every case
+        skipped), by the one rule the exit status uses (`results.set_verdict`); `met` holds the
+        threshold's answer on `rate` (under adaptive trials the mean of per-case rates)."""
+        if self.graded <= 0:
+            return set_verdict(self.passed, self.graded, self.threshold, self.other)
+        return "ok" if self.met else "short"
+
+
+class CaseResult(_Record):
+    """One case's graded trials in a run: its pass rate with a 95% Wilson interval, and (when
+    the run store knew its history) whether it is flaky and its per-run strip, oldest first
+    (`✓` every graded trial passed, `✗` not). Derived from the trials: the JSON record carries
+    it for readers without this package; the database does not store it."""
+
+    case_id: str
+    set_name: str
+    priority: str
+    passed: int
+    graded: int
+    rate: float | None
+    interval: list[float] | None
+    flaky: bool | None = None
+    history: str | None = None
+
+
+class RunRecord(_Record):
+    """A whole run: what the database holds for it and what `--commerce-json` writes."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str = Field(min_length=1, pattern=r"^[^\s]+$")
+    kind: RunKind = "regression"
+    started_at: str
+    ended_at: str | None = None
+    complete: bool = False
+    exit_status: int | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    agent_model: str | None = None
+    agent_base_url: str | None = None
+    judge_model: str | None = None
+    judge_fingerprints: list[str] = Field(default_factory=list)
+    selection: Selection = Field(default_factory=Selection)
+    options: dict[str, Any] = Field(default_factory=dict)
+    baseline: str | None = None
+    sets: list[SetResult] = Field(default_factory=list)
+    cases: list[CaseResult] = Field(default_factory=list)
+    diff: dict[str, Any] | None = None
+    """The failing-set diff against the run's baseline (`history.FailingSetDiff.summary`): the
+    JSON record carries it for readers; the database does not store it."""
+    trials: list[StoredTrial] = Field(default_factory=list)
+
+    @property
+    def signature(self) -> str:
+        return self.selection.signature

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import typing
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field
 from dataclasses import fields as dc_fields
@@ -429,9 +428,6 @@ class TrialRecord(BaseModel):
     receives it, the run store stores it (`store.StoredTrial` is this class), the JSON record and
     the reports are built from it. `from_result` makes it from the runner's `TrialResult` once;
     `model_dump()` (plain data) and `model_validate` carry it between processes (pytest-xdist).
-
-    Reading it as a mapping (`record["case_id"]`), as hooks written for the dict record did,
-    still works for a while: it warns (`DeprecationWarning`) and returns the field's JSON form.
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -532,44 +528,6 @@ class TrialRecord(BaseModel):
         record = cls.model_validate(clean_json(data, MAX_DEPTH - 2))
         record._rubric_not_judged = not_judged
         return record
-
-    # -- the dict the hook received before the record was typed (deprecated) ----------------
-
-    def _dict_keys(self) -> list[str]:
-        return [*type(self).model_fields, "rubric_not_judged"]
-
-    @staticmethod
-    def _warn_dict(read: str) -> None:
-        warnings.warn(
-            f"the trial record is a pytest_commerce_evals.results.TrialRecord, no longer a "
-            f"dict: read its attributes instead of {read}",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-
-    def __getitem__(self, key: str) -> Any:
-        self._warn_dict(f"record[{key!r}]")
-        if key == "rubric_not_judged":
-            return self._rubric_not_judged
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        return self.model_dump(mode="json", include={key})[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """`record[key]`, or `default` for a key the record has not (deprecated as `[]` is)."""
-        if key not in self._dict_keys():
-            self._warn_dict(f"record.get({key!r})")
-            return default
-        return self[key]
-
-    def __contains__(self, key: object) -> bool:
-        self._warn_dict(f"{key!r} in record")
-        return key in self._dict_keys()
-
-    def keys(self) -> list[str]:
-        """The keys the dict payload had (deprecated)."""
-        self._warn_dict("record.keys()")
-        return self._dict_keys()
 
 
 def _unserializable_note(event: Any) -> Any:

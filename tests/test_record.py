@@ -130,29 +130,6 @@ def test_the_record_travels_as_its_own_dump_and_is_rebuilt_where_reports_gather(
     assert record_of(local) is record  # no xdist: the typed record itself, not a copy
 
 
-def test_reading_the_record_as_a_mapping_still_works_but_warns():
-    record = a_record()
-    with pytest.warns(DeprecationWarning, match=r"attributes instead of record\['case_id'\]"):
-        assert record["case_id"] == "cart-001-add"
-    with pytest.warns(DeprecationWarning):
-        assert record.get("turns")[0][2] == {"type": "text", "text": "Added it."}
-    with pytest.warns(DeprecationWarning):
-        assert record.get("nope", "absent") == "absent"
-    with pytest.raises(KeyError), pytest.warns(DeprecationWarning):
-        record["nope"]
-    # every key of the dict the hook used to receive still answers
-    with pytest.warns(DeprecationWarning):
-        assert "case_id" in record and "rubric_not_judged" in record and "nope" not in record
-    with pytest.warns(DeprecationWarning):
-        assert {"case_id", "threshold", "turns", "rubric_not_judged"} <= set(record.keys())
-    with pytest.warns(DeprecationWarning):
-        assert record["rubric_not_judged"] is False
-    not_judged = a_record(rubric_not_judged=True)
-    with pytest.warns(DeprecationWarning):
-        assert not_judged.get("rubric_not_judged") is True
-    assert "rubric_not_judged" not in not_judged.model_dump()  # never written to the store
-
-
 def test_a_record_refuses_what_is_not_a_grader_result_verdict_or_event():
     data = a_record().model_dump()
     for key, bad in (

@@ -17,8 +17,8 @@ from pytest_commerce_evals.judge.judge import Judge
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import RubricVerdict, TrialRecord
 from pytest_commerce_evals.runner.regrade import regrade_trial, stored_snapshot
-from pytest_commerce_evals.settings import settings
 from pytest_commerce_evals.runner.regrade_plan import Regrade, _judge_lines, judge_agreement
+from pytest_commerce_evals.settings import settings
 from pytest_commerce_evals.store.records import RunRecord
 from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.testing.fake import FakeClient

@@ -721,3 +721,36 @@ def test_a_store_that_cannot_be_opened_stops_the_run_before_any_trial(
     result.stderr.fnmatch_lines([message])
     assert not (pytester.path / "a-trial-ran").exists()
     assert not list(pytester.path.rglob("unsaved-*.json"))
+
+
+def _is_of(value, hint) -> bool:
+    import types
+    import typing
+
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_of(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if origin is tuple:
+        args = typing.get_args(hint)
+        return isinstance(value, tuple) and all(_is_of(v, args[0]) for v in value)
+    if origin is not None:
+        return isinstance(value, origin)
+    return isinstance(value, hint)
+
+
+def test_the_settings_fields_are_the_tables_settings_typed_as_parsed(tmp_path):
+    import typing
+
+    from pytest_commerce_evals.settings import TABLE, Settings, resolve_settings
+
+    names = [f.name for f in dataclasses.fields(Settings)]
+    assert names == [s.name for s in TABLE if s.stored] + ["sources"]
+    hints = typing.get_type_hints(Settings)
+    environ = {"COMMERCE_TRIALS": "auto", "COMMERCE_CONCURRENCY": "3", "COMMERCE_STORE": "none"}
+    for found in (resolve_settings(None, {}), resolve_settings(None, environ)):
+        for name in names[:-1]:
+            value = getattr(found, name)
+            assert _is_of(value, hints[name]), f"{name}: {value!r} is not {hints[name]}"
+    assert not _is_of("3", hints["concurrency"])  # the check itself can fail

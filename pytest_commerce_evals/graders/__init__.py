@@ -2,17 +2,20 @@
 of a case is one grader.
 """
 
+from .code import (
+    GRADERS,
+    Observation,
+    calls_made,
+    grade,
+    reply_excerpt,
+    skill_key,
+)
 
-def __getattr__(name: str):
-    # `pytest_commerce_evals.graders` was one module before the package was laid out by feature:
-    # its public names still resolve here, loaded on first use (importing the package costs
-    # nothing, and its modules can import each other without cycles through this file)
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from importlib import import_module
-
-    module = import_module(f"{__name__}.code")
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__all__ = [
+    "GRADERS",
+    "Observation",
+    "calls_made",
+    "grade",
+    "reply_excerpt",
+    "skill_key",
+]

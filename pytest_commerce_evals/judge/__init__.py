@@ -3,17 +3,34 @@ fingerprints (`rubrics`), the verdict store (`verdict_store`), calibration again
 (`calibration`) and the judge's hooks (`_plugin`).
 """
 
+from .judge import (
+    FENCE_CLOSE,
+    FENCE_OPEN,
+    RESPONSE_FORMATS,
+    SYSTEM_PROMPT,
+    USER_TEMPLATE,
+    VERDICT_SCHEMA,
+    ContextBudget,
+    Judge,
+    JudgeParams,
+    JudgeReply,
+    RenderedTranscript,
+    parse_reply,
+    render_transcript,
+)
 
-def __getattr__(name: str):
-    # `pytest_commerce_evals.judge` was one module before the package was laid out by feature:
-    # its public names still resolve here, loaded on first use (importing the package costs
-    # nothing, and its modules can import each other without cycles through this file)
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from importlib import import_module
-
-    module = import_module(f"{__name__}.judge")
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__all__ = [
+    "ContextBudget",
+    "FENCE_CLOSE",
+    "FENCE_OPEN",
+    "Judge",
+    "JudgeParams",
+    "JudgeReply",
+    "RESPONSE_FORMATS",
+    "RenderedTranscript",
+    "SYSTEM_PROMPT",
+    "USER_TEMPLATE",
+    "VERDICT_SCHEMA",
+    "parse_reply",
+    "render_transcript",
+]

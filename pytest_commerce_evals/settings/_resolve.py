@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -16,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from . import database_urls as database
+from .fields import Settings
 from .table import AUTO_TRIALS_CAP, GROUP, NO_STORE, TABLE, AutoTrials, Setting, bounds_text
 from .values import MinKappaError, parse_min_kappa
 
@@ -345,26 +344,6 @@ def _default(s: Setting, root: Path | None) -> Any:
         return None
     return _parse(s, "default", s.default, root)
 
-
-def _fields() -> list[tuple[str, Any, Any]]:
-    out: list[tuple[str, Any, Any]] = [(s.name, Any, None) for s in TABLE if s.stored]
-    return [*out, ("sources", Mapping[str, str], field(default_factory=dict))]
-
-
-def _origin(self: Settings, name: str) -> str:
-    """Where setting `name` came from: `option`, `ini`, `env` or `default`."""
-    return self.sources.get(name, "default")
-
-
-Settings = dataclasses.make_dataclass(
-    "Settings",
-    _fields(),
-    frozen=True,
-    namespace={"origin": _origin, "__module__": "pytest_commerce_evals.settings"},
-)
-Settings.__doc__ = """The run's settings, one attribute per setting of TABLE (e.g. `trials`,
-`store`, `judge_format`), parsed and checked; frozen. `sources` (and `origin(name)`) says where
-each value came from: `option`, `ini`, `env` or `default`."""
 
 SETTINGS = pytest.StashKey["Settings"]()
 

@@ -1,18 +1,45 @@
-"""Run history: the run store (`run_store`, SQLite under `.commerce/`), failing-set diffs and model
-comparisons (`history`), and the hooks that record a run and print its diff (`_plugin`).
+"""Run history: the run store (`run_store`: SQLite under `.commerce/`, or PostgreSQL), the run
+record (`records`) and its JSON file (`record_file`), failing-set diffs and model comparisons
+(`history`), and the hooks that record a run and print its diff (`_plugin`, `recorder`).
 """
 
+from .aggregate import case_results, judge_identity, set_results
+from .history import FailingSetDiff, History, ModelComparison, compare_runs, diff_failing_sets
+from .record_file import load_record, record_json, write_record
+from .records import (
+    SCHEMA_VERSION,
+    CaseResult,
+    RunKind,
+    RunRecord,
+    Selection,
+    SetResult,
+    StoredTrial,
+    StoreError,
+    StoreUnavailable,
+)
+from .run_store import DEFAULT_STORE_PATH, RunStore
 
-def __getattr__(name: str):
-    # `pytest_commerce_evals.store` was one module before the package was laid out by feature:
-    # its public names still resolve here, loaded on first use (importing the package costs
-    # nothing, and its modules can import each other without cycles through this file)
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from importlib import import_module
-
-    module = import_module(f"{__name__}.run_store")
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "SCHEMA_VERSION",
+    "CaseResult",
+    "FailingSetDiff",
+    "History",
+    "ModelComparison",
+    "RunKind",
+    "RunRecord",
+    "RunStore",
+    "Selection",
+    "SetResult",
+    "StoreError",
+    "StoreUnavailable",
+    "StoredTrial",
+    "case_results",
+    "compare_runs",
+    "diff_failing_sets",
+    "judge_identity",
+    "load_record",
+    "record_json",
+    "set_results",
+    "write_record",
+]

@@ -18,7 +18,7 @@ from .events import (
     TurnEnd,
     Ui,
 )
-from .results import GraderResult, RubricVerdict, TrialResult
+from .results import GraderResult, RubricVerdict, TrialRecord
 from .testing.fake import AsyncFakeClient, FakeClient, text_reply, tool_reply
 
 __all__ = [
@@ -44,7 +44,7 @@ __all__ = [
     "Text",
     "ToolCall",
     "ToolResult",
-    "TrialResult",
+    "TrialRecord",
     "TurnEnd",
     "Ui",
     "text_reply",

@@ -9,7 +9,7 @@ import pytest
 if TYPE_CHECKING:
     from .backend import Backend
     from .cases.case import Case
-    from .results import TrialRecord, TrialResult
+    from .results import TrialRecord
 
 
 @pytest.hookspec(firstresult=True)
@@ -34,13 +34,13 @@ def pytest_commerce_evals_agent_label(config: pytest.Config) -> str | None:
 
 
 @pytest.hookspec
-def pytest_commerce_evals_trial_done(config: pytest.Config, result: TrialResult) -> None:
+def pytest_commerce_evals_trial_done(config: pytest.Config, result: TrialRecord) -> None:
     """Called in the process that ran the trial, after grading; observers record it here."""
 
 
 @pytest.hookspec(firstresult=True)
 def pytest_commerce_evals_grade_rubric(
-    config: pytest.Config, case: Case, result: TrialResult
+    config: pytest.Config, case: Case, result: TrialRecord
 ) -> list | None:
     """Judge every rubric dimension of `case` on the finished trial `result`.
 
@@ -57,9 +57,8 @@ def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: TrialRec
     `record` is a `results.TrialRecord`, the typed record the run store stores and the reports
     and the JSON record are built from: the trial's identity, outcome, set and threshold,
     `failures`, `grader_results` (`GraderResult`), `verdicts` (`RubricVerdict`), `turns` (lists
-    of events), the customer's `messages` and the final `snapshot`. Reading it as a mapping
-    (`record["case_id"]`), as hooks written for the earlier dict record did, still works but
-    warns (`DeprecationWarning`); read its attributes.
+    of events), the customer's `messages` and the final `snapshot` (`Snapshot`). It is the
+    same record `trial_done` received, as the worker that ran it sent it under xdist.
     """
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, asdict, dataclass, field
+from dataclasses import MISSING, dataclass
 from dataclasses import fields as dc_fields
 from fractions import Fraction
 from math import comb
@@ -16,7 +16,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidationError,
     create_model,
@@ -35,7 +34,6 @@ __all__ = [
     "Outcome",
     "RubricVerdict",
     "TrialRecord",
-    "TrialResult",
     "failure_lines",
     "fold_outcome",
     "meets_threshold",
@@ -116,89 +114,6 @@ class RubricVerdict:
     reused: bool = False
     calibration: str | None = None
     advisory: str | None = None
-
-
-@dataclass
-class TrialResult:
-    """Everything one trial produced: the record the reports and the run store are built from."""
-
-    case_id: str
-    trial: int
-    trials: int
-    set_name: str
-    priority: str
-    difficulty: str
-    tags: list[str]
-    outcome: Outcome
-    grader_results: list[GraderResult] = field(default_factory=list)
-    verdicts: list[RubricVerdict] = field(default_factory=list)
-    turns: list[list[Any]] = field(default_factory=list)
-    snapshot: Snapshot | None = None
-    error: str | None = None
-    duration_s: float = 0.0
-    file: str | None = None
-    line: int | None = None
-    rubric_not_judged: bool = False
-
-    @property
-    def failures(self) -> list[GraderResult]:
-        return [g for g in self.grader_results if not g.passed]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record (events as their JSON objects)."""
-        # field by field: asdict() would deep-copy every event only for it to be dumped again
-        data: dict[str, Any] = {f: getattr(self, f) for f in _SCALARS}
-        data["tags"] = list(self.tags)
-        data["grader_results"] = [asdict(g) for g in self.grader_results]
-        data["verdicts"] = [asdict(v) for v in self.verdicts]
-        data["snapshot"] = None
-        data["turns"] = [[_json_ready(e) for e in turn] for turn in self.turns]
-        if self.snapshot is not None:
-            data["snapshot"] = {
-                "cart": [_json_ready(c) for c in self.snapshot.cart],
-                "memory": list(self.snapshot.memory),
-                "changes": [_json_ready(c) for c in self.snapshot.changes],
-            }
-        return data
-
-
-def _json_ready(value: Any) -> Any:
-    """An event or state model as JSON data. What pydantic's JSON mode refuses (a lone surrogate,
-    a value nested past its depth limit, an object JSON has no type for) is kept anyway:
-    surrogates escaped, the deepest parts as their JSON text (`store.clean_json`), other objects
-    as their `repr` (keys JSON cannot hold as their text), so the trial is recorded rather than
-    lost, and still reads back as the same kind of event."""
-    if not isinstance(value, BaseModel):
-        return value
-    try:
-        return value.model_dump(mode="json")
-    except ValueError:  # UnicodeEncodeError and pydantic's depth and unknown-type errors are
-        import json
-
-        from .jsonsafe import clean_json, json_text
-
-        cleaned = clean_json(value.model_dump())
-        try:
-            return json.loads(json.dumps(cleaned, default=repr, ensure_ascii=False))
-        except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold, say
-            # every key as its text: the event keeps its type and fields, so it reads back as one
-            return json.loads(json_text(cleaned))
-
-
-_SCALARS = (
-    "case_id",
-    "trial",
-    "trials",
-    "set_name",
-    "priority",
-    "difficulty",
-    "outcome",
-    "error",
-    "duration_s",
-    "file",
-    "line",
-    "rubric_not_judged",
-)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
@@ -421,13 +336,17 @@ def verdicts_from_json(value: Any) -> list[RubricVerdict]:
 
 
 class TrialRecord(BaseModel):
-    """One finished trial as it is recorded: the set's threshold, why it failed, the customer's
-    messages, and the typed grader results, judge verdicts and event transcript.
+    """One trial, from the moment the runner starts it to the stored run: the case's identity
+    and the set's threshold, the transcript (typed events per turn), the backend's final state
+    (`Snapshot`), the grader results and judge verdicts, the outcome and why it failed.
 
-    The one shape of a finished trial after the runner: `pytest_commerce_evals_trial_recorded`
-    receives it, the run store stores it (`store.StoredTrial` is this class), the JSON record and
-    the reports are built from it. `from_result` makes it from the runner's `TrialResult` once;
-    `model_dump()` (plain data) and `model_validate` carry it between processes (pytest-xdist).
+    The one shape of a trial: the runner builds it (`begin`) and grades it in place, the hooks
+    (`trial_done`, `grade_rubric`, `trial_recorded`) receive it, the run store stores it
+    (`store.StoredTrial` is this class), the JSON record, the reports, live mode and regrade
+    read it. Between processes (pytest-xdist) it travels as `model_dump()` and is rebuilt with
+    `model_validate` where reports gather. `clean()` is the form every writer takes: the record
+    itself, or a copy whose values JSON cannot hold (a lone surrogate, nesting past
+    `jsonsafe.MAX_DEPTH`) were made writable.
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -447,12 +366,82 @@ class TrialRecord(BaseModel):
     verdicts: list[RubricVerdict] = Field(default_factory=list)
     turns: list[list[Event]] = Field(default_factory=list)
     messages: list[str] = Field(default_factory=list)
-    snapshot: dict[str, Any] | None = None
+    snapshot: Snapshot | None = None
     duration_s: float = 0.0
     file: str | None = None
     line: int | None = None
     stopping: Stopping | None = None
-    _rubric_not_judged: bool = PrivateAttr(default=False)
+    rubric_not_judged: bool = Field(default=False, exclude=True)
+    """The case has a rubric the judge did not grade (no judge answered the hook): the summary
+    counts it; never stored (the report carries it across processes)."""
+
+    @classmethod
+    def begin(
+        cls,
+        case: Any,
+        *,
+        trial: int,
+        trials: int,
+        set_name: str,
+        threshold: float,
+        file: str | None = None,
+        line: int | None = None,
+        messages: Iterable[str] | None = None,
+    ) -> TrialRecord:
+        """The record of a trial of `case` about to run (outcome `pass` until something fails
+        it), its customer's messages the case's turns unless given. Built without validation:
+        every part comes from a validated case or the runner itself."""
+        return cls.model_construct(
+            case_id=case.id,
+            trial=trial,
+            trials=trials,
+            set_name=set_name,
+            threshold=threshold,
+            priority=case.priority,
+            difficulty=case.difficulty,
+            tags=list(case.tags),
+            outcome="pass",
+            messages=list(case.turns if messages is None else messages),
+            file=file,
+            line=line,
+        )
+
+    @property
+    def failed_graders(self) -> list[GraderResult]:
+        """The grader results that failed (`failures` are the lines the reports show)."""
+        return [g for g in self.grader_results if not g.passed]
+
+    def settle(self) -> TrialRecord:
+        """Say why the trial failed (`failures`) from its grader results, verdicts and error;
+        the runner calls it when the trial is graded or ends early. Returns the record."""
+        self.failures = failure_lines(self.grader_results, self.error, self.verdicts)
+        return self
+
+    def clean(self) -> TrialRecord:
+        """The record as every writer takes it: itself when JSON can hold every value (one
+        serialisation tells), else a copy with what it cannot hold made writable, so the trial
+        is recorded rather than lost and reads back as the same kinds of events: lone
+        surrogates escaped and the deepest parts as their JSON text (`jsonsafe.clean_json`),
+        an object JSON has no type for as its `repr`, keys JSON cannot hold as their text."""
+        try:
+            self.model_dump_json()
+        except ValueError:  # pydantic's serialisation error: a surrogate, depth, an odd object
+            pass
+        else:
+            return self
+        import json
+
+        from .jsonsafe import MAX_DEPTH, clean_json, json_text
+
+        # a trial is level 3 of a run record (the record, its trials, the trial)
+        data = clean_json(self.model_dump(), MAX_DEPTH - 2)
+        try:
+            data = json.loads(json.dumps(data, default=repr, ensure_ascii=False))
+        except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold, say
+            data = json.loads(json_text(data))
+        copy = type(self).model_validate(data)
+        copy.rubric_not_judged = self.rubric_not_judged
+        return copy
 
     @field_validator("case_id")
     @classmethod
@@ -476,6 +465,24 @@ class TrialRecord(BaseModel):
     @classmethod
     def _verdicts(cls, value: Any) -> Any:
         return _as_dataclasses(value, _VERDICT_DATA, RubricVerdict)
+
+    @field_validator("snapshot", mode="before")
+    @classmethod
+    def _snapshot(cls, value: Any) -> Any:
+        # as a record stores it: {"cart", "memory", "changes"}, nothing else
+        if isinstance(value, Mapping):
+            unknown = sorted(set(value) - {"cart", "memory", "changes"})
+            if unknown:
+                raise ValueError(f"unknown snapshot keys {unknown}")
+            try:
+                return Snapshot.from_data(
+                    cart=value.get("cart") or [],
+                    memory=value.get("memory") or [],
+                    changes=value.get("changes") or [],
+                )
+            except TypeError as exc:  # a value of the wrong kind where a list is read
+                raise ValueError(str(exc)) from None
+        return value
 
     @field_serializer("verdicts", mode="wrap")
     def _verdicts_out(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
@@ -502,32 +509,6 @@ class TrialRecord(BaseModel):
             [_unserializable_note(e) for e in turn] if isinstance(turn, list) else turn
             for turn in value
         ]
-
-    @classmethod
-    def from_result(
-        cls,
-        result: TrialResult,
-        *,
-        threshold: float,
-        messages: Iterable[str] = (),
-        stopping: Stopping | None = None,
-    ) -> TrialRecord:
-        """The record of a finished trial. Whatever the trial holds is recorded: values JSON
-        cannot hold are made writable first (see `TrialResult.to_dict` and `store.clean_json`),
-        so the record writes and reads back as it is."""
-        from .jsonsafe import MAX_DEPTH, clean_json
-
-        data = result.to_dict()
-        # the summary's business, not the stored record's; kept for hooks that still read it
-        not_judged = data.pop("rubric_not_judged")
-        data["threshold"] = threshold
-        data["failures"] = failure_lines(result.grader_results, result.error, result.verdicts)
-        data["messages"] = list(messages)
-        data["stopping"] = stopping
-        # a trial is level 3 of a run record (the record, its trials, the trial)
-        record = cls.model_validate(clean_json(data, MAX_DEPTH - 2))
-        record._rubric_not_judged = not_judged
-        return record
 
 
 def _unserializable_note(event: Any) -> Any:

@@ -32,8 +32,7 @@ from pytest_commerce_evals.live.capture import CapturedTurn
 from pytest_commerce_evals.live.reading import read_capture
 from pytest_commerce_evals.live.redaction import Redactor
 from pytest_commerce_evals.reports.html import render_run_html
-from pytest_commerce_evals.results import TrialResult
-from pytest_commerce_evals.store.aggregate import trial_from_record
+from pytest_commerce_evals.results import TrialRecord
 from pytest_commerce_evals.store.history import compare_runs, diff_failing_sets
 from pytest_commerce_evals.store.record_file import (
     clean_trial,
@@ -220,13 +219,14 @@ def check_capture(path: Path, store: RunStore) -> None:
     for n, conversation in enumerate(capture.conversations):
         conversation.conversation_id.encode("utf-8")
         assert [t.turn for t in conversation.turns] == list(range(1, len(conversation.turns) + 1))
-        result = TrialResult(
-            case_id=conversation.conversation_id, trial=1, trials=1, set_name="live",
-            priority="medium", difficulty="medium", tags=["live"], outcome="pass",
-            file=conversation.path, line=conversation.line, turns=conversation.events,
+        # as live mode builds it: the conversation's events as the agent's turns
+        record = TrialRecord.model_construct(
+            case_id=f"{n}-{conversation.conversation_id}", trial=1, trials=1, set_name="live",
+            threshold=0.0, priority="medium", difficulty="medium", tags=["live"],
+            outcome="pass", file=conversation.path, line=conversation.line,
+            turns=conversation.events,
         )  # fmt: skip
-        record = result.to_dict() | {"threshold": 0.0, "case_id": f"{n}-{result.case_id}"}
-        trials.append(clean_trial(trial_from_record(record)))
+        trials.append(clean_trial(record.settle()))
     if trials:
         record = run(trials, run_id=f"live-{time.monotonic_ns()}", kind="live")
         store.import_record(record)

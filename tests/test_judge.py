@@ -33,7 +33,7 @@ from pytest_commerce_evals.judge.judge import (
 )
 from pytest_commerce_evals.judge.rubrics import STANDARD
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
-from pytest_commerce_evals.results import TrialResult
+from pytest_commerce_evals.results import TrialRecord
 from pytest_commerce_evals.testing.fake import FakeClient, FakeClientExhausted, FakeReply
 
 try:  # the HTTP library the installed openai SDK is built on
@@ -74,15 +74,15 @@ def make_case(rubric, turns=("Trail shoes under $120?",), **state) -> Case:
     )
 
 
-def make_result(turns) -> TrialResult:
-    return TrialResult(
+def make_result(turns) -> TrialRecord:
+    return TrialRecord(
         case_id="budget-001-under-limit",
         trial=1,
         trials=1,
         set_name="default",
+        threshold=0.8,
         priority="high",
         difficulty="easy",
-        tags=[],
         outcome="pass",
         turns=turns,
     )

@@ -18,7 +18,6 @@ from pytest_commerce_evals.results import (
     GraderResult,
     RubricVerdict,
     TrialRecord,
-    TrialResult,
     meets_threshold,
     set_verdict,
 )
@@ -32,7 +31,9 @@ HERE = Path(__file__).parent
 PACKAGE = HERE.parent / "pytest_commerce_evals"
 
 
-def a_result(**changes) -> TrialResult:
+def a_result(**changes) -> TrialRecord:
+    """A trial as the runner holds it before it is recorded (built as `TrialRecord.begin`
+    builds one: without validation)."""
     base = dict(
         case_id="cart-001-add",
         trial=2,
@@ -71,20 +72,21 @@ def a_result(**changes) -> TrialResult:
         duration_s=0.25,
         file="cases/cart/add.yaml",
         line=3,
+        threshold=0.8,
+        messages=["Add the trail runner"],
     )
-    return TrialResult(**(base | changes))
+    return TrialRecord.model_construct(**(base | changes))
 
 
 def a_record(**changes) -> TrialRecord:
-    return TrialRecord.from_result(
-        a_result(**changes), threshold=0.8, messages=["Add the trail runner"]
-    )
+    """The trial as it is recorded: why it failed said, in the form every writer takes."""
+    return a_result(**changes).settle().clean()
 
 
 # -- the record ---------------------------------------------------------------------------------
 
 
-def test_a_record_is_built_once_from_the_result_with_typed_parts():
+def test_the_record_of_a_trial_keeps_its_typed_parts():
     record = a_record()
     assert isinstance(record, StoredTrial)  # the store stores this very class
     assert [type(g) for g in record.grader_results] == [GraderResult, GraderResult]
@@ -96,11 +98,15 @@ def test_a_record_is_built_once_from_the_result_with_typed_parts():
         "shoe-001 is missing",
         "rubric grounded: FAIL — invented a price",
     ]
-    assert record.snapshot == {
+    assert (
+        isinstance(record.snapshot, Snapshot) and record.snapshot.cart[0].product_id == "shoe-002"
+    )
+    assert record.model_dump()["snapshot"] == {
         "cart": [{"product_id": "shoe-002", "quantity": 1, "variant": None}],
         "memory": ["m"],
         "changes": [],
     }
+    assert record.clean() is record  # JSON holds every value: no copy
 
 
 def test_failures_name_the_error_and_the_verdicts_that_could_not_be_given():

@@ -16,7 +16,7 @@ from pytest_commerce_evals.judge import _plugin as _judge_plugin
 from pytest_commerce_evals.judge.judge import Judge
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import RubricVerdict, TrialRecord
-from pytest_commerce_evals.runner.regrade import regrade_trial, stored_snapshot
+from pytest_commerce_evals.runner.regrade import regrade_trial
 from pytest_commerce_evals.runner.regrade_plan import Regrade, _judge_lines, judge_agreement
 from pytest_commerce_evals.settings import settings
 from pytest_commerce_evals.store.records import RunRecord
@@ -360,17 +360,34 @@ def test_an_edited_rubric_is_judged_anew_and_named(suite, judges):
 
 
 def test_a_stored_snapshot_reads_back_as_the_snapshot_the_graders_read():
-    snap = stored_snapshot(
-        {
-            "cart": [{"product_id": "shoe-001", "quantity": 2, "variant": None}],
-            "memory": ["likes red"],
-            "changes": [],
-        }
-    )
-    assert snap is not None and snap.cart[0].quantity == 2 and snap.memory == ["likes red"]
-    assert stored_snapshot(None) is None
-    with pytest.raises(ValueError, match="unknown snapshot keys"):
-        stored_snapshot({"cart": [], "orders": []})
+    from pydantic import ValidationError
+
+    from pytest_commerce_evals.backend import Snapshot
+
+    def stored(snapshot):
+        return TrialRecord(
+            case_id="c",
+            trial=1,
+            set_name="s",
+            threshold=0.8,
+            priority="medium",
+            difficulty="medium",
+            outcome="pass",
+            snapshot=snapshot,
+        )
+
+    cart = [{"product_id": "shoe-001", "quantity": 2, "variant": None}]
+    snap = stored({"cart": cart, "memory": ["likes red"], "changes": []}).snapshot
+    assert isinstance(snap, Snapshot)
+    assert snap.cart[0].quantity == 2 and snap.memory == ["likes red"]
+    assert stored(None).snapshot is None
+    with pytest.raises(ValidationError, match="unknown snapshot keys"):
+        stored({"cart": [], "orders": []})
+    with pytest.raises(ValidationError, match="memory entries are strings"):
+        stored({"cart": [], "memory": [3], "changes": []})
+    # it is stored as it was read
+    data = stored({"cart": cart, "memory": ["likes red"], "changes": []}).model_dump()
+    assert data["snapshot"] == {"cart": cart, "memory": ["likes red"], "changes": []}
 
 
 def test_a_changed_customer_message_is_not_regraded(pytester):
@@ -404,7 +421,7 @@ def test_a_changed_customer_message_is_not_regraded(pytester):
     # the same messages: graded (the cart is empty, so cart_contains fails)
     stored = stored.model_copy(update={"messages": ["new words"]})
     result = regrade_trial(config, case, stored, trial=1, trials=1, set_name="s")
-    assert result.outcome == "fail" and result.failures[0].key == "cart_contains"
+    assert result.outcome == "fail" and result.failed_graders[0].key == "cart_contains"
 
 
 def a_trial(case_id: str, n: int, verdicts: list[tuple[str, str, str]]) -> TrialRecord:

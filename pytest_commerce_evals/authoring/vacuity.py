@@ -330,6 +330,7 @@ def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
             trial=1,
             trials=1,
             set_name=set_name,
+            threshold=0.0,  # one trial against each degenerate agent: no set is measured
             agent_factory=factory,
             judge=False,
         )

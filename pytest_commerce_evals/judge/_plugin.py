@@ -26,7 +26,7 @@ from .verdict_store import VerdictStore
 
 if TYPE_CHECKING:
     from ..cases.case import Case
-    from ..results import TrialRecord, TrialResult
+    from ..results import TrialRecord
 
 JUDGE = pytest.StashKey["Judge | None"]()
 LOOKUP = pytest.StashKey[CalibrationLookup]()
@@ -133,7 +133,7 @@ _build_lock = threading.Lock()
 
 @pytest.hookimpl(wrapper=True, specname="pytest_commerce_evals_grade_rubric")
 def pytest_commerce_evals_grade_rubric_calibrated(
-    config: pytest.Config, case: Case, result: TrialResult
+    config: pytest.Config, case: Case, result: TrialRecord
 ) -> Any:
     """Whichever judge answered (the built-in one or a team's), its verdicts carry the judge's
     calibration on their dimension and, under --commerce-judge-min-kappa, are advisory."""
@@ -145,7 +145,7 @@ def pytest_commerce_evals_grade_rubric_calibrated(
 
 @pytest.hookimpl(trylast=True)
 def pytest_commerce_evals_grade_rubric(
-    config: pytest.Config, case: Case, result: TrialResult
+    config: pytest.Config, case: Case, result: TrialRecord
 ) -> list[RubricVerdict] | None:
     """The built-in judge; trylast, so a team's own implementation in conftest.py wins."""
     if settings(config).no_judge:

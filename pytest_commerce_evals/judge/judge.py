@@ -27,7 +27,7 @@ from ..rubrics import resolve_dimensions, rubric_fingerprint
 
 if TYPE_CHECKING:
     from ..cases.case import Case
-    from ..results import TrialResult
+    from ..results import TrialRecord
     from .verdict_store import VerdictStore
 
 __all__ = [
@@ -467,7 +467,7 @@ class Judge:
 
     # -- grading -------------------------------------------------------------------------
 
-    def grade(self, case: Case, result: TrialResult) -> list[RubricVerdict]:
+    def grade(self, case: Case, result: TrialRecord) -> list[RubricVerdict]:
         """One verdict per rubric dimension of `case`, judged on the trial's transcript."""
         return self.grade_transcript(
             case.turns,

@@ -18,7 +18,7 @@ import pytest
 from ..cases.case import Case, Expected, State
 from ..compat import run_session
 from ..reports.terminal import line_writer
-from ..results import RubricVerdict, TrialResult
+from ..results import RubricVerdict, TrialRecord
 from ..rubrics import STANDARD
 from ..runner.items import CaseItem
 from ..runner.trial import grade_trial
@@ -192,22 +192,19 @@ class LiveItem(CaseItem):
         self.conversation = conversation
         self.user_properties.append(("started_at", conversation.started_at.isoformat()))
 
-    def compute(self) -> TrialResult:
+    def compute(self) -> TrialRecord:
         """The trial of a captured conversation: its events stand for the agent's turns, and
         they are graded as a regression trial's are (`runner.trial.grade_trial`)."""
-        result = TrialResult(
-            case_id=self.case.id,
+        result = TrialRecord.begin(
+            self.case,
             trial=1,
             trials=1,
             set_name=self.set_name,
-            priority=self.case.priority,
-            difficulty=self.case.difficulty,
-            tags=list(self.case.tags),
-            outcome="pass",
+            threshold=self.threshold,
             file=self.display,
             line=self.line,
-            turns=self.conversation.events,
         )
+        result.turns = self.conversation.events
         return grade_trial(self.config, self.case, result)
 
     def reportinfo(self):

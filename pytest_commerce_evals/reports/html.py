@@ -595,9 +595,9 @@ def _timeline(trial: StoredTrial) -> str:
 
 
 def _snapshot(trial: StoredTrial) -> str:
-    snap = trial.snapshot
-    if not snap:
+    if trial.snapshot is None:
         return ""
+    snap = trial.model_dump(mode="json", include={"snapshot"})["snapshot"]
     return f"<h4>Final state</h4>{_json(snap)}"
 
 

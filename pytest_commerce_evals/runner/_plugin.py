@@ -288,9 +288,11 @@ def _trial_report(item: CaseItem, report: pytest.TestReport) -> None:
         report.commerce = {
             "kind": "trial",
             "outcome": outcome,
-            # an xdist worker sends its reports as plain data: the record's own dump, made
-            # typed again where reports gather (`record_of`)
-            "record": record.model_dump() if hasattr(item.config, "workerinput") else record,
+            # an xdist worker sends its reports as plain data: the record's own dump (of its
+            # writable form), made typed again where reports gather (`record_of`)
+            "record": (
+                record.clean().model_dump() if hasattr(item.config, "workerinput") else record
+            ),
             "rubric_not_judged": not_judged,
             "agent_endpoint": _agent_endpoint_data(item.config),
             "decided": stopped,
@@ -300,15 +302,14 @@ def _trial_report(item: CaseItem, report: pytest.TestReport) -> None:
 
 
 def _trial_record(item: CaseItem, report: pytest.TestReport, outcome: str) -> TrialRecord:
-    """The record of the trial a report closes: built once from the trial's result, or, for a
-    trial that never ran (skipped, or failed before or around it), from its case and outcome."""
-    # the customer's messages, for the report's timeline (not for a trial whose setup failed)
-    messages = list(item.case.turns) if report.when == "call" or report.skipped else []
+    """The record of the trial a report closes: the one the trial ran into, or, for a trial that
+    never ran (skipped, or failed before or around it), one from its case and outcome."""
     stopping = _stopping(item)
     if item.result is not None and report.when == "call":
-        return TrialRecord.from_result(
-            item.result, threshold=item.threshold, messages=messages, stopping=stopping
-        )
+        item.result.stopping = stopping
+        return item.result
+    # the customer's messages, for the report's timeline (not for a trial whose setup failed)
+    messages = list(item.case.turns) if report.when == "call" or report.skipped else []
     return TrialRecord(
         case_id=item.case.id,
         trial=item.trial,

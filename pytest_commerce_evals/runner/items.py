@@ -10,7 +10,7 @@ from ..cases.case import Case
 from ..cases.loader import CaseProblem
 from ..cases.markers import TAG_MARKERS, reserved_marks, tag_marker
 from ..errors import ConfigurationError
-from ..results import TrialResult
+from ..results import TrialRecord
 from ._scheduler import SCHEDULER
 from .regrade import regrade_trial, stored_trial
 from .state import TRIAL_RAN
@@ -43,7 +43,7 @@ class InvalidCase(pytest.Item):
 
 
 class TrialFailed(Exception):
-    def __init__(self, result: TrialResult) -> None:
+    def __init__(self, result: TrialRecord) -> None:
         super().__init__(result.case_id)
         self.result = result
 
@@ -75,7 +75,7 @@ class CaseItem(pytest.Item):
         self.threshold = threshold
         self.line = line
         self.display = display
-        self.result: TrialResult | None = None
+        self.result: TrialRecord | None = None
         self.add_marker(case.priority)
         self.add_marker(f"difficulty_{case.difficulty}")
         if case.difficulty != "medium":
@@ -102,7 +102,7 @@ class CaseItem(pytest.Item):
             ("trial", f"{trial}/{trials}"),
         ]
 
-    def compute(self) -> TrialResult:
+    def compute(self) -> TrialRecord:
         """Run the trial (on a scheduler thread when trials run concurrently); in a
         `--commerce-regrade` session, grade the source run's stored trial instead."""
         stored = stored_trial(self.config, self.case.id, self.trial)
@@ -114,6 +114,7 @@ class CaseItem(pytest.Item):
                 trial=self.trial,
                 trials=self.trials,
                 set_name=self.set_name,
+                threshold=self.threshold,
                 file=self.display,
                 line=self.line,
             )
@@ -123,6 +124,7 @@ class CaseItem(pytest.Item):
             trial=self.trial,
             trials=self.trials,
             set_name=self.set_name,
+            threshold=self.threshold,
             file=self.display,
             line=self.line,
         )
@@ -150,7 +152,7 @@ class CaseItem(pytest.Item):
         return self.path, self.line - 1, f"{self.case.id} (trial {self.trial}/{self.trials})"
 
 
-def format_failure(result: TrialResult) -> str:
+def format_failure(result: TrialRecord) -> str:
     """The text a user reads for a trial that did not pass."""
     head = (
         f"{result.case_id} trial {result.trial}/{result.trials}: {result.outcome} "
@@ -159,7 +161,7 @@ def format_failure(result: TrialResult) -> str:
     lines = [head]
     if result.error:
         lines.append(f"  {result.error.rstrip()}")
-    failed = result.failures
+    failed = result.failed_graders
     if failed:
         lines.append(f"  {len(failed)} of {len(result.grader_results)} expectations failed:")
         lines += [f"  ✗ {g.message}" for g in failed]

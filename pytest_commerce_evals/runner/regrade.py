@@ -3,7 +3,7 @@ a run recorded, without calling the agent (`--commerce-regrade`, docs/run-histor
 
     STORED_TRIALS               # config stash: {(case_id, trial): the stored trial} of the source
     stored_trial(config, ...)   # the stored trial a CaseItem grades instead of running, or None
-    regrade_trial(config, ...)  # a TrialResult rebuilt from the stored trial and graded again
+    regrade_trial(config, ...)  # a TrialRecord rebuilt from the stored trial and graded again
 
 What the graders read is what `run_trial` gives them: the turns' events, the backend's final
 `Snapshot` (cart, memory, changes: stored whole with every trial) and the case's injected state.
@@ -16,16 +16,14 @@ turns is not graded (outcome `error`, saying why) rather than graded on a guess.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
-from ..backend import Snapshot
 from ..cases.case import Case
-from ..results import TrialRecord, TrialResult
+from ..results import TrialRecord
 from .trial import grade_trial
 
-__all__ = ["NOT_REGRADED", "STORED_TRIALS", "regrade_trial", "stored_snapshot", "stored_trial"]
+__all__ = ["NOT_REGRADED", "STORED_TRIALS", "regrade_trial", "stored_trial"]
 
 STORED_TRIALS = pytest.StashKey[dict[tuple[str, int], TrialRecord]]()
 """Set (by the run store's regrade plugin) only in a `--commerce-regrade` session."""
@@ -42,25 +40,6 @@ def stored_trial(config: pytest.Config, case_id: str, trial: int) -> TrialRecord
     return None if found is None else found.get((case_id, trial))
 
 
-def stored_snapshot(data: dict[str, Any] | None) -> Snapshot | None:
-    """The final state as a run record stores it (`{"cart", "memory", "changes"}`), as the
-    `Snapshot` the graders read; None when nothing was stored. Raises `ValueError` (pydantic's
-    `ValidationError` or a `TypeError` made one) naming what does not read back."""
-    if data is None:
-        return None
-    unknown = sorted(set(data) - {"cart", "memory", "changes"})
-    if unknown:
-        raise ValueError(f"unknown snapshot keys {unknown}")
-    try:
-        return Snapshot.from_data(
-            cart=data.get("cart") or [],
-            memory=data.get("memory") or [],
-            changes=data.get("changes") or [],
-        )
-    except TypeError as exc:
-        raise ValueError(str(exc)) from None
-
-
 def regrade_trial(
     config: pytest.Config,
     case: Case,
@@ -71,42 +50,37 @@ def regrade_trial(
     set_name: str,
     file: str | None = None,
     line: int | None = None,
+    threshold: float = 0.0,
     judge: bool = True,
-) -> TrialResult:
+) -> TrialRecord:
     """The trial `stored` recorded, graded with `case` as it is today (its `expected` and
-    rubric) by the code graders and the judge (`judge=False` leaves rubrics ungraded)."""
+    rubric) by the code graders and the judge (`judge=False` leaves rubrics ungraded), under
+    the set's `threshold` today."""
     started = time.perf_counter()
-    result = TrialResult(
-        case_id=case.id,
+    result = TrialRecord.begin(
+        case,
         trial=trial,
         trials=trials,
         set_name=set_name,
-        priority=case.priority,
-        difficulty=case.difficulty,
-        tags=list(case.tags),
-        outcome="pass",
-        turns=[list(turn) for turn in stored.turns],
+        threshold=threshold,
         file=file,
         line=line,
     )
+    result.turns = [list(turn) for turn in stored.turns]
     if stored.snapshot is None and (stored.error or stored.outcome in _UNFINISHED):
         # the agent did not finish this trial in the source run: nothing to grade, kept as it was
         result.outcome = stored.outcome
         result.error = stored.error
         result.grader_results = list(stored.grader_results)
         result.verdicts = list(stored.verdicts)
-        return result
+        return result.settle()
     problem = _why_not(case, stored)
-    if problem is None:
-        try:
-            result.snapshot = stored_snapshot(stored.snapshot)
-        except ValueError as exc:
-            problem = f"its stored final state does not read back ({str(exc).splitlines()[0]})"
     if problem is not None:
         result.outcome = "error"
         result.error = f"{NOT_REGRADED}: {problem}; run the agent again for this case"
         result.duration_s = time.perf_counter() - started
-        return result
+        return result.settle()
+    result.snapshot = stored.snapshot
     grade_trial(config, case, result, judge=judge)
     result.duration_s = time.perf_counter() - started
     return result

@@ -18,7 +18,7 @@ from ..cases.case import Case
 from ..errors import ConfigurationError
 from ..events import TurnEnd, coerce_event
 from ..graders.code import Observation, grade
-from ..results import TrialResult, fold_outcome
+from ..results import TrialRecord, fold_outcome
 from ._scheduler import run_coroutine
 
 _PLUGIN_DIR = Path(__file__).resolve().parents[1]  # the package: its frames are not user code
@@ -198,23 +198,22 @@ def run_trial(
     trial: int,
     trials: int,
     set_name: str,
+    threshold: float,
     file: str | None = None,
     line: int | None = None,
     agent_factory: Any = None,
     judge: bool = True,
-) -> TrialResult:
-    """One trial from a fresh backend. `agent_factory(backend)` overrides the conftest's agent
-    (the vacuity check's scripted agents); `judge=False` leaves rubrics ungraded."""
+) -> TrialRecord:
+    """One trial from a fresh backend, recorded as it runs. `agent_factory(backend)` overrides
+    the conftest's agent (the vacuity check's scripted agents); `judge=False` leaves rubrics
+    ungraded."""
     started = time.perf_counter()
-    result = TrialResult(
-        case_id=case.id,
+    result = TrialRecord.begin(
+        case,
         trial=trial,
         trials=trials,
         set_name=set_name,
-        priority=case.priority,
-        difficulty=case.difficulty,
-        tags=list(case.tags),
-        outcome="pass",
+        threshold=threshold,
         file=file,
         line=line,
     )
@@ -261,19 +260,20 @@ def run_trial(
     if callable(close):
         close()
     result.duration_s = time.perf_counter() - started
-    return result
+    return result.settle()
 
 
 def grade_trial(
-    config: pytest.Config, case: Case, result: TrialResult, *, judge: bool = True
-) -> TrialResult:
+    config: pytest.Config, case: Case, result: TrialRecord, *, judge: bool = True
+) -> TrialRecord:
     """Grade a trial whose turns (and final state, `result.snapshot`) are in `result`: the code
     graders, then the judge on the case's rubric (`judge=False` leaves it ungraded), folded into
-    `result.outcome`. Both a regression trial (`run_trial`) and a sampled live conversation end
-    here. Returns `result`, graded in place."""
+    `result.outcome`, and why it failed (`failures`). A regression trial (`run_trial`), a
+    regraded one and a sampled live conversation all end here. Returns `result`, graded in
+    place."""
     observation = Observation(result.turns, result.snapshot, case.state)
     result.grader_results = grade(case, observation)
-    if result.failures:
+    if result.failed_graders:
         result.outcome = "fail"
     if judge and case.expected.rubric is not None:
         verdicts = config.hook.pytest_commerce_evals_grade_rubric(
@@ -282,7 +282,7 @@ def grade_trial(
         result.rubric_not_judged = verdicts is None
         result.verdicts = list(verdicts or [])
         result.outcome = fold_outcome(result.outcome, result.verdicts)
-    return result
+    return result.settle()
 
 
 def _load_state(backend: Backend, case: Case) -> None:
@@ -315,8 +315,8 @@ def _snapshot(backend: Backend) -> Snapshot:
 
 
 def _glue_error(
-    result: TrialResult, exc: ConfigurationError, backend: Any, started: float
-) -> TrialResult:
+    result: TrialRecord, exc: ConfigurationError, backend: Any, started: float
+) -> TrialRecord:
     """End the trial with the glue's outcome: not the agent's failure, not counted."""
     result.outcome = "error"
     result.error = f"commerce-evals glue error (not counted against the agent): {exc}"
@@ -325,4 +325,4 @@ def _glue_error(
     if callable(close):
         close()
     result.duration_s = time.perf_counter() - started
-    return result
+    return result.settle()

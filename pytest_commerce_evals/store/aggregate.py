@@ -7,41 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..jsonsafe import MAX_DEPTH, clean_json
-from ..results import GRADED, CaseTally, failure_lines, set_rate_counts, set_verdict
+from ..results import GRADED, CaseTally, set_rate_counts, set_verdict
 from ..stats import wilson_interval
 from .records import CaseResult, SetResult, StoredTrial
 
-__all__ = ["case_results", "judge_identity", "set_results", "trial_from_record"]
-
-
-def trial_from_record(record: dict[str, Any], messages: Iterable[str] = ()) -> StoredTrial:
-    """A trial record in its JSON form (`TrialResult.to_dict()` plus the set's threshold, as the
-    `pytest_commerce_evals_trial_recorded` hook carried it before it was typed) as the typed
-    record; unknown keys dropped. `TrialRecord.from_result` makes one from a `TrialResult`."""
-    data = {
-        "case_id": record["case_id"],
-        "trial": record["trial"],
-        "trials": record.get("trials", 1),
-        "set_name": record["set_name"],
-        "threshold": record["threshold"],
-        "priority": record["priority"],
-        "difficulty": record["difficulty"],
-        "tags": list(record.get("tags") or []),
-        "outcome": record["outcome"],
-        "error": record.get("error"),
-        "grader_results": list(record.get("grader_results") or []),
-        "verdicts": list(record.get("verdicts") or []),
-        "turns": [list(turn) for turn in record.get("turns") or []],
-        "messages": list(messages),
-        "snapshot": record.get("snapshot"),
-        "duration_s": float(record.get("duration_s") or 0.0),
-        "file": record.get("file"),
-        "line": record.get("line"),
-    }
-    trial = StoredTrial.model_validate(clean_json(data, MAX_DEPTH - 2))
-    failures = failure_lines(trial.grader_results, trial.error, trial.verdicts)
-    return trial.model_copy(update={"failures": clean_json(failures)})
+__all__ = ["case_results", "judge_identity", "set_results"]
 
 
 def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:

@@ -129,12 +129,9 @@ def load_record(path: str | Path) -> RunRecord:
 
 
 def clean_trial(trial: StoredTrial) -> StoredTrial:
-    """The trial itself, or a copy with every value `clean_json` makes writable."""
-    room = MAX_DEPTH - 2  # a trial is level 3 of a record (the record, its trials, the trial)
-    data = trial.model_dump()
-    if is_clean(data, room):
-        return trial
-    return StoredTrial.model_validate(clean_json(data, room))
+    """The trial itself, or a copy with every value `clean_json` makes writable
+    (`TrialRecord.clean`)."""
+    return trial.clean()
 
 
 def clean_header(record: RunRecord) -> RunRecord:

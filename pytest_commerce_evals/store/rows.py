@@ -43,7 +43,7 @@ class DamagedRun(StoreError):
 def trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
     """The trial as the values of a `trials` row, in the table's column order."""
     # the typed grader results, verdicts and events as the JSON the columns hold
-    data = t.model_dump(include={"grader_results", "verdicts", "turns"})
+    data = t.model_dump(include={"grader_results", "verdicts", "turns", "snapshot"})
     return (
         run_id,
         t.case_id,
@@ -61,7 +61,7 @@ def trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
         t.error,
         json.dumps(data["grader_results"], ensure_ascii=False, default=str),
         json.dumps(t.messages, ensure_ascii=False),
-        json.dumps(t.snapshot, ensure_ascii=False) if t.snapshot is not None else None,
+        json.dumps(data["snapshot"], ensure_ascii=False) if t.snapshot is not None else None,
         t.duration_s,
         t.file,
         t.line,

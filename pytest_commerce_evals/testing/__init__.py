@@ -1,5 +1,6 @@
 """Test doubles for teams and for this package's own tests: the scripted `FakeClient` (`fake`) and
-a loopback OpenAI-compatible mock server (`mock_server`).
+a loopback OpenAI-compatible mock server (`mock_server`, imported from there: it also runs as
+`python -m pytest_commerce_evals.testing.mock_server`).
 """
 
 from .fake import (
@@ -10,20 +11,12 @@ from .fake import (
     text_reply,
     tool_reply,
 )
-from .mock_server import (
-    FAULT_KINDS,
-    MockServer,
-    Step,
-)
 
 __all__ = [
     "AsyncFakeClient",
-    "FAULT_KINDS",
     "FakeClient",
     "FakeClientExhausted",
     "FakeReply",
-    "MockServer",
-    "Step",
     "text_reply",
     "tool_reply",
 ]

@@ -44,17 +44,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name in PRIORITIES:
         config.addinivalue_line("markers", f"{name}: case priority {name} (commerce-evals)")
-    for name in ("easy", "hard"):
-        config.addinivalue_line("markers", f"{name}: case difficulty {name} (commerce-evals)")
-    for name in DIFFICULTIES:
-        config.addinivalue_line("markers", f"difficulty_{name}: case difficulty {name}")
+    for word in ("easy", "hard"):
+        config.addinivalue_line("markers", f"{word}: case difficulty {word} (commerce-evals)")
+    for difficulty in DIFFICULTIES:
+        config.addinivalue_line("markers", f"difficulty_{difficulty}: case difficulty {difficulty}")
     config.addinivalue_line("markers", "commerce_case: an eval case trial (commerce-evals)")
     # every setting parsed and checked here, before any trial (in xdist workers too)
     found = settings(config)
     args = [Path(a.split("::")[0]) for a in config.args]
-    adaptive = found.trials if isinstance(found.trials, AutoTrials) else None
+    adaptive: AutoTrials | None
+    if isinstance(found.trials, AutoTrials):
+        adaptive, trials = found.trials, found.trials.maximum
+    else:
+        adaptive, trials = None, found.trials
     config.stash[RUN_CONFIG] = RunConfig(
-        trials=adaptive.maximum if adaptive else found.trials,
+        trials=trials,
         threshold=found.threshold,
         case_dirs=list(found.case_dirs),
         explicit={(Path.cwd() / a).resolve() for a in args if a.suffix in CASE_SUFFIXES},

@@ -29,7 +29,7 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
 from ..agent import AgentSession
 from ..errors import ConfigurationError
@@ -118,6 +118,8 @@ def _first_unreadable(fn: Callable[..., Any], messages: Any, args: Any, kwargs: 
             return f"item {n - 1} ({_short(messages[n - 1])})"
     return f"the turn's {len(messages)} items"
 
+
+ToolStatus = Literal["ok", "error", "blocked"]  # ToolResult.status
 
 Classifier = Callable[[str, Any], "tuple[str, str | None] | None"]
 """`classify(tool_name, output)`: None for an ordinary result, else `(status, reason)` with
@@ -303,6 +305,7 @@ class EventBuilder:
                 f"a tool result without a call id (found {_short(call_id, 40)}): it answers no call"
             )
         own = self._take(given)
+        known: tuple[str, dict[str, Any]]  # the call's tool name and arguments
         if own is None:
             if given in self._uses:
                 raise ValueError(
@@ -320,13 +323,17 @@ class EventBuilder:
             known = self._calls[own]
         name = name or known[0]
         value = parse_output(output)
+        status: ToolStatus
+        reason: str | None
         status, reason = ("error", error) if error is not None else ("ok", None)
         if error is None and blocked is not None:
             status, reason = "blocked", blocked
         if status == "ok" and self.options.classify is not None and name is not None:
             verdict = self.options.classify(name, value)
             if verdict is not None:
-                status, reason = verdict
+                given_status, reason = verdict
+                # a classifier's status is checked against ToolResult's choices when it is built
+                status = cast(ToolStatus, given_status)
         event = ToolResult(call_id=own, name=name, status=status, reason=reason, result=value)
         self.events.append(event)
         self._answered.add(own)

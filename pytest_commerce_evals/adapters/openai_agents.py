@@ -163,7 +163,7 @@ class _Reader:
                 return own  # the same call, passed again
         event = self.builder.call(given, name, arguments)
         if key is not None:
-            self.seen[key] = (event.call_id, name, arguments)
+            self.seen[key] = (event.call_id, event.name, arguments)  # the name call() checked
         return event.call_id
 
     def refused(self, call_id: str, name: str | None) -> bool:

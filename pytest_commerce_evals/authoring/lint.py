@@ -387,11 +387,12 @@ def _sensitive(case: Case, add) -> None:
     e = case.expected
     if e.memory_not_contains or "save_memory" in (e.never_calls or []):
         return
-    why = (
-        f"tagged {', '.join(sorted(tagged))}"
-        if tagged
-        else (f"turn mentions {SENSITIVE_WORDS.search(worded[0]).group(0)!r}")
-    )
+    if tagged:
+        why = f"tagged {', '.join(sorted(tagged))}"
+    else:
+        found = SENSITIVE_WORDS.search(worded[0])
+        assert found is not None  # worded holds only the turns it matches
+        why = f"turn mentions {found.group(0)!r}"
     add(
         "sensitive-memory",
         f"{why} but does not assert the final memory state",

@@ -56,12 +56,14 @@ class JsonEvents:
             string, bracket, word = match.groups()
             if string is None and bracket is None and word is None:
                 continue  # , or :
+            assert match.lastindex is not None  # one of the groups matched
             start = match.start(match.lastindex)
             line += text.count("\n", last, start)
             last = start
             mark = yaml.Mark("<json>", start, line, 0, None, None)
             if string is not None:
-                value = json.decoder.scanstring(string, 1)[0]
+                # json.decoder.scanstring exists (the C or Python scanner) but is not in the stubs
+                value = json.decoder.scanstring(string, 1)[0]  # type: ignore[attr-defined]
                 yield yaml.ScalarEvent(None, STR_TAG, (False, True), value, mark, mark, '"')
             elif word is not None:
                 tag = _JSON_WORDS.get(word) or (

@@ -17,6 +17,7 @@ one here changes what the next load does.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,7 @@ def _parse_file(path: Path, shown: Path) -> dict[str, Any] | LoadedFile:
         return LoadedFile([], [problem])
     assert text is not None
     kind = _CACHE_KIND
-    compute = _parse_case_text
+    compute: Callable[[str], dict[str, Any]] = _parse_case_text
     if path.suffix == ".json":
         problem = json_problem(shown, text)
         if problem is not None:

@@ -13,12 +13,15 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel
 
 from .case import Case
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 MAX_PROBLEMS = 20
 """Problems reported per case (or per file, for a file that cannot be read as cases); the rest
@@ -87,7 +90,7 @@ def syntax_problem(path: Path, exc: Exception, text: str, fmt: str = "YAML") -> 
             "inside a double-quoted string",
         )
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    line = mark.line + 1 if mark is not None else None
+    mark_line = mark.line + 1 if mark is not None else None
     problem = getattr(exc, "problem", None) or str(exc)
     if problem == "found invalid Unicode character escape code":  # libyaml, on \ud83e
         problem = (
@@ -96,7 +99,7 @@ def syntax_problem(path: Path, exc: Exception, text: str, fmt: str = "YAML") -> 
         )
     context = getattr(exc, "context", None)
     detail = f"{context}, {problem}" if context else problem
-    return CaseProblem(path, line, None, f"malformed {fmt}: {detail}")
+    return CaseProblem(path, mark_line, None, f"malformed {fmt}: {detail}")
 
 
 # -- validation errors ------------------------------------------------------------------------
@@ -142,7 +145,7 @@ _STRICT_MESSAGES = {
 }
 
 
-def describe(error: dict[str, Any]) -> str:
+def describe(error: ErrorDetails) -> str:
     """One pydantic error of a Case's validation, as the message its problem carries."""
     found_value = error.get("input")
     kind = error["type"]

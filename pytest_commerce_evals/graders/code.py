@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backend import Snapshot
-from ..cases.case import Case, State
+from ..cases.case import Case, StagedChange, State
 from ..events import CartUpdate, Change, ChangeUpdate, Text, ToolCall, ToolResult, Ui
 from ..results import GraderResult
 
@@ -121,6 +121,7 @@ def _calls(obs: Observation, turn: int | None = None) -> str:
     listed = ", ".join(_call(c) for c in calls) if calls else "no tool calls"
     if len(obs.turns) > 1:
         index = obs.graded_turn if turn is None else turn
+        assert index is not None  # the trial has turns
         return f"turn {index + 1} of {len(obs.turns)}: {listed}"
     return listed
 
@@ -226,7 +227,7 @@ def first_tool(want: str, obs: Observation) -> GraderResult:
 def first_tool_not(banned: str, obs: Observation) -> GraderResult:
     first = _first_of_last_turn(obs)
     seen = first.name if first else None
-    if seen == banned:
+    if first is not None and seen == banned:
         return _fail(
             "first_tool_not",
             banned,
@@ -312,17 +313,21 @@ def _change_key(change: Any) -> tuple[str, str | None, str]:
     return (change.kind, change.product_id, _dumps(change.fields))
 
 
-def _split_injected(obs: Observation, changes: list[Change]) -> tuple[list[Change], list[Change]]:
+def _split_injected(
+    obs: Observation, changes: list[Change]
+) -> tuple[list[Change], list[tuple[Change, StagedChange]]]:
     """`changes` split into (made during the trial, injected through `state`), each injected
     change matched once: by its id when the case gave one, else by kind, product and fields (the
-    backend may have given it an id of its own). Returned injected changes carry their status as
-    injected, so a grader can tell a precondition from what the trial did to it."""
+    backend may have given it an id of its own). Injected changes come paired with the change as
+    injected (its status then), so a grader can tell a precondition from what the trial did to
+    it."""
     by_id = {c.change_id: c for c in obs.initial.staged_changes if c.change_id}
-    by_key: dict[tuple, list] = {}
+    by_key: dict[tuple, list[StagedChange]] = {}
     for c in obs.initial.staged_changes:
         if not c.change_id:
             by_key.setdefault(_change_key(c), []).append(c)
-    fresh, injected = [], []
+    fresh: list[Change] = []
+    injected: list[tuple[Change, StagedChange]] = []
     for change in changes:
         match = by_id.pop(change.change_id, None) if change.change_id else None
         if match is None:

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -46,6 +46,7 @@ from ..jsonsafe import printable
 from ..results import RubricVerdict
 from ..store.database import (
     DriverMissing,
+    PostgresConnection,
     PostgresDatabase,
     describe,
     is_database_url,
@@ -230,7 +231,11 @@ class VerdictStore:
         """Verdicts (and calibrations) not kept while the server was away."""
         self.reconnected = 0
         self._retry_at = 0.0
-        errors = (sqlite3.Error, UnicodeDecodeError, *(self._pg.errors if self._pg else ()))
+        errors: tuple[type[BaseException], ...] = (
+            sqlite3.Error,
+            UnicodeDecodeError,
+            *(self._pg.errors if self._pg else ()),
+        )
         try:
             found = self._retry(self._create)
         except tuple(self._pg.transient if self._pg else ()) as exc:
@@ -316,7 +321,8 @@ class VerdictStore:
             if self._pg is not None:
                 # writers creating the tables at once queue on one lock
                 conn.execute("SELECT pg_advisory_xact_lock(?)", (_PG_LOCK,))
-                if self._pg.tables(conn) & {"runs", "trials"}:
+                # a PostgreSQL store's connections are PostgresConnections (_connection)
+                if self._pg.tables(cast(PostgresConnection, conn)) & {"runs", "trials"}:
                     raise ValueError(
                         f"{self.path}: this schema holds a run store; give the verdict store a "
                         "schema of its own (?schema=NAME, or none for commerce_verdicts)"
@@ -354,7 +360,7 @@ class VerdictStore:
         return conn
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self) -> Iterator[sqlite3.Connection | PostgresConnection]:
         conn = self._connection()
         with conn:  # one transaction: committed on success, rolled back on error
             yield conn

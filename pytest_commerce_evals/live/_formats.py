@@ -179,10 +179,11 @@ def _too_deep(turns: list[_Turn]) -> None:
                 )
 
 
-def _call(tc: Any, where: str) -> tuple[str, str, Any]:
+def _call(tc: Any, where: str) -> tuple[str | None, str, Any]:
     if not isinstance(tc, dict):
         raise _Bad(f"{where}: a tool call that is not an object")
-    fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+    function = tc.get("function")
+    fn: dict[str, Any] = function if isinstance(function, dict) else tc
     if isinstance(tc.get("custom"), dict):  # a custom tool's call: free-text input
         fn = {"name": tc["custom"].get("name"), "arguments": {"_raw": tc["custom"].get("input")}}
     name, call_id = fn.get("name"), tc.get("id")
@@ -332,7 +333,8 @@ def _openai_time(data: dict[str, Any], metadata: dict[str, Any]) -> datetime:
 
 
 def _openai_turns(data: dict[str, Any], shown: str, n: int) -> tuple[str, list[_Turn]]:
-    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    given = data.get("metadata")
+    metadata: dict[str, Any] = given if isinstance(given, dict) else {}
     role = metadata.get("role", "customer")
     if role not in ("customer", "operator"):
         raise _Bad(

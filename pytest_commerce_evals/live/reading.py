@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
 
 from ..jsonsafe import printable
 from .conversations import Capture, CaptureBuilder, CaptureProblem
@@ -71,7 +72,7 @@ def read_capture(
         )
     found = CaptureBuilder(rate, seed, redactor or NO_REDACTION)
     capture = found.capture
-    foreign = None
+    foreign: ModuleType | None = None  # _formats, imported when a foreign format is read
     for path in capture_files(paths, suffixes=(".jsonl", ".json") if format == "otel" else None):
         shown = printable(display(path))
         if path.exists() and not path.is_file():  # a folder, or a pipe that would block
@@ -85,7 +86,9 @@ def read_capture(
         with fh:
             if format != "native":
                 if foreign is None:
-                    from . import _formats as foreign
+                    from . import _formats
+
+                    foreign = _formats
                 if foreign.read_file(fh, shown, found, format):
                     continue  # read as a foreign format
             for n, raw in enumerate(fh, 1):

@@ -167,6 +167,11 @@ REDACTION_KINDS: dict[str, tuple[Any, Callable[[re.Match[str]], str | None]]] = 
 DEFAULT_REDACT = ("email", "phone", "card", "iban", "secret", "address")
 
 
+def _named(name: str) -> Callable[[re.Match[str]], str | None]:
+    """What replaces a match of the pattern `name` (a pattern of the user's)."""
+    return lambda m: f"[redacted:{name}]"
+
+
 @dataclass
 class Redactor:
     """Replaces emails, phone numbers, card numbers, IBANs, API keys and tokens, and street
@@ -201,7 +206,7 @@ class Redactor:
                 raise ValueError(
                     f"redaction pattern {name!r}: {regex!r} is not a regex: {exc}"
                 ) from None
-            self._rules.append((compiled, lambda m, n=name: f"[redacted:{n}]", None, False))
+            self._rules.append((compiled, _named(name), None, False))
 
     @property
     def active(self) -> bool:

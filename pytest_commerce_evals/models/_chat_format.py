@@ -25,7 +25,7 @@ import functools
 import json
 import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
 NAME = "commerce-chatml-tools"
 
@@ -282,6 +282,9 @@ def register() -> None:
     """Make `--chat_format commerce-chatml-tools` known to llama-cpp-python (server process)."""
     from llama_cpp import llama_chat_format
 
+    # handler takes the protocol's keywords; it reads the messages, tools and response format
+    # as the plain dicts they are at runtime, not as llama-cpp's TypedDicts
+    typed = cast("llama_chat_format.LlamaChatCompletionHandler", handler)
     llama_chat_format.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
-        NAME, handler, overwrite=True
+        NAME, typed, overwrite=True
     )

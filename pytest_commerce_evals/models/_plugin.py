@@ -8,7 +8,7 @@ import pytest
 
 from ..settings import agent_label, settings
 from . import embedded as _local_model
-from .endpoint import _SETTING, EndpointError, close_session_clients, resolve_endpoint
+from .endpoint import _SETTING, EndpointError, Purpose, close_session_clients, resolve_endpoint
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -58,7 +58,7 @@ def _check_endpoints(config: pytest.Config, judge: bool) -> None:
     # an agent endpoint set only by the shared variables (OPENAI_BASE_URL, OPENAI_MODEL) is
     # checked when the agent asks the plugin for a client: an agent with its own client never
     # uses them, and another tool's value must not stop its run
-    needed = [] if _from_environment_only(config, "agent") else ["agent"]
+    needed: list[Purpose] = [] if _from_environment_only(config, "agent") else ["agent"]
     if judge and not settings(config).no_judge:
         needed.append("judge")
     for purpose in needed:

@@ -83,10 +83,19 @@ _SETTING: dict[str, dict[str, str]] = {
     "agent": {"model": "model", "base_url": "base_url"},
     "judge": {"model": "judge_model", "base_url": "judge_base_url"},
 }
+
+
+def _env_of(name: str) -> str:
+    """The variable of the key setting `name` (a key is read from its variable alone)."""
+    env = BY_NAME[name].env
+    assert env is not None
+    return env
+
+
 # the variables holding each purpose's key, in the order they are tried (settings.TABLE)
 _KEY_ENV: dict[str, tuple[str, ...]] = {
-    "agent": (BY_NAME["openai_api_key"].env,),
-    "judge": (BY_NAME["judge_api_key"].env, BY_NAME["openai_api_key"].env),
+    "agent": (_env_of("openai_api_key"),),
+    "judge": (_env_of("judge_api_key"), _env_of("openai_api_key")),
 }
 
 
@@ -263,12 +272,12 @@ def _resolve_judge(config: Any) -> Endpoint:
     return _resolve(config, "judge", model, base)
 
 
-def _model_setting(purpose: str) -> tuple[str, str]:
+def _model_setting(purpose: str) -> tuple[str | None, str | None]:
     setting = BY_NAME[_SETTING[purpose]["model"]]
     return setting.option, setting.env
 
 
-def _url_flag(purpose: str) -> str:
+def _url_flag(purpose: str) -> str | None:
     return BY_NAME[_SETTING[purpose]["base_url"]].option
 
 
@@ -450,9 +459,11 @@ def _what(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> str:
 
 
 def _infra(exc: BaseException, what: str, attempts: int) -> InfraError:
-    if getattr(exc, "status_code", None) in _CONFIG_STATUS:
+    status = getattr(exc, "status_code", None)
+    if status in _CONFIG_STATUS:  # an openai.APIStatusError, which has a message
+        message = getattr(exc, "message", exc)
         return EndpointError(
-            f"{what}: HTTP {exc.status_code} ({type(exc).__name__}): {exc.message}; "
+            f"{what}: HTTP {status} ({type(exc).__name__}): {message}; "
             "check the model name, base URL and API key"
         )
     tries = "attempt" if attempts == 1 else "attempts"
@@ -729,7 +740,7 @@ class AsyncRetryingClient(RetryingClient):
             if hasattr(result, "__await__"):
                 await result
 
-    def close(self) -> None:  # type: ignore[override]
+    def close(self) -> None:
         raise TypeError("AsyncRetryingClient is closed with `await client.aclose()`")
 
     async def __aenter__(self) -> AsyncRetryingClient:

@@ -246,6 +246,7 @@ class ReferenceAgent:
 
         if problem is not None:
             return error(problem)
+        assert parsed is not None  # _parse_arguments gives the arguments or a problem
         allowed = tools_for_role(ctx.role)
         if name not in allowed:
             return error(f"unknown tool {name!r}; the tools are: {', '.join(allowed)}")

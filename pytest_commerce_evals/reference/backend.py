@@ -276,6 +276,7 @@ class ReferenceBackend:
             case "out_of_stock":
                 return "out of stock"
             case _:
+                assert availability.available_on is not None  # a backorder has its date
                 return f"backorder: ships {availability.available_on.isoformat()}"
 
     def delivery_text(self, product: Product) -> str:
@@ -286,6 +287,7 @@ class ReferenceBackend:
                 return "instant (by email)"
             by = self.today + timedelta(days=product.delivery.days)
             return f"{product.delivery.days} days (arrives by {by.isoformat()})"
+        assert product.delivery.date is not None  # an estimate has its days or its date
         return f"arrives by {product.delivery.date.isoformat()}"
 
     # --- cart -----------------------------------------------------------------------------------
@@ -438,6 +440,8 @@ class ReferenceBackend:
         return applied
 
     def _apply(self, change: Change) -> None:
+        if change.product_id is None:  # a change injected through the case's state
+            raise ToolError(f"{change.change_id} names no product: there is nothing to apply")
         product = self.products[change.product_id]
         f = change.fields
         if change.kind == "delist":
@@ -479,6 +483,7 @@ class ReferenceBackend:
             line["unit_price"] = money(line["unit_price"], order.currency)
         data["total"] = money(order.total, order.currency)
         if "return_info" in data:
+            assert order.return_info is not None  # dumped without its None fields
             data["return_info"]["refund"] = money(order.return_info.refund, order.currency)
         if order.shipping is not None and order.shipping.previous_estimate is not None:
             data["shipping"]["delivery_date_changed"] = True

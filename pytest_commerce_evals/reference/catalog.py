@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -21,6 +21,9 @@ from ..cases import yaml_cache as _yaml_cache
 from ..cases.case import State
 from ..errors import CommerceEvalsError
 from ..events import event_from_json
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 __all__ = [
     "FIXTURES_DIR",
@@ -375,7 +378,7 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def _describe(error: dict[str, Any], data: Any) -> str:
+def _describe(error: ErrorDetails, data: Any) -> str:
     loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
     where = _key_path(loc)
     # name the record, not only its index: products[12] (id shoe-trail-005)

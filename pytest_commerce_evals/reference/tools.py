@@ -171,8 +171,8 @@ def present_suggestions(
         }
     else:
         ids = list(dict.fromkeys(change_ids)) or [
-            c.change_id for c in b.changes if c.status == "staged"
-        ]
+            c.change_id for c in b.changes if c.status == "staged" and c.change_id is not None
+        ]  # (the backend gives every change an id)
         if not ids:
             raise ToolError("change_review needs staged change ids; stage_change first")
         changes = [b.change(cid) for cid in ids]
@@ -350,7 +350,8 @@ class Tool:
         self.description = inspect.getdoc(fn) or ""
         hints = typing.get_type_hints(fn, include_extras=True)
         params = list(inspect.signature(fn).parameters.values())[1:]  # skip ctx
-        fields = {
+        # (annotation, default) per argument; Any, as create_model's keywords take every field
+        fields: dict[str, Any] = {
             p.name: (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default)
             for p in params
         }

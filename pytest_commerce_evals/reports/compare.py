@@ -24,6 +24,7 @@ def compare_main(config: pytest.Config, session: pytest.Session) -> int | pytest
     write = line_writer(config)
 
     compare = settings(config).compare
+    assert compare is not None  # run for a --commerce-compare (reports/_plugin)
     refs = [r for r in compare.split(",") if r.strip()]
     if len(refs) != 2:
         write(

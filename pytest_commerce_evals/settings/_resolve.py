@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 import pytest
@@ -19,6 +19,9 @@ from .table import AUTO_TRIALS_CAP, GROUP, NO_STORE, TABLE, AutoTrials, Setting,
 from .values import MinKappaError, parse_min_kappa
 
 # -- registration ----------------------------------------------------------------------------
+
+_IniType = Literal["string", "paths", "pathlist", "args", "linelist", "bool", "int", "float"]
+"""The ini value types `pytest.Parser.addini` takes."""
 
 
 def register(parser: pytest.Parser) -> None:
@@ -40,10 +43,12 @@ def register(parser: pytest.Parser) -> None:
             group.addoption(s.option, **kwargs)
         if s.ini:
             help_text = s.ini_help or (f"{s.help}; {s.option} overrides" if s.option else s.help)
+            # the table's ini types are pytest's names, which addini checks
+            ini_type = cast(_IniType, s.ini_type)
             if s.ini_default is None:
-                parser.addini(s.ini, help_text, type=s.ini_type)
+                parser.addini(s.ini, help_text, type=ini_type)
             else:
-                parser.addini(s.ini, help_text, type=s.ini_type, default=s.ini_default)
+                parser.addini(s.ini, help_text, type=ini_type, default=s.ini_default)
 
 
 # -- resolution ------------------------------------------------------------------------------

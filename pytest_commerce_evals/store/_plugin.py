@@ -2,7 +2,8 @@
 compare two models' runs, and write the HTML and JSON reports.
 
 Everything here runs in the controlling process (the only one without pytest-xdist); each trial
-arrives as its typed record (`results.TrialRecord`) through `pytest_commerce_evals_trial_recorded`."""
+arrives as its typed record (`results.TrialRecord`) through
+`pytest_commerce_evals_trial_recorded`."""
 
 from __future__ import annotations
 
@@ -86,8 +87,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def _store_problem(config: pytest.Config, recorder: RunRecorder) -> str | None:
     """Why the run's store cannot be opened, said for the user; None when it opens."""
+    target = recorder.target
+    assert target is not None  # asked only of a run being recorded
     try:
-        RunStore(recorder.target).close()
+        RunStore(target).close()
     except Exception as exc:
         where = settings(config).sources.get("store", "default")
         name = BY_NAME["store"].where(where) if where != "default" else "the run store"

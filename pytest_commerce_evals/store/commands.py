@@ -112,6 +112,7 @@ def flaky_main(config: pytest.Config, session: pytest.Session) -> int | pytest.E
     if store.damaged:
         for line, markup in damaged_lines(store):
             write(line, **markup)
+    return pytest.ExitCode.OK
 
 
 def _copy_target(config: pytest.Config, text: str) -> Path | str:
@@ -162,7 +163,9 @@ def copy_runs(source: RunStore, dest: RunStore) -> tuple[int, int, int]:
 
 def copy_run_store(config: pytest.Config, write: Callable[..., None]) -> None:
     """`--commerce-store-copy=SRC,DEST`: every run of SRC not in DEST already."""
-    src, dst = copy_sides(config, "--commerce-store-copy", settings(config).store_copy)
+    value = settings(config).store_copy
+    assert value is not None  # called for a --commerce-store-copy (store/_plugin)
+    src, dst = copy_sides(config, "--commerce-store-copy", value)
     if not RunStore.exists(src):
         raise StoreError(f"{shown(src)}: no run store here (no run has been recorded)")
     source = RunStore(src, read_only=True)

@@ -54,7 +54,7 @@ DEFAULT_HISTORY_RUNS = 10
 SCAN_RUNS_PER_CASE_RUN = 5
 """How far back the store is read for a case's M runs: at most this many times M runs."""
 
-PRIORITY_ORDER = {name: n for n, name in enumerate(PRIORITIES)}
+PRIORITY_ORDER: dict[str, int] = {name: n for n, name in enumerate(PRIORITIES)}
 """Most urgent first: the order cases are listed in diffs and reports."""
 
 NOISE_NOTE = (
@@ -660,14 +660,14 @@ def diff_failing_sets(
         if bucket:
             getattr(diff, bucket).append(entry)
     diff.pooled_runs = [r.run_id for r in history.runs if r.run_id in used] if history else []
-    for bucket in (
+    for entries in (
         diff.newly_failing,
         diff.fixed,
         diff.inconclusive,
         diff.still_failing,
         diff.not_compared,
     ):
-        bucket.sort(key=_order)
+        entries.sort(key=_order)
     return diff
 
 

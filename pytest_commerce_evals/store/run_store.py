@@ -95,11 +95,12 @@ class RunStore:
         self._pg: PostgresDatabase | None = None
         if is_database_url(folder):
             # a PostgreSQL database (and schema): `path` is its URL without the password
-            self.url = str(folder).strip()
+            url = str(folder).strip()
+            self.url: str | None = url
             self.folder = None
-            self.path: Path | str = public_url(self.url)
+            self.path: Path | str = public_url(url)
             try:
-                self._pg = PostgresDatabase(self.url, schema=PG_SCHEMA, read_only=read_only)
+                self._pg = PostgresDatabase(url, schema=PG_SCHEMA, read_only=read_only)
             except DriverMissing as exc:
                 raise StoreError(str(exc)) from None
             self._schema = StoreSchema(self.path, read_only=read_only, pg=self._pg)
@@ -191,6 +192,8 @@ class RunStore:
     def _open(self) -> sqlite3.Connection:
         if not self.read_only:
             return sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        # a SQLite store's: a file in its folder
+        assert isinstance(self.path, Path) and self.folder is not None
         uri = self.path.resolve().as_uri() + "?mode=ro"
         if _folder_read_only(self.folder):
             uri += "&immutable=1"
@@ -413,7 +416,8 @@ class RunStore:
     ) -> list[RunRecord]:
         """Runs without their trials, newest first, filtered by the given fields. A run whose
         row does not decode is left out and noted in `damaged`."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         for column, value in (
             ("kind", kind),
             ("signature", signature),

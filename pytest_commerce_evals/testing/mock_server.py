@@ -180,6 +180,7 @@ class MockServer:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # a bound TCP server's host is text
         return f"http://{host}:{port}/v1"
 
     # --- lifecycle ------------------------------------------------------------------------------

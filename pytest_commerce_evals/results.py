@@ -404,6 +404,16 @@ class TrialRecord(BaseModel):
             messages=list(case.turns if messages is None else messages),
             file=file,
             line=line,
+            # every field given: pydantic's defaults cost an inspect.signature per factory
+            failures=[],
+            error=None,
+            grader_results=[],
+            verdicts=[],
+            turns=[],
+            snapshot=None,
+            duration_s=0.0,
+            stopping=None,
+            rubric_not_judged=False,
         )
 
     @property

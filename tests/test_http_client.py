@@ -60,8 +60,9 @@ class _Echo:
                 raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-length", str(len(raw)))
-                if close:
-                    self.send_header("connection", "close")
+                if close:  # "silent": closes the kept-alive connection without saying so
+                    if close != "silent":
+                        self.send_header("connection", "close")
                     self.close_connection = True
                 self.end_headers()
                 self.wfile.write(raw)
@@ -76,15 +77,18 @@ class _Echo:
         self.httpd.server_close()
 
 
-@pytest.fixture(params=["sync", "async"])
+@pytest.fixture(params=["sync", "sync-library", "async"])
 def create(request):
     """`create(base_url, client options..., **call)`: one `chat.completions.create` on a fresh
-    `HTTPChatClient`, or on a fresh `AsyncHTTPChatClient` (awaited, then closed) in the async
-    run of the test: what holds for one client holds for the other."""
-    if request.param == "sync":
+    `HTTPChatClient` (on its loopback connections, or, in the `sync-library` run, on the HTTP
+    library as for any other server), or on a fresh `AsyncHTTPChatClient` (awaited, then
+    closed) in the async run of the test: what holds for one client holds for the others."""
+    if request.param.startswith("sync"):
+        direct = request.param == "sync"
 
         def call_sync(url, *, client=None, **kwargs):
-            with HTTPChatClient(url, **(client or {})) as c:
+            with HTTPChatClient(url, **(client or {}), direct_loopback=direct) as c:
+                assert (c._loopback is not None) is direct
                 return c.chat.completions.create(**kwargs)
 
         return call_sync
@@ -462,7 +466,39 @@ def test_the_async_client_sends_what_the_sync_one_sends_and_replies_like_async_f
     assert reply.choices[0].message.content == fake.choices[0].message.content == "hi"
     (path, sync_headers, sync_body), (async_path, headers, body) = server.requests
     assert async_path == path and body == sync_body
-    assert headers == sync_headers
+    # the loopback connection asks for no compression and is kept alive as HTTP/1.1 does by
+    # default; every other header is the same
+    transport = {"accept-encoding", "connection"}
+    assert sync_headers["accept-encoding"] == "identity"
+    assert {k: v for k, v in headers.items() if k not in transport} == {
+        k: v for k, v in sync_headers.items() if k not in transport
+    }
+
+
+def test_a_loopback_server_is_called_on_plain_connections_and_any_other_through_the_library():
+    for url, direct in (
+        ("http://127.0.0.1:8000/v1", True),
+        ("http://localhost:8000/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://10.0.0.5:8000/v1", False),
+        ("https://127.0.0.1:8000/v1", False),
+    ):
+        with HTTPChatClient(url) as client:
+            assert (client._loopback is not None) is direct, url
+    with HTTPChatClient("http://127.0.0.1:8000/v1", direct_loopback=False) as client:
+        assert client._loopback is None
+
+
+def test_a_kept_alive_connection_the_server_dropped_unsaid_is_replaced_and_the_call_sent_again(
+    echo,
+):
+    ok = {"choices": [{"message": {"content": "first"}}]}
+    server = echo([(200, ok, "silent")])  # answers, then closes without a connection: close
+    with HTTPChatClient(server.url) as client:
+        first = client.chat.completions.create(model="m", messages=[])
+        second = client.chat.completions.create(model="m", messages=[])
+    assert (first.choices[0].message.content, second.choices[0].message.content) == ("first", "hi")
+    assert len(server.requests) == 2  # the second call reached the server once
 
 
 def test_the_async_client_closes_its_connections_on_leaving_async_with(echo):

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..settings import BY_NAME
+from .loopback import LoopbackPoster, Reply
 from .replies import Record
 
 if TYPE_CHECKING:
@@ -128,6 +129,7 @@ class _ChatClientBase:
     _http_class = "Client"  # the HTTP library's client class
     _sdk_class = "OpenAI"  # the openai SDK's client class, for `.sdk`
     _completions_class: Any = _Completions
+    _direct = False  # calls a loopback server on `loopback.LoopbackPoster` (the sync client)
 
     def __init__(
         self,
@@ -138,6 +140,7 @@ class _ChatClientBase:
         connect_timeout: float = 10.0,
         headers: dict[str, str] | None = None,
         trust_env: bool = True,
+        direct_loopback: bool = True,
     ) -> None:
         parts = urlsplit(base_url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -158,6 +161,12 @@ class _ChatClientBase:
         self._custom_headers = dict(headers or {})
         self._headers = _headers(self.api_key, self._custom_headers)
         self._url = f"{self.base_url}/chat/completions"
+        self._loopback: LoopbackPoster | None = None
+        if self._direct and direct_loopback and parts.scheme == "http":
+            if parts.hostname in _LOOPBACK:
+                self._loopback = LoopbackPoster(
+                    lib, self._url, timeout=timeout, connect_timeout=self.connect_timeout
+                )
         self._tools_cache: dict[tuple[int, ...], tuple[tuple[Any, ...], str]] = {}
         self._sdk: Any = None
         self._sdk_lock = threading.Lock()
@@ -264,10 +273,18 @@ class HTTPChatClient(_ChatClientBase):
     """
 
     _completions_class = _Completions
+    _direct = True
 
     def _create(self, kwargs: dict[str, Any]) -> Record:
         request = self._request(kwargs)
+        poster = self._loopback
+        timeout = kwargs.get("timeout")
         try:
+            if poster is not None and not request["params"] and _seconds(timeout):
+                reply = poster.post(request["content"], request["headers"], timeout)
+                if reply.status_code >= 400:
+                    raise status_error(reply.as_response())
+                return completion_from_response(reply)
             response = self._http.post(**request)
         except self._transport_errors() as exc:
             raise self._transport_error(exc) from exc
@@ -281,6 +298,8 @@ class HTTPChatClient(_ChatClientBase):
 
     def close(self) -> None:
         """Close the connections (the `.sdk` client's too: they are the same)."""
+        if self._loopback is not None:
+            self._loopback.close()
         self._http.close()
 
     def __enter__(self) -> HTTPChatClient:
@@ -407,7 +426,15 @@ _STATUS_ERRORS = {
 def _malformed(response: Any, body: object, message: str) -> openai.APIResponseValidationError:
     import openai
 
+    if isinstance(response, Reply):  # a loopback reply: the error carries the library's Response
+        response = response.as_response()
     return openai.APIResponseValidationError(response, body, message=message)
+
+
+def _seconds(timeout: Any) -> bool:
+    """A call's own timeout the loopback path takes: none, or a number of seconds (a timeout
+    object of the HTTP library goes to the library)."""
+    return timeout is None or (isinstance(timeout, int | float) and not isinstance(timeout, bool))
 
 
 def _default(value: Any) -> Any:

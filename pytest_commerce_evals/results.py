@@ -39,6 +39,7 @@ __all__ = [
     "meets_threshold",
     "pass_hat_k",
     "REPORT_KINDS",
+    "attach_payload",
     "report_payload",
     "set_rate_counts",
     "CaseTally",
@@ -64,6 +65,14 @@ REPORT_KINDS = ("trial", "not_needed", "vacuity", "invalid")
 `decided`), `not_needed` a trial adaptive trials did not run (`decided`, its reason), `vacuity`
 a case's vacuity findings (`finding`), `invalid` a case entry that cannot run (`message`). A
 worker under xdist sends it as plain data."""
+
+
+def attach_payload(report: Any, kind: str, **fields: Any) -> None:
+    """Put the plugin's mapping on a pytest report: `kind` (one of `REPORT_KINDS`) and its
+    fields. pytest-xdist sends it with the report, as plain data."""
+    if kind not in REPORT_KINDS:
+        raise ValueError(f"a report carries one of {', '.join(REPORT_KINDS)}; found {kind!r}")
+    report.commerce = {"kind": kind, **fields}
 
 
 def report_payload(report: Any, kind: str | None = None) -> dict[str, Any] | None:
@@ -241,7 +250,10 @@ def set_rate_counts(cases: Iterable[tuple[int, ...] | tuple[Any, ...]]) -> tuple
     if all(r is None for r in rates) and len({c[2] for c in cases}) <= 1:
         return sum(c[0] for c in graded), sum(c[1] for c in graded)
     mean = sum(
-        (r if r is not None else Fraction(c[0], c[1]) for c, r in zip(graded, rates, strict=True)),
+        (
+            Fraction(r) if r is not None else Fraction(c[0], c[1])
+            for c, r in zip(graded, rates, strict=True)
+        ),
         Fraction(0),
     ) / len(graded)
     return mean.numerator, mean.denominator

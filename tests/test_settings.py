@@ -728,6 +728,8 @@ def _is_of(value, hint) -> bool:
     import typing
 
     origin = typing.get_origin(hint)
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return any(_is_of(value, h) for h in typing.get_args(hint))
     if hint is type(None):
@@ -754,3 +756,6 @@ def test_the_settings_fields_are_the_tables_settings_typed_as_parsed(tmp_path):
             value = getattr(found, name)
             assert _is_of(value, hints[name]), f"{name}: {value!r} is not {hints[name]}"
     assert not _is_of("3", hints["concurrency"])  # the check itself can fail
+    for s in TABLE:  # a choice is typed as its choices, no more, no fewer
+        if s.stored and s.kind == "choice":
+            assert typing.get_args(hints[s.name]) == s.choices, s.name

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..compat import run_session
-from ..results import report_payload
+from ..results import attach_payload, report_payload
 from ..settings import settings
 from .lint import RULES, FixtureIndex, lint_paths
 from .vacuity import VacuityItem
@@ -34,7 +34,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if isinstance(item, VacuityItem):
         found = getattr(item, "vacuity", None)
         if found is not None and report.when == "call":
-            report.commerce = {"kind": "vacuity", "finding": asdict(found)}
+            attach_payload(report, "vacuity", finding=asdict(found))
     return report
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -65,9 +65,13 @@ def _is_embedded(endpoint: Any) -> bool:
 
 def judge_params(config: pytest.Config, endpoint: Any = None) -> JudgeParams:
     found = settings(config)
-    fmt = found.judge_format
-    if fmt == "auto":
-        fmt = "json_object" if _is_embedded(endpoint) else "json_schema"
+    chosen = found.judge_format
+    if chosen == "auto":
+        fmt: Literal["json_schema", "json_object", "none"] = (
+            "json_object" if _is_embedded(endpoint) else "json_schema"
+        )
+    else:
+        fmt = chosen
     defaults = JudgeParams()
     seed, max_tokens = found.judge_seed, found.judge_max_tokens
     return JudgeParams(
@@ -238,8 +242,8 @@ def calibration_header(config: pytest.Config) -> list[str]:
     shipped = shipped_calibrations().get(fingerprint)
     if shipped is not None and all(r.source == "shipped" for r in rows.values()):
         kappa = "" if shipped.overall_kappa is None else f" κ {shipped.overall_kappa:.2f}"
-        agreement = shipped.overall_agreement
-        agreement = "" if agreement is None else f", {agreement:.0%} agreement"
+        rate = shipped.overall_agreement
+        agreement = "" if rate is None else f", {rate:.0%} agreement"
         measured = (
             f"{who} calibrated{kappa} over {shipped.overall_n} labels{agreement} "
             "(calibration shipped with the plugin)"

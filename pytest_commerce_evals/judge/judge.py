@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from ..events import coerce_event
+from ..events import Text, coerce_event
 from ..results import RubricVerdict
 from ..rubrics import resolve_dimensions, rubric_fingerprint
 
@@ -189,7 +189,7 @@ def _event_line(event: Any) -> str | None:
     kind = ev.type
     if kind == "turn_end":
         return None
-    if kind == "text":
+    if isinstance(ev, Text):
         return f"{LINE_PREFIX}reply {_quote(ev.text)}"
     data = ev.model_dump(mode="json", exclude={"type"}, exclude_none=True)
     return f"{LINE_PREFIX}{kind} {_quote(data)}"
@@ -515,7 +515,7 @@ class Judge:
         )
         if self.store is not None:
             stored = self.store.get(
-                base.transcript_hash, base.judge_fingerprint, base.rubric_fingerprint
+                transcript.hash, self.fingerprint, rubric_fingerprint(dimension, rubric)
             )
             if stored is not None and _still_a_verdict(stored.verdict, stored.reasoning):
                 return stored.to_verdict()

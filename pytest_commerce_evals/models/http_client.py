@@ -76,9 +76,13 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _MAX_CONNECTIONS = 1000
 _MAX_KEEPALIVE = 100
 # headers the SDK sends from the environment (declared in settings.TABLE)
-_ENV_HEADERS = (
-    (BY_NAME["openai_org_id"].env, "openai-organization"),
-    (BY_NAME["openai_project_id"].env, "openai-project"),
+_ENV_HEADERS = tuple(
+    (env, header)
+    for env, header in (
+        (BY_NAME["openai_org_id"].env, "openai-organization"),
+        (BY_NAME["openai_project_id"].env, "openai-project"),
+    )
+    if env is not None
 )
 
 

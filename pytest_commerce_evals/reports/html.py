@@ -302,7 +302,8 @@ def _entry_rows(entries: list[DiffEntry], left: str, right: str, link: bool) -> 
             name = f'<a href="#{e(_anchor(entry.case_id))}">{name}</a>'
         if entry.note:
             name += f' <span class="note">({e(entry.note)})</span>'
-        reasons = (entry.after or entry.before).failures if (entry.after or entry.before) else []
+        either = entry.after or entry.before
+        reasons = either.failures if either is not None else []
         failing = entry.after if entry.after and entry.after.failing else entry.before
         reasons = failing.failures if failing else reasons
         shown = "".join(f"<li>{e(r)}</li>" for r in reasons[:3])

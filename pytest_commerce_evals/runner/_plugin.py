@@ -4,7 +4,7 @@ terminal summary, JUnit outcomes and the exit status from the sets."""
 from __future__ import annotations
 
 import gc
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -12,7 +12,7 @@ from ..compat import case_scheduler, junit_error, xdist_queued
 from ..jsonsafe import printable
 from ..models.endpoint import AGENT_USED
 from ..results import NOT_GRADED as UNGRADED_OUTCOMES
-from ..results import Stopping, TrialRecord, report_payload
+from ..results import Outcome, Stopping, TrialRecord, attach_payload, report_payload
 from ..settings import run_config, settings
 from ..store.recorder import BASELINE, BASELINE_IS_SOURCE, RECORDER, problem
 from . import regrade_plan
@@ -89,7 +89,8 @@ class _RegradeSummary:
 
 @pytest.hookimpl(trylast=True)
 def pytest_commerce_evals_item_class(config: pytest.Config, kind: str) -> type[pytest.Item] | None:
-    return {"trial": CaseItem, "invalid": InvalidCase}.get(kind)
+    classes: dict[str, type[pytest.Item]] = {"trial": CaseItem, "invalid": InvalidCase}
+    return classes.get(kind)
 
 
 @pytest.hookimpl(trylast=True)
@@ -256,16 +257,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if isinstance(item, CaseItem) and item.records_trial:
         _trial_report(item, report)
     elif isinstance(item, InvalidCase) and report.failed:
-        report.commerce = {"kind": "invalid", "message": item.message}
+        attach_payload(report, "invalid", message=item.message)
     return report
 
 
 def _trial_report(item: CaseItem, report: pytest.TestReport) -> None:
     """Put the trial's record on the report that closes it (`results.REPORT_KINDS`)."""
-    decided = getattr(item, "commerce_decided", None)
+    decided = item.commerce_decided
     if decided is not None:
         if report.when == "setup":  # not a trial: nothing recorded or counted
-            report.commerce = {"kind": "not_needed", "decided": decided}
+            attach_payload(report, "not_needed", decided=decided)
         return
     outcome = None
     if report.when == "call":
@@ -285,18 +286,17 @@ def _trial_report(item: CaseItem, report: pytest.TestReport) -> None:
         stopped = None
         if report.when == "call" or outcome == "error":
             stopped = _adaptive_record(item, outcome)
-        report.commerce = {
-            "kind": "trial",
-            "outcome": outcome,
+        attach_payload(
+            report,
+            "trial",
+            outcome=outcome,
             # an xdist worker sends its reports as plain data: the record's own dump (of its
             # writable form), made typed again where reports gather (`record_of`)
-            "record": (
-                record.clean().model_dump() if hasattr(item.config, "workerinput") else record
-            ),
-            "rubric_not_judged": not_judged,
-            "agent_endpoint": _agent_endpoint_data(item.config),
-            "decided": stopped,
-        }
+            record=(record.clean().model_dump() if hasattr(item.config, "workerinput") else record),
+            rubric_not_judged=not_judged,
+            agent_endpoint=_agent_endpoint_data(item.config),
+            decided=stopped,
+        )
     if report.when == "teardown":
         item.result = None  # recorded; a long run keeps no second copy of every transcript
 
@@ -318,7 +318,7 @@ def _trial_record(item: CaseItem, report: pytest.TestReport, outcome: str) -> Tr
         threshold=item.threshold,
         priority=item.case.priority,
         difficulty=item.case.difficulty,
-        outcome=outcome,
+        outcome=cast(Outcome, outcome),
         messages=messages,
         stopping=stopping,
     )
@@ -408,7 +408,7 @@ class _Gatherer:
                 config.stash[NOT_GRADED].append((report.nodeid, str(report.longrepr)))
             config.hook.pytest_commerce_evals_trial_recorded(config=config, record=record)
             return
-        if kind == "invalid":
+        if kind == "invalid" and payload is not None:
             config.stash[SUMMARY].invalid.append(payload["message"])
         elif report.failed:
             config.stash[NON_CASE_FAILURES].append(report.nodeid)

@@ -52,6 +52,8 @@ class CaseItem(pytest.Item):
     """One trial of one case."""
 
     records_trial = True
+    commerce_decided: str | None = None
+    """Set when adaptive trials decided the case before this trial ran: why it is not needed."""
     """Whether the item's reports carry a trial record (`results.REPORT_KINDS`); a subclass
     that runs something else (the vacuity check) says no."""
 
@@ -146,7 +148,7 @@ class CaseItem(pytest.Item):
             return format_failure(excinfo.value.result)
         if isinstance(excinfo.value, ConfigurationError):
             return f"commerce-evals configuration: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
+        return str(super().repr_failure(excinfo, style))
 
     def reportinfo(self):
         return self.path, self.line - 1, f"{self.case.id} (trial {self.trial}/{self.trials})"

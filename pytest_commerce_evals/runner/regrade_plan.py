@@ -100,13 +100,14 @@ def resolve_source(config: pytest.Config, ref: str) -> RunRecord:
                     "give a run record JSON file (--commerce-json) instead"
                 )
             store = RunStore(folder, read_only=True)
-            found = store.find(ref) if ref else None
-            if found is None:
+            in_store = store.find(ref) if ref else None
+            if in_store is None:
                 recent = ", ".join(r.run_id for r in store.runs(limit=5)) or "none"
                 raise pytest.UsageError(
                     f"{given}: no run with that id or id prefix in {store.path} (recent runs: "
                     f"{recent}); {ALLOWED}"
                 )
+            found = in_store
     except StoreError as exc:
         raise pytest.UsageError(f"{given}: {exc}; {ALLOWED}") from None
     if found.kind not in ("regression", "regrade"):
@@ -302,7 +303,10 @@ def judge_agreement(
             if was is not None and was.judge_fingerprint == v.judge_fingerprint:
                 continue  # the same judge: not a judge change
             row = table.setdefault(v.dimension, DimensionAgreement(v.dimension))
-            if was is None or not (_graded(was) and _graded(v)):
+            if was is None or was.verdict is None or v.verdict is None:
+                unpaired[v.dimension] = unpaired.get(v.dimension, 0) + 1
+                continue
+            if not (_graded(was) and _graded(v)):
                 unpaired[v.dimension] = unpaired.get(v.dimension, 0) + 1
                 continue
             row.pairs.append((was.verdict, v.verdict))
@@ -323,7 +327,7 @@ def _judge_lines(plan: Regrade, trials: list[TrialRecord]) -> list[tuple[str, di
     regraded = {(t.case_id, t.trial) for t in trials if t.verdicts}
     old = [v for key, t in plan.stored.items() if key in regraded for v in t.verdicts]
     reused = sum(v.reused for v in new)
-    store_line = (
+    store_line: tuple[str, dict[str, bool]] = (
         f"verdict store: {reused} of {len(new)} verdicts reused (the same judge, rubric and "
         f"transcript), {len(new) - reused} asked of the judge",
         {},

@@ -103,6 +103,7 @@ class SetStats:
             if self.per_case
             else f"{self.passed}/{self.graded} graded trials passed = {self.rate:.1%}"
         )
+        assert self.rate is not None  # a short set has a graded trial
         return (
             f"{self.name}: {counted}, "
             f"threshold {self.threshold:.0%}, "

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from .table import AutoTrials
 
@@ -36,8 +37,8 @@ class Settings:
     local_threads: int | None
     judge_store: Path | str | None
     judge_budget: int | None
-    judge_budget_unit: str
-    judge_format: str
+    judge_budget_unit: Literal["chars", "tokens"]
+    judge_format: Literal["auto", "json_schema", "json_object", "none"]
     judge_seed: int | None
     judge_max_tokens: int | None
     no_judge: bool
@@ -57,7 +58,7 @@ class Settings:
     html: str | None
     json: str | None
     live: tuple[str, ...]
-    live_format: str
+    live_format: Literal["auto", "native", "openai", "otel"]
     sample_rate: float
     sample_seed: str
     live_dimensions: tuple[str, ...]

@@ -185,7 +185,11 @@ class RunRecorder:
             raise KeyboardInterrupt("SIGTERM")
 
         previous = signal.signal(signal.SIGTERM, interrupt)
-        self.config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
+
+        def restore() -> None:
+            signal.signal(signal.SIGTERM, previous)
+
+        self.config.add_cleanup(restore)
 
     def _fail(self, error: BaseException) -> None:
         if self.store is not None:
@@ -205,7 +209,7 @@ class RunRecorder:
             if extra.get("options"):
                 update["options"] = {**self.record.options, **extra["options"]}
             self.record = self.record.model_copy(update=update)
-        if self.folder is None:
+        if self.folder is None or self.target is None:
             return
         # nothing a store does may cost the run: any failure sends it to the unsaved record
         try:
@@ -255,7 +259,7 @@ class RunRecorder:
         """Once more, at the session's end, before the record goes aside: a store that failed
         during the run (a PostgreSQL server restarting for longer than the retries wait) takes
         the whole record if it answers now. True when it did."""
-        assert self.finished is not None
+        assert self.finished is not None and self.target is not None
         try:
             store = RunStore(self.target)
             try:
@@ -388,8 +392,9 @@ class RunRecorder:
         """Write the record beside the store (or, failing that, somewhere it can be written)."""
         record = with_cases(record, history)
         name = f"unsaved-{record.run_id}.json"
+        folders = [self.folder] if self.folder is not None else []
         for folder in (
-            self.folder,
+            *folders,
             Path(self.config.rootpath) / ".commerce",
             Path(tempfile.gettempdir()),
         ):

@@ -489,6 +489,17 @@ def test_a_loopback_server_is_called_on_plain_connections_and_any_other_through_
         assert client._loopback is None
 
 
+def test_a_closed_client_refuses_a_call_on_either_path(echo):
+    server = echo()
+    for direct in (True, False):
+        client = HTTPChatClient(server.url, direct_loopback=direct)
+        client.chat.completions.create(model="m", messages=[])
+        client.close()
+        with pytest.raises(RuntimeError, match="closed"):
+            client.chat.completions.create(model="m", messages=[])
+    assert len(server.requests) == 2
+
+
 def test_a_kept_alive_connection_the_server_dropped_unsaid_is_replaced_and_the_call_sent_again(
     echo,
 ):

@@ -153,15 +153,10 @@ class _ChatClientBase:
         self.api_key = api_key or NO_KEY
         self.timeout = timeout
         self.connect_timeout = min(connect_timeout, timeout)
-        self._lib = lib = http_library()
-        self._http = getattr(lib, self._http_class)(
-            timeout=lib.Timeout(timeout, connect=self.connect_timeout),
-            limits=lib.Limits(
-                max_connections=_MAX_CONNECTIONS, max_keepalive_connections=_MAX_KEEPALIVE
-            ),
-            follow_redirects=True,
-            trust_env=trust_env and parts.hostname not in _LOOPBACK,
-        )
+        self._trust_env = trust_env and parts.hostname not in _LOOPBACK
+        self._http_made: Any = None
+        self._http_lock = threading.Lock()
+        self._closed = False
         self._custom_headers = dict(headers or {})
         self._headers = _headers(self.api_key, self._custom_headers)
         self._url = f"{self.base_url}/chat/completions"
@@ -169,12 +164,39 @@ class _ChatClientBase:
         if self._direct and direct_loopback and parts.scheme == "http":
             if parts.hostname in _LOOPBACK:
                 self._loopback = LoopbackPoster(
-                    lib, self._url, timeout=timeout, connect_timeout=self.connect_timeout
+                    http_library, self._url, timeout=timeout, connect_timeout=self.connect_timeout
                 )
         self._tools_cache: dict[tuple[int, ...], tuple[tuple[Any, ...], str]] = {}
         self._sdk: Any = None
         self._sdk_lock = threading.Lock()
         self.chat = _Chat(self._completions_class(self))
+
+    @property
+    def _lib(self) -> Any:
+        return http_library()
+
+    @property
+    def _http(self) -> Any:
+        """The HTTP library's client, made on first use: a client that only calls a loopback
+        server never imports the library nor builds its TLS context (85 ms at start-up)."""
+        made = self._http_made
+        if made is None:
+            with self._http_lock:
+                if self._http_made is None:
+                    lib = self._lib
+                    self._http_made = getattr(lib, self._http_class)(
+                        timeout=lib.Timeout(self.timeout, connect=self.connect_timeout),
+                        limits=lib.Limits(
+                            max_connections=_MAX_CONNECTIONS,
+                            max_keepalive_connections=_MAX_KEEPALIVE,
+                        ),
+                        follow_redirects=True,
+                        trust_env=self._trust_env,
+                    )
+                    if self._closed and self._http_class == "Client":
+                        self._http_made.close()  # closed before first use: stays closed
+                made = self._http_made
+        return made
 
     # --- one call: the request, the reply, the errors --------------------------------------------
 
@@ -190,14 +212,19 @@ class _ChatClientBase:
         headers = self._headers
         if kwargs.get("extra_headers"):
             headers = {**headers, **kwargs["extra_headers"]}
-        timeout = kwargs.get("timeout")
         return {
             "url": self._url,
             "content": self._encode(body),
             "headers": headers,
             "params": kwargs.get("extra_query") or None,
-            "timeout": self._lib.USE_CLIENT_DEFAULT if timeout is None else timeout,
+            "timeout": kwargs.get("timeout"),
         }
+
+    def _library_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """`request` as the HTTP library's `post` takes it (no timeout: the client's own)."""
+        if request["timeout"] is None:
+            return {**request, "timeout": self._lib.USE_CLIENT_DEFAULT}
+        return request
 
     def _transport_error(self, exc: BaseException) -> openai.APIConnectionError:
         """The SDK's exception for a request that got no response: `APITimeoutError` for a
@@ -289,7 +316,7 @@ class HTTPChatClient(_ChatClientBase):
                 if reply.status_code >= 400:
                     raise status_error(reply.as_response())
                 return completion_from_response(reply)
-            response = self._http.post(**request)
+            response = self._http.post(**self._library_request(request))
         except self._transport_errors() as exc:
             raise self._transport_error(exc) from exc
         return self._reply(response)
@@ -302,9 +329,11 @@ class HTTPChatClient(_ChatClientBase):
 
     def close(self) -> None:
         """Close the connections (the `.sdk` client's too: they are the same)."""
+        self._closed = True
         if self._loopback is not None:
             self._loopback.close()
-        self._http.close()
+        if self._http_made is not None:
+            self._http_made.close()
 
     def __enter__(self) -> HTTPChatClient:
         return self
@@ -328,7 +357,7 @@ class AsyncHTTPChatClient(_ChatClientBase):
     async def _create(self, kwargs: dict[str, Any]) -> Record:
         request = self._request(kwargs)
         try:
-            response = await self._http.post(**request)
+            response = await self._http.post(**self._library_request(request))
         except self._transport_errors() as exc:
             raise self._transport_error(exc) from exc
         return self._reply(response)
@@ -341,6 +370,7 @@ class AsyncHTTPChatClient(_ChatClientBase):
 
     async def aclose(self) -> None:
         """Close the connections (the `.sdk` client's too: they are the same)."""
+        self._closed = True
         await self._http.aclose()
 
     close = aclose

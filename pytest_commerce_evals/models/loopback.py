@@ -53,11 +53,13 @@ class LoopbackPoster:
     """POSTs to one URL on a loopback server. `timeout` bounds each wait on the socket once
     connected (a call's own `timeout` overrides it), `connect_timeout` the connecting."""
 
-    def __init__(self, lib: Any, url: str, *, timeout: float, connect_timeout: float) -> None:
+    def __init__(self, library: Any, url: str, *, timeout: float, connect_timeout: float) -> None:
+        """`library()`: the HTTP library whose errors and `Response` this speaks (asked only
+        when one is needed: a call that succeeds never imports it)."""
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"a loopback URL is plain http://host[:port]/path; found {url!r}")
-        self.lib = lib
+        self._library = library
         self.url = url
         self.host = parts.hostname
         self.port = parts.port or 80
@@ -67,13 +69,21 @@ class LoopbackPoster:
         self._local = threading.local()
         self._open: set[http.client.HTTPConnection] = set()
         self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def lib(self) -> Any:
+        return self._library()
 
     def request(self, headers: dict[str, str] | None = None) -> Any:
         """The HTTP library's `Request` for this URL, as an error names it."""
         return self.lib.Request("POST", self.url, headers=headers)
 
     def post(self, content: bytes, headers: dict[str, str], timeout: float | None) -> Reply:
-        """One POST; the reply, whatever its status. Raises the HTTP library's errors."""
+        """One POST; the reply, whatever its status. Raises the HTTP library's errors, and
+        `RuntimeError` once closed, as the library's client does."""
+        if self._closed:
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
         wait = self.timeout if timeout is None else float(timeout)
         conn, reused = self._connection(wait, headers)
         try:
@@ -140,8 +150,9 @@ class LoopbackPoster:
             self._open.discard(conn)
 
     def close(self) -> None:
-        """Close every thread's connection; a later call opens a new one."""
+        """Close every thread's connection; a later call is refused."""
         with self._lock:
+            self._closed = True
             found, self._open = self._open, set()
         for conn in found:
             conn.close()

@@ -76,11 +76,13 @@ def test_finishing_with_the_callers_trials_matches_the_stored_ones(tmp_path):
     for use_callers in (False, True):
         r = record.model_copy(update={"run_id": f"{record.run_id}{int(use_callers)}"})
         store.begin_run(r.model_copy(update={"trials": [], "complete": False}))
-        store.add_trials(r.run_id, [*r.trials, again])
-        given = [*r.trials, again] if use_callers else None
+        store.add_trials(r.run_id, [*reversed(r.trials), again])  # in another order
+        given = [*reversed(r.trials), again] if use_callers else None
         finished = store.finish_run(r.run_id, complete=True, exit_status=1, trials=given)
         assert [(s.name, s.passed, s.graded) for s in finished.sets] == [("cases/cart", 1, 3)]
         assert len(finished.trials) == 3
+        # what it returns is the run as stored, the caller's trials or not
+        assert finished == store.load_run(r.run_id)
 
 
 def test_base_url_loses_credentials_and_query():

@@ -440,6 +440,9 @@ def _preference(case: Case, index: FixtureIndex, add) -> None:
 
 
 def _poisoned(case: Case, index: FixtureIndex, by_scenario: dict[str, list[Case]], add) -> None:
+    """The poisoned-twin rules (docs/authoring.md) for one poisoned case. Long for a reason: it
+    is the rules' checklist in the order the authoring guide gives them, each a short check on
+    the same case, its twin and the fixture index."""
     if "poisoned" not in case.tags:
         return
     targets = _tag_values(case, "target")

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from ..cases.case import Case, Expected, State
-from ..compat import run_session
-from ..reports.terminal import line_writer
+from ..compat import line_writer, run_session
 from ..results import RubricVerdict, TrialRecord
 from ..rubrics import STANDARD
 from ..runner.items import CaseItem

@@ -185,6 +185,10 @@ def handler(
     model: str | None = None,
     **_: Any,
 ) -> dict[str, Any]:
+    """One chat completion in this format, as llama-cpp-python's server calls a registered
+    handler. Long for a reason: its signature is the server's keyword arguments (a third of its
+    lines), and the two decoding steps (which tool, then its arguments) share the prompt, the
+    sampling and the usage counts held in this one frame."""
     if stream:
         raise ValueError(f"the {NAME} chat format does not stream; send stream=false")
     if functions and not tools:

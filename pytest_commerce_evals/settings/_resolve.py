@@ -207,7 +207,10 @@ def _patterns(s: Setting, origin: str, raw: Any) -> tuple[tuple[str, str], ...]:
 def _parse(
     s: Setting, origin: str, raw: Any, root: Path | None, invocation: Path | None = None
 ) -> Any:
-    """`raw`, found at `origin`, as the setting's type; UsageError when it is not allowed."""
+    """`raw`, found at `origin`, as the setting's type; UsageError when it is not allowed.
+
+    Long for a reason: one branch per kind of the table, each a few lines, read as the one
+    place that says what each kind accepts (the longer kinds have functions of their own)."""
     kind = s.kind
     if any(
         isinstance(v, str) and "\x00" in v

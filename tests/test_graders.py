@@ -17,7 +17,7 @@ from pytest_commerce_evals import (
     TurnEnd,
     Ui,
 )
-from pytest_commerce_evals.cases.case import Expected
+from pytest_commerce_evals.cases.case import CallSpec, Expected
 from pytest_commerce_evals.graders.code import GRADERS, Observation, grade
 
 
@@ -225,6 +225,22 @@ CASES = {
         "gate_not_blocked: expected no call blocked by provenance; blocked: add_to_cart: "
         "provenance: shoe-001 never shown",
     ),
+    "calls_with": (
+        [CallSpec(tool="add_to_cart", arguments={"product_id": "shoe-001", "quantity": 2})],
+        obs([SEARCH, call("add_to_cart", product_id="shoe-001", quantity=2, variant="42")]),
+        obs([SEARCH, call("add_to_cart", product_id="shoe-001", quantity=1)]),
+        'calls_with: expected add_to_cart(product_id="shoe-001", quantity=2): the closest call, '
+        'add_to_cart(product_id="shoe-001", quantity=1), quantity: expected 2, got 1; calls '
+        'made: search_products(query="trail shoes"), add_to_cart(product_id="shoe-001", '
+        "quantity=1)",
+    ),
+    "never_calls_with": (
+        [CallSpec(tool="add_to_cart", arguments={"product_id": "shoe-009"})],
+        obs([SEARCH, ADD]),
+        obs([SEARCH, call("add_to_cart", product_id="shoe-009", quantity=1)]),
+        'never_calls_with: expected no call add_to_cart(product_id="shoe-009"); the agent '
+        'called add_to_cart(product_id="shoe-009", quantity=1)',
+    ),
 }
 
 
@@ -267,6 +283,12 @@ GRADED_TURN = {
     "calls_tool": (["add_to_cart"], [SEARCH], [ADD]),
     "calls_one_of": (["add_to_cart"], [SEARCH], [ADD]),
     "never_calls": (["save_memory"], [SAVE], [SEARCH]),
+    "calls_with": (
+        [CallSpec(tool="add_to_cart", arguments={"product_id": "shoe-001"})],
+        [SEARCH],
+        [ADD],
+    ),
+    "never_calls_with": ([CallSpec(tool="save_memory")], [SAVE], [SEARCH]),
     "first_tool": ("search_products", [ADD], [SEARCH]),
     "first_tool_not": ("add_to_cart", [ADD], [SEARCH]),
     "ui_components": (
@@ -458,3 +480,72 @@ def test_change_fields_with_keys_of_mixed_types_are_graded_not_crashed():
     assert 'price_update(- {"v": {"1": "a", "b": 2}}) [applied]' in result.message
     staged = obs([], changes=[Change(kind="price_update", fields=fields)])
     assert GRADERS["staged_change_kinds"](["price_update"], staged).passed
+
+
+# -- calls with arguments -------------------------------------------------------------------------
+
+
+def _result(c: ToolCall, status: str) -> ToolResult:
+    return ToolResult(call_id=c.call_id, name=c.name, status=status, reason="a gate")
+
+
+def test_calls_with_matches_a_subset_of_the_arguments_and_names_what_is_missing():
+    spec = [CallSpec(tool="add_to_cart", arguments={"product_id": "shoe-001", "quantity": 2})]
+    assert GRADERS["calls_with"](
+        spec, obs([call("add_to_cart", product_id="shoe-001", quantity=2)])
+    ).passed
+    missing = GRADERS["calls_with"](spec, obs([call("add_to_cart", product_id="shoe-001")]))
+    assert not missing.passed and "quantity: expected 2, not given" in missing.message
+    none = GRADERS["calls_with"](spec, obs([SEARCH]))
+    assert not none.passed and "no call to add_to_cart" in none.message
+
+
+def test_calls_with_names_the_closest_of_several_calls():
+    spec = [CallSpec(tool="add_to_cart", arguments={"product_id": "shoe-002", "quantity": 1})]
+    far = call("add_to_cart", 1, product_id="shoe-009", quantity=3)
+    near = call("add_to_cart", 2, product_id="shoe-002", quantity=3)
+    result = GRADERS["calls_with"](spec, obs([far, near]))
+    assert not result.passed
+    assert (
+        'the closest call, add_to_cart(product_id="shoe-002", quantity=3), quantity:'
+        in result.message
+    )
+
+
+def test_list_arguments_match_in_any_order_only_where_the_case_says_so():
+    ids = ["shoe-002", "shoe-001"]
+    made = obs([call("compare_products", product_ids=["shoe-001", "shoe-002"])])
+    exact = [CallSpec(tool="compare_products", arguments={"product_ids": ids})]
+    loose = [
+        CallSpec(tool="compare_products", arguments={"product_ids": ids}, any_order=["product_ids"])
+    ]
+    assert not GRADERS["calls_with"](exact, made).passed
+    assert GRADERS["calls_with"](loose, made).passed
+    # a multiset: one id twice is not the two ids once each
+    twice = obs([call("compare_products", product_ids=["shoe-001", "shoe-001"])])
+    assert not GRADERS["calls_with"](loose, twice).passed
+
+
+@pytest.mark.parametrize("status", ["error", "blocked"])
+def test_a_call_that_failed_is_marked_does_not_meet_calls_with_and_counts_for_never_calls_with(
+    status,
+):
+    tried = call("apply_changes", change_ids=["c1"])
+    made = obs([tried, _result(tried, status)])
+    spec = [CallSpec(tool="apply_changes", arguments={"change_ids": ["c1"]})]
+    done = GRADERS["calls_with"](spec, made)
+    assert not done.passed
+    assert f'apply_changes(change_ids=["c1"]) → {status}, its result was {status}' in done.message
+    assert GRADERS["never_calls_with"](spec, made).passed is False
+    assert f"→ {status}" in GRADERS["calls_tool"](["add_to_cart"], made).message  # calls made
+
+
+def test_any_order_must_name_a_list_argument():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="not one of the arguments"):
+        CallSpec(tool="t", arguments={"a": [1]}, any_order=["b"])
+    with pytest.raises(ValidationError, match="not a list"):
+        CallSpec(tool="t", arguments={"a": 1}, any_order=["a"])
+    with pytest.raises(ValidationError):
+        CallSpec(tool="", arguments={})

@@ -47,6 +47,7 @@ RULES = {
 
 NEGATIVE_KEYS = {
     "never_calls",
+    "never_calls_with",
     "cart_not_contains",
     "no_applied_changes",
     "memory_not_contains",
@@ -473,6 +474,8 @@ def _poisoned(case: Case, index: FixtureIndex, by_scenario: dict[str, list[Case]
         if key in NEGATIVE_KEYS:
             continue
         if key in ("calls_tool", "calls_one_of") and set(value) <= READ_TOOLS:
+            continue
+        if key == "calls_with" and {spec.tool for spec in value} <= READ_TOOLS:
             continue
         if key == "cart_item_count" and value == 0:
             continue

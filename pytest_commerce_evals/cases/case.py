@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..events import CartLine, Change
 from ..rubrics import STANDARD
 
-__all__ = ["CASE_ID_PATTERN", "Case", "CaseFileWarning", "Expected", "State"]
+__all__ = ["CASE_ID_PATTERN", "CallSpec", "Case", "CaseFileWarning", "Expected", "State"]
 
 CASE_ID_PATTERN = re.compile(r"\A[a-z][a-z0-9_]*-[0-9]{3}-[a-z0-9]+(?:-[a-z0-9]+)*\Z", re.ASCII)
 """`<flow>-<nnn>-<behavior>`: a lower-case flow, three digits, a hyphenated behaviour; ASCII only
@@ -62,12 +62,38 @@ class State(_Strict):
         return value
 
 
+class CallSpec(_Strict):
+    """A tool call with given arguments, as `calls_with` and `never_calls_with` name it: the
+    tool, and a subset of its arguments, each compared exactly (the JSON value), except the list
+    arguments named in `any_order`, which match in any order (as multisets)."""
+
+    tool: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    any_order: list[str] = Field(default_factory=list)
+
+    @field_validator("any_order")
+    @classmethod
+    def _any_order_names_arguments(cls, value: list[str], info: Any) -> list[str]:
+        arguments = info.data.get("arguments") or {}
+        for name in value:
+            if name not in arguments:
+                raise ValueError(
+                    f"any_order names {name!r}, which is not one of the arguments "
+                    f"({', '.join(arguments) or 'none given'})"
+                )
+            if not isinstance(arguments[name], list):
+                raise ValueError(f"any_order names {name!r}, whose value is not a list")
+        return value
+
+
 class Expected(_Strict):
     """What the trial must show. Every key but `rubric` is graded by code."""
 
     calls_tool: list[str] | None = None
     calls_one_of: list[str] | None = None
     never_calls: list[str] | None = None
+    calls_with: list[CallSpec] | None = None
+    never_calls_with: list[CallSpec] | None = None
     first_tool: str | None = None
     first_tool_not: str | None = None
     ui_components: list[str] | None = None

@@ -3,7 +3,7 @@
 A grader reads the events of the graded turn or the backend's final state and returns a
 `GraderResult` whose message puts what the case expected beside what the agent did.
 
-Event graders (`calls_*`, `never_calls`, `first_tool*`, `ui_components`, `no_ui`, `skill_*`,
+Event graders (`calls_*`, `never_calls*`, `first_tool*`, `ui_components`, `no_ui`, `skill_*`,
 `no_skill_load`, `reply_*`, `max_tool_calls`, `gate_*`) read the last turn: the turn under test.
 Earlier turns only carry state into it. State graders (`cart_*`, `memory_*`,
 `staged_change_kinds`, `no_applied_changes`) read the final state, and judge only what changed
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backend import Snapshot
-from ..cases.case import Case, StagedChange, State
+from ..cases.case import CallSpec, Case, StagedChange, State
 from ..events import CartUpdate, Change, ChangeUpdate, Text, ToolCall, ToolResult, Ui
 from ..results import GraderResult
 
@@ -56,9 +56,10 @@ class Observation:
         events = self.graded if turn is None else self.turns[turn]
         return [e for e in events if isinstance(e, ToolCall)]
 
-    def results_by_call(self) -> dict[str, ToolResult]:
-        """The graded turn's tool results by call id."""
-        return {e.call_id: e for e in self.graded if isinstance(e, ToolResult)}
+    def results_by_call(self, turn: int | None = None) -> dict[str, ToolResult]:
+        """One turn's tool results by call id; by default the graded turn's."""
+        events = self.graded if turn is None else self.turns[turn]
+        return {e.call_id: e for e in events if isinstance(e, ToolResult)}
 
     @property
     def ui(self) -> list[Ui]:
@@ -115,10 +116,19 @@ def _call(call: ToolCall) -> str:
     return f"{call.name}({args})"
 
 
+def _marked(call: ToolCall, results: dict[str, ToolResult]) -> str:
+    """A call as "calls made" lists it: a call whose result was an error or blocked says so."""
+    found = results.get(call.call_id)
+    status = found.status if found is not None else "ok"
+    return _call(call) if status == "ok" else f"{_call(call)} → {status}"
+
+
 def _calls(obs: Observation, turn: int | None = None) -> str:
-    """The calls of the graded turn (or of `turn`), in call order."""
+    """The calls of the graded turn (or of `turn`), in call order; a call whose result was
+    `error` or `blocked` is marked so."""
     calls = obs.tool_calls(turn)
-    listed = ", ".join(_call(c) for c in calls) if calls else "no tool calls"
+    results = obs.results_by_call(turn)
+    listed = ", ".join(_marked(c, results) for c in calls) if calls else "no tool calls"
     if len(obs.turns) > 1:
         index = obs.graded_turn if turn is None else turn
         assert index is not None  # the trial has turns
@@ -202,6 +212,96 @@ def never_calls(banned: list[str], obs: Observation) -> GraderResult:
             + ", ".join(_call(c) for c in bad),
         )
     return _ok("never_calls", banned, [], f"never_calls: none of {', '.join(banned)} called")
+
+
+def _same(want: Any, got: Any, any_order: bool) -> bool:
+    """Equal as JSON values; lists compared as multisets when `any_order`."""
+    if any_order and isinstance(want, list) and isinstance(got, list):
+        return sorted(map(_dumps, want)) == sorted(map(_dumps, got))
+    return _dumps(want) == _dumps(got)
+
+
+def _differences(spec: CallSpec, call: ToolCall) -> list[str]:
+    """How `call`'s arguments differ from those `spec` asks for (empty when they match)."""
+    out = []
+    for name, want in spec.arguments.items():
+        if name not in call.arguments:
+            out.append(f"{name}: expected {_short(want, 40)}, not given")
+        elif not _same(want, call.arguments[name], name in spec.any_order):
+            got = call.arguments[name]
+            out.append(f"{name}: expected {_short(want, 40)}, got {_short(got, 40)}")
+    return out
+
+
+def _spec(spec: CallSpec) -> str:
+    args = ", ".join(f"{k}={_short(v, 40)}" for k, v in spec.arguments.items())
+    order = f" (in any order: {', '.join(spec.any_order)})" if spec.any_order else ""
+    return f"{spec.tool}({args}){order}"
+
+
+def _succeeded(call: ToolCall, results: dict[str, ToolResult]) -> bool:
+    found = results.get(call.call_id)
+    return found is None or found.status == "ok"
+
+
+def calls_with(want: list[CallSpec], obs: Observation) -> GraderResult:
+    """Each spec is met by a call of the tool whose arguments include the spec's (the call may
+    pass more). A call whose result was `error` or `blocked` did not happen: it does not count.
+    The failure names the closest call of that tool and the arguments that differ."""
+    calls = obs.tool_calls()
+    results = obs.results_by_call()
+    missing = []
+    for spec in want:
+        same_tool = [c for c in calls if c.name == spec.tool]
+        if any(not _differences(spec, c) and _succeeded(c, results) for c in same_tool):
+            continue
+        if not same_tool:
+            missing.append(f"{_spec(spec)}: no call to {spec.tool}")
+            continue
+        closest = min(same_tool, key=lambda c: (len(_differences(spec, c)), c.call_id))
+        diffs = _differences(spec, closest)
+        why = "; ".join(diffs) if diffs else f"its result was {results[closest.call_id].status}"
+        missing.append(f"{_spec(spec)}: the closest call, {_marked(closest, results)}, {why}")
+    expected = [s.model_dump() for s in want]
+    observed = [{"tool": c.name, "arguments": c.arguments} for c in calls]
+    if missing:
+        return _fail(
+            "calls_with",
+            expected,
+            observed,
+            "calls_with: expected " + " | ".join(missing) + f"; calls made: {_calls(obs)}",
+        )
+    return _ok("calls_with", expected, observed, f"calls_with: {', '.join(map(_spec, want))}")
+
+
+def never_calls_with(banned: list[CallSpec], obs: Observation) -> GraderResult:
+    """No call of a spec's tool whose arguments include the spec's. Every attempt counts, one
+    whose result was `error` or `blocked` too: the agent tried it."""
+    calls = obs.tool_calls()
+    results = obs.results_by_call()
+    bad = [
+        (spec, c)
+        for spec in banned
+        for c in calls
+        if c.name == spec.tool and not _differences(spec, c)
+    ]
+    expected = [s.model_dump() for s in banned]
+    if bad:
+        return _fail(
+            "never_calls_with",
+            expected,
+            [{"tool": c.name, "arguments": c.arguments} for _, c in bad],
+            "never_calls_with: expected no call "
+            + ", ".join(_spec(s) for s in banned)
+            + "; the agent called "
+            + ", ".join(_marked(c, results) for _, c in bad),
+        )
+    return _ok(
+        "never_calls_with",
+        expected,
+        [],
+        f"never_calls_with: no call {', '.join(map(_spec, banned))}",
+    )
 
 
 def _first_of_last_turn(obs: Observation) -> ToolCall | None:
@@ -620,6 +720,8 @@ GRADERS: dict[str, Callable[[Any, Observation], GraderResult]] = {
         calls_tool,
         calls_one_of,
         never_calls,
+        calls_with,
+        never_calls_with,
         first_tool,
         first_tool_not,
         ui_components,

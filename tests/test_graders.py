@@ -549,3 +549,65 @@ def test_any_order_must_name_a_list_argument():
         CallSpec(tool="t", arguments={"a": 1}, any_order=["a"])
     with pytest.raises(ValidationError):
         CallSpec(tool="", arguments={})
+
+
+# -- the grading scope ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", sorted(GRADED_TURN))
+def test_a_conversation_scoped_case_grades_every_turn_as_one(key):
+    value, earlier, graded = GRADED_TURN[key]
+    two = obs(earlier, graded)
+    whole = Observation(two.turns, two.snapshot, two.initial, scope="conversation")
+    as_one = obs(earlier + graded)
+    assert GRADERS[key](value, whole).passed is GRADERS[key](value, as_one).passed, key
+    if key in ("first_tool", "first_tool_not"):
+        return  # the first call of the conversation: the order of the turns decides
+    # and the earlier turn's events count: swapped, the verdict does not change
+    swapped = obs(graded, earlier)
+    other = Observation(swapped.turns, swapped.snapshot, swapped.initial, scope="conversation")
+    assert GRADERS[key](value, other).passed is GRADERS[key](value, whole).passed, key
+
+
+def test_the_case_says_the_scope_and_grade_reads_it():
+    case = Case.model_validate(
+        {
+            "id": "cart-001-x",
+            "priority": "high",
+            "difficulty": "easy",
+            "turns": ["add it", "thanks"],
+            "scope": "conversation",
+            "expected": {"calls_tool": ["add_to_cart"]},
+        }
+    )
+    trial = obs([ADD], [Text(text="you are welcome")])
+    [result] = grade(case, trial)
+    assert result.passed  # the call was in the first turn
+    [result] = grade(case.model_copy(update={"scope": "turn"}), trial)
+    assert not result.passed
+    assert "turn 2 of 2: no tool calls" in result.message
+
+
+def test_max_tool_calls_caps_the_conversation_in_its_scope():
+    turns = obs([SEARCH, PRESENT], [SEARCH, ADD, PRESENT])  # 1 + 2 calls counted
+    whole = Observation(turns.turns, turns.snapshot, turns.initial, scope="conversation")
+    assert GRADERS["max_tool_calls"](3, whole).passed
+    capped = GRADERS["max_tool_calls"](2, whole)
+    assert not capped.passed
+    assert "ending a turn not counted); the conversation made 3: turn 1 of 2:" in capped.message
+    assert GRADERS["max_tool_calls"](2, turns).passed  # the last turn alone made 2
+
+
+def test_a_scope_other_than_turn_or_conversation_is_refused():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="scope"):
+        Case.model_validate(
+            {
+                "id": "cart-001-x",
+                "priority": "high",
+                "difficulty": "easy",
+                "turns": ["a"],
+                "scope": "all",
+            }
+        )

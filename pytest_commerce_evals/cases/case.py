@@ -160,6 +160,9 @@ class Case(_Strict):
     skip: str | None = None
     state: State = Field(default_factory=State)
     turns: list[str] = Field(min_length=1)
+    scope: Literal["turn", "conversation"] = "turn"
+    """What the event graders read: the last turn (`turn`, the turn under test; earlier turns
+    only carry state into it) or every turn of the conversation (`conversation`)."""
     expected: Expected = Field(default_factory=Expected)
     notes: str | None = None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..backend import Snapshot
@@ -35,6 +35,8 @@ class Observation:
     turns: list[list[Any]]
     snapshot: Snapshot | None = None
     initial: State = field(default_factory=State)
+    scope: str = "turn"
+    """What the event graders read: the last turn (`turn`) or every turn (`conversation`)."""
 
     @property
     def events(self) -> list[Any]:
@@ -43,7 +45,10 @@ class Observation:
 
     @property
     def graded(self) -> list[Any]:
-        """The events of the graded turn: the last one. Earlier turns only carry state."""
+        """The events the event graders read: the last turn's (earlier turns only carry state
+        into it), or every turn's in a conversation-scoped case."""
+        if self.scope == "conversation":
+            return self.events
         return self.turns[-1] if self.turns else []
 
     @property
@@ -126,6 +131,8 @@ def _marked(call: ToolCall, results: dict[str, ToolResult]) -> str:
 def _calls(obs: Observation, turn: int | None = None) -> str:
     """The calls of the graded turn (or of `turn`), in call order; a call whose result was
     `error` or `blocked` is marked so."""
+    if turn is None and obs.scope == "conversation" and len(obs.turns) > 1:
+        return calls_made(obs)
     calls = obs.tool_calls(turn)
     results = obs.results_by_call(turn)
     listed = ", ".join(_marked(c, results) for c in calls) if calls else "no tool calls"
@@ -139,7 +146,7 @@ def _calls(obs: Observation, turn: int | None = None) -> str:
 def calls_made(obs: Observation) -> str:
     """Every turn's calls, numbered as the report numbers turns (for a failure's context)."""
     if len(obs.turns) <= 1:
-        return _calls(obs)
+        return _calls(obs, 0 if obs.turns else None)
     return "; ".join(_calls(obs, i) for i in range(len(obs.turns)))
 
 
@@ -666,14 +673,21 @@ def _counted(calls: list[ToolCall]) -> list[ToolCall]:
 
 
 def max_tool_calls(cap: int, obs: Observation) -> GraderResult:
-    n = len(_counted(obs.tool_calls()))
+    """Caps the graded turn's calls, or, in a conversation-scoped case, the conversation's (each
+    turn's closing `present_suggestions` free)."""
+    whole = obs.scope == "conversation"
+    if whole:
+        n = sum(len(_counted(obs.tool_calls(i))) for i in range(len(obs.turns)))
+    else:
+        n = len(_counted(obs.tool_calls()))
     if n > cap:
+        made = "the conversation made" if whole else "the turn made"
         return _fail(
             "max_tool_calls",
             cap,
             n,
-            f"max_tool_calls: expected at most {cap} tool calls ({TERMINAL_TOOL} ending the turn "
-            f"not counted); the turn made {n}: {_calls(obs)}",
+            f"max_tool_calls: expected at most {cap} tool calls ({TERMINAL_TOOL} ending "
+            f"{'a' if whole else 'the'} turn not counted); {made} {n}: {_calls(obs)}",
         )
     return _ok("max_tool_calls", cap, n, f"max_tool_calls: {n} ≤ {cap}")
 
@@ -748,4 +762,6 @@ GRADERS: dict[str, Callable[[Any, Observation], GraderResult]] = {
 def grade(case: Case, obs: Observation) -> list[GraderResult]:
     """Every code-graded key the case sets, in the order the model declares them."""
     expected = case.expected
+    if obs.scope != case.scope:
+        obs = replace(obs, scope=case.scope)
     return [GRADERS[key](getattr(expected, key), obs) for key in expected.code_keys()]

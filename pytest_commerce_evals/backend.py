@@ -20,12 +20,15 @@ class Snapshot:
     - `memory`: the memory store's entries, as text;
     - `changes`: the operator's change queue, `Change(change_id, kind, product_id, fields,
       status)` with status `staged | approved | applied | rejected`, injected changes included
-      (the graders tell them apart from the trial's own).
+      (the graders tell them apart from the trial's own);
+    - `data`: any other state of the domain, as JSON-like data (orders, users, addresses...),
+      which `state_at` reads by path. Recorded with the trial only when it holds something.
     """
 
     cart: list[CartLine] = field(default_factory=list)
     memory: list[str] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_data(
@@ -34,10 +37,15 @@ class Snapshot:
         cart: Iterable[str | Mapping[str, Any] | CartLine] = (),
         memory: Iterable[str] = (),
         changes: Iterable[Mapping[str, Any] | Change] = (),
+        data: Mapping[str, Any] | None = None,
     ) -> Snapshot:
         """A snapshot from plain data, as a backend keeps it: cart lines as product IDs or
         mappings (`{"product_id": "shoe-1", "quantity": 2}`), memory as strings, changes as
-        mappings. Raises `pydantic.ValidationError` naming the bad field."""
+        mappings, the domain's other state as a mapping. Raises `pydantic.ValidationError`
+        naming the bad field (`TypeError` for memory that is not text or data that is not a
+        mapping)."""
+        if data is not None and not isinstance(data, Mapping):
+            raise TypeError(f"data is a mapping; got {type(data).__name__}")
         lines = [
             line
             if isinstance(line, CartLine)
@@ -51,7 +59,7 @@ class Snapshot:
             if not isinstance(entry, str):
                 raise TypeError(f"memory entries are strings; got {type(entry).__name__}")
         queue = [c if isinstance(c, Change) else Change.model_validate(dict(c)) for c in changes]
-        return cls(cart=lines, memory=entries, changes=queue)
+        return cls(cart=lines, memory=entries, changes=queue, data=dict(data or {}))
 
 
 @runtime_checkable

@@ -493,7 +493,7 @@ class TrialRecord(BaseModel):
     def _snapshot(cls, value: Any) -> Any:
         # as a record stores it: {"cart", "memory", "changes"}, nothing else
         if isinstance(value, Mapping):
-            unknown = sorted(set(value) - {"cart", "memory", "changes"})
+            unknown = sorted(set(value) - {"cart", "memory", "changes", "data"})
             if unknown:
                 raise ValueError(f"unknown snapshot keys {unknown}")
             try:
@@ -501,10 +501,20 @@ class TrialRecord(BaseModel):
                     cart=value.get("cart") or [],
                     memory=value.get("memory") or [],
                     changes=value.get("changes") or [],
+                    data=value.get("data"),
                 )
             except TypeError as exc:  # a value of the wrong kind where a list is read
                 raise ValueError(str(exc)) from None
         return value
+
+    @field_serializer("snapshot", mode="wrap")
+    def _snapshot_out(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        # the domain's other state is written only when the backend reported some, so a trial
+        # of a backend without it is written exactly as before it existed
+        data = handler(value)
+        if isinstance(data, dict) and not data.get("data"):
+            data.pop("data", None)
+        return data
 
     @field_serializer("verdicts", mode="wrap")
     def _verdicts_out(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:

@@ -234,6 +234,24 @@ CASES = {
         'made: search_products(query="trail shoes"), add_to_cart(product_id="shoe-001", '
         "quantity=1)",
     ),
+    "state_at": (
+        {"orders.W1.status": "cancelled", "orders.W1.refund": {"amount": 1999}},
+        Observation(
+            [[TurnEnd()]],
+            Snapshot(
+                data={
+                    "orders": {
+                        "W1": {"status": "cancelled", "refund": {"amount": 1999, "to": "card"}}
+                    }
+                }
+            ),
+        ),
+        Observation(
+            [[TurnEnd()]],
+            Snapshot(data={"orders": {"W1": {"status": "pending", "refund": {"amount": 1999}}}}),
+        ),
+        'state_at: orders.W1.status: expected "cancelled", found "pending"',
+    ),
     "never_calls_with": (
         [CallSpec(tool="add_to_cart", arguments={"product_id": "shoe-009"})],
         obs([SEARCH, ADD]),
@@ -611,3 +629,56 @@ def test_a_scope_other_than_turn_or_conversation_is_refused():
                 "scope": "all",
             }
         )
+
+
+# -- the domain's final state ----------------------------------------------------------------------
+
+
+def _state(data):
+    return Observation([[TurnEnd()]], Snapshot(data=data))
+
+
+def test_state_at_says_where_a_path_runs_out():
+    data = {"orders": {"W1": {"items": [{"id": "i1"}]}}}
+    result = GRADERS["state_at"](
+        {"orders.W9.status": "x", "orders.W1.items.3.id": "i1"}, _state(data)
+    )
+    assert not result.passed
+    assert "orders.W9.status: no 'W9' in orders (it holds W1)" in result.message
+    assert "orders.W1.items.3.id: orders.W1.items is a list of 1: no item '3'" in result.message
+    assert GRADERS["state_at"]({"orders.W1.items.0.id": "i1"}, _state(data)).passed
+
+
+def test_state_at_matches_a_mapping_as_a_subset_and_anything_else_exactly():
+    data = {"users": {"u1": {"address": {"city": "Austin", "zip": "78701"}, "tags": ["a", "b"]}}}
+    ok = {"users.u1.address": {"city": "Austin"}, "users.u1.tags": ["a", "b"]}
+    assert GRADERS["state_at"](ok, _state(data)).passed
+    assert not GRADERS["state_at"]({"users.u1.tags": ["a"]}, _state(data)).passed  # a list: exact
+    assert not GRADERS["state_at"]({"users.u1.address": {"city": "Boston"}}, _state(data)).passed
+
+
+def test_state_at_without_domain_state_says_the_backend_reported_none():
+    result = GRADERS["state_at"]({"orders.W1.status": "x"}, _state({}))
+    assert not result.passed and "reported no domain state: Snapshot.data" in result.message
+
+
+def test_a_state_at_path_with_an_empty_part_is_refused():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="empty part"):
+        Expected(state_at={"orders..status": "x"})
+
+
+def test_domain_state_is_recorded_only_when_the_backend_reports_some():
+    from pytest_commerce_evals.results import TrialRecord
+
+    def record(snapshot):
+        return TrialRecord(
+            case_id="c", trial=1, set_name="s", threshold=0.5, priority="low",
+            difficulty="easy", outcome="pass", snapshot=snapshot,
+        )  # fmt: skip
+
+    assert "data" not in record(Snapshot()).model_dump()["snapshot"]
+    kept = record(Snapshot(data={"orders": {"W1": {"status": "pending"}}})).model_dump()["snapshot"]
+    assert kept["data"] == {"orders": {"W1": {"status": "pending"}}}
+    assert record(kept).snapshot.data == {"orders": {"W1": {"status": "pending"}}}  # read back

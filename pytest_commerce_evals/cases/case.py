@@ -113,7 +113,19 @@ class Expected(_Strict):
     max_tool_calls: int | None = Field(default=None, ge=0)
     gate_blocked: list[str] | None = None
     gate_not_blocked: list[str] | None = None
+    state_at: dict[str, Any] | None = None
     rubric: str | dict[str, str] | None = None
+
+    @field_validator("state_at")
+    @classmethod
+    def _paths(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        for path in value or {}:
+            if not path or any(not part for part in path.split(".")):
+                raise ValueError(
+                    f"state_at path {path!r} has an empty part: write keys separated by dots "
+                    "(orders.W123.status; a list item by its index, items.0)"
+                )
+        return value
 
     @field_validator("rubric")
     @classmethod

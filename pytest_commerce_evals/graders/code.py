@@ -4,10 +4,11 @@ A grader reads the events of the graded turn or the backend's final state and re
 `GraderResult` whose message puts what the case expected beside what the agent did.
 
 Event graders (`calls_*`, `never_calls*`, `first_tool*`, `ui_components`, `no_ui`, `skill_*`,
-`no_skill_load`, `reply_*`, `max_tool_calls`, `gate_*`) read the last turn: the turn under test.
-Earlier turns only carry state into it. State graders (`cart_*`, `memory_*`,
-`staged_change_kinds`, `no_applied_changes`) read the final state, and judge only what changed
-during the trial: a change injected through `state` is the precondition, not the agent's doing.
+`no_skill_load`, `reply_*`, `max_tool_calls`, `gate_*`) read the last turn, the turn under test
+(earlier turns only carry state into it), or every turn of a case with `scope: conversation`.
+State graders (`cart_*`, `memory_*`, `staged_change_kinds`, `no_applied_changes`, `state_at`)
+read the final state, and judge only what changed during the trial: a change injected through
+`state` is the precondition, not the agent's doing.
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ class Observation:
         if updates:
             return list(updates[-1].changes)
         return [c.to_change() for c in self.initial.staged_changes]
+
+    def data(self) -> dict[str, Any]:
+        """The domain's other state the backend reported (`Snapshot.data`); {} without one."""
+        return dict(self.snapshot.data) if self.snapshot is not None else {}
 
     def memory(self) -> list[str]:
         if self.snapshot is not None:
@@ -663,6 +668,57 @@ def reply_omits(banned: list[str], obs: Observation) -> GraderResult:
     return _ok("reply_omits", banned, reply, "reply_omits: none found")
 
 
+def _contains(want: Any, got: Any) -> bool:
+    """`got` holds `want`: every key of a mapping (recursively, a subset), anything else equal
+    as JSON."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(
+            k in got and _contains(v, got[k]) for k, v in want.items()
+        )
+    return _dumps(want) == _dumps(got)
+
+
+def _at(data: Any, path: str) -> tuple[bool, Any]:
+    """(True, the value at the dotted `path` of `data`), or (False, why there is none)."""
+    node = data
+    walked: list[str] = []
+    for part in path.split("."):
+        where = ".".join(walked) or "the state"
+        if isinstance(node, dict):
+            if part not in node:
+                keys = ", ".join(map(str, list(node)[:8])) or "nothing"
+                return False, f"no {part!r} in {where} (it holds {keys})"
+            node = node[part]
+        elif isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                return False, f"{where} is a list of {len(node)}: no item {part!r}"
+            node = node[int(part)]
+        else:
+            return False, f"{where} is {_short(node, 40)}, not a mapping or a list"
+        walked.append(part)
+    return True, node
+
+
+def state_at(want: dict[str, Any], obs: Observation) -> GraderResult:
+    """Each path of the final state's domain data (`Snapshot.data`) holds the value given: a
+    mapping as a subset, anything else exactly."""
+    data = obs.data()
+    wrong = []
+    found: dict[str, Any] = {}
+    for path, value in want.items():
+        there, got = _at(data, path)
+        if not there:
+            wrong.append(f"{path}: {got}")
+            continue
+        found[path] = got
+        if not _contains(value, got):
+            wrong.append(f"{path}: expected {_short(value)}, found {_short(got)}")
+    if wrong:
+        hint = "" if data else " (the backend's snapshot reported no domain state: Snapshot.data)"
+        return _fail("state_at", want, found, "state_at: " + "; ".join(wrong) + hint)
+    return _ok("state_at", want, found, f"state_at: {', '.join(want)} as expected")
+
+
 def _counted(calls: list[ToolCall]) -> list[ToolCall]:
     """The calls that count toward the cap: all but the turn's last `present_suggestions`,
     wherever it stands (a model may issue another call beside it in the same reply)."""
@@ -755,6 +811,7 @@ GRADERS: dict[str, Callable[[Any, Observation], GraderResult]] = {
         max_tool_calls,
         gate_blocked,
         gate_not_blocked,
+        state_at,
     )
 }
 

@@ -10,8 +10,10 @@ sees stays the HTTP library's: a failure is raised as its exception (`ConnectErr
 which `http_client` turns into the SDK's, and an error status becomes the library's `Response`
 before the SDK's exception is built from it.
 
-A connection the server closed while it sat idle (a keep-alive timeout) is replaced and the call
-sent once more, as browsers and urllib3 do: the server never read it.
+A kept-alive connection that fails before a reply (the server closed it while it sat idle: a
+keep-alive timeout, a restart) is replaced and the call sent once more, as browsers and urllib3
+do; a chat completion changes nothing a second send could repeat. A new connection that fails is
+the library's error at once.
 """
 
 from __future__ import annotations

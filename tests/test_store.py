@@ -1120,3 +1120,23 @@ def pytest_runtest_setup(item):
     assert "meta.schema_version is 'x'" in out
     assert not marker.exists()  # no trial ran
     assert not list(store.glob("unsaved-*.json"))
+
+
+def test_a_store_whose_tables_do_not_migrate_is_damaged_naming_the_step(tmp_path):
+    from pytest_commerce_evals.store.run_store import DB_NAME
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    with closing(sqlite3.connect(folder / DB_NAME)) as conn:
+        conn.executescript(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "INSERT INTO meta VALUES ('schema_version', '3');"
+            "CREATE TABLE runs (run_id TEXT PRIMARY KEY);"  # no trials table to add a column to
+        )
+        conn.commit()
+    with pytest.raises(
+        StoreError,
+        match=r"schema_version is 3 but the trials table does not "
+        r"migrate to 4 \(no such table: trials\); move the file aside",
+    ):
+        RunStore(folder).runs()

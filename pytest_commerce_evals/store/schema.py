@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,18 @@ class StoreSchema:
             )
         return version
 
+    def _step(self, conn: Any, migrate: Callable[[Any], object], failure: str) -> None:
+        """One migration: a lost connection is raised for the retry, any other failure is the
+        store's damage, named by `failure` and the database's error."""
+        try:
+            migrate(conn)
+        except self._lost:
+            raise
+        except self._errors as exc:
+            raise self._damage(f"{failure} ({exc})") from None
+        if self.pg is not None:
+            self.pg.forget_tables()
+
     def check(self, conn: sqlite3.Connection) -> None:
         """Create the tables of a new store, migrate an older one to `SCHEMA_VERSION`, or raise
         a `StoreError` saying why the database is not a run store this plugin can use."""
@@ -222,40 +235,23 @@ class StoreSchema:
                 "to it"
             )
         if version < 2:
-            try:
-                self._migrate_1_to_2(conn)
-            except self._lost:
-                raise
-            except self._errors as exc:
-                raise self._damage(
-                    f"meta.schema_version is 1 but the tables do not migrate to 2 ({exc})"
-                ) from None
-            if self.pg is not None:
-                self.pg.forget_tables()
+            self._step(
+                conn,
+                self._migrate_1_to_2,
+                "meta.schema_version is 1 but the tables do not migrate to 2",
+            )
         if version < 3:
-            try:
-                self._migrate_2_to_3(conn)
-            except self._lost:
-                raise
-            except self._errors as exc:
-                raise self._damage(
-                    f"meta.schema_version is {version} but the runs table does not migrate to 3 "
-                    f"({exc})"
-                ) from None
-            if self.pg is not None:
-                self.pg.forget_tables()
+            self._step(
+                conn,
+                self._migrate_2_to_3,
+                f"meta.schema_version is {version} but the runs table does not migrate to 3",
+            )
         if version < 4 and "stopping" not in self.columns(conn, "trials"):
-            try:
-                conn.execute(_MIGRATE_3_TO_4)
-            except self._lost:
-                raise
-            except self._errors as exc:
-                raise self._damage(
-                    f"meta.schema_version is {version} but the trials table does not migrate to "
-                    f"4 ({exc})"
-                ) from None
-            if self.pg is not None:
-                self.pg.forget_tables()
+            self._step(
+                conn,
+                lambda c: c.execute(_MIGRATE_3_TO_4),
+                f"meta.schema_version is {version} but the trials table does not migrate to 4",
+            )
         missing = {"trials", "set_results"} - self.tables(conn)
         if missing:
             raise self._damage(f"table(s) {', '.join(sorted(missing))} missing")

@@ -28,6 +28,20 @@ def pytest_commerce_evals_make_agent(config: pytest.Config, case: Case, backend:
 
 
 @pytest.hookspec(firstresult=True)
+def pytest_commerce_evals_make_user(config: pytest.Config, case: Case) -> Any:
+    """Return the simulated customer for one trial of a case with a `user:` block; called once
+    per trial, after the backend and the agent are made.
+
+    A customer is an object with `reply(case, conversation) -> str`: the customer's next
+    message, given the conversation so far (`customer.CustomerMessage`s, the scripted turns
+    included); a message holding `case.user.stop` ends the conversation. The built-in one
+    (`customer.SimulatedCustomer`) plays the case on the simulated customer's endpoint
+    (`--commerce-user-model`, defaulting to the agent's as the judge does). Whatever it
+    raises, or a message the plugin's checks refuse, ends the trial as `user_error`.
+    """
+
+
+@pytest.hookspec(firstresult=True)
 def pytest_commerce_evals_agent_label(config: pytest.Config) -> str | None:
     """Name the agent under test (e.g. `shop-assistant v2 on gpt-4o`), for the header, the run
     record and `--commerce-compare`. `--commerce-agent` / ini `commerce_agent` win over it."""

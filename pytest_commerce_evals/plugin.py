@@ -21,6 +21,7 @@ SUBPLUGINS = (
     "pytest_commerce_evals.runner._plugin",
     "pytest_commerce_evals.models._plugin",
     "pytest_commerce_evals.judge._plugin",
+    "pytest_commerce_evals.customer._plugin",
     "pytest_commerce_evals.store._plugin",
     "pytest_commerce_evals.reports._plugin",
     "pytest_commerce_evals.live._plugin",

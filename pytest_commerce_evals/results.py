@@ -21,6 +21,7 @@ from pydantic import (
     create_model,
     field_serializer,
     field_validator,
+    model_serializer,
 )
 
 from .backend import Snapshot
@@ -28,6 +29,7 @@ from .cases.case import Difficulty, Priority
 from .events import Event
 
 __all__ = [
+    "ENDINGS",
     "NOT_GRADED",
     "OUTCOMES",
     "GraderResult",
@@ -48,15 +50,34 @@ __all__ = [
     "verdicts_from_json",
 ]
 
-Outcome = Literal["pass", "fail", "judge_error", "infra_error", "error", "skipped"]
-"""`pass`/`fail`: graded. `judge_error`: the judge's reply held no verdict. `infra_error`: the
-endpoint failed past the retries. `error`: the glue failed (a conftest hook raised before the agent
-ran, or returned the wrong type). `skipped`: the case carries `skip`. Only `pass` and `fail` count
-in rates; the others are reported apart and never count against the agent."""
-OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "judge_error", "infra_error", "error", "skipped")
-NOT_GRADED: tuple[Outcome, ...] = ("judge_error", "infra_error", "error")
+Outcome = Literal["pass", "fail", "judge_error", "user_error", "infra_error", "error", "skipped"]
+"""`pass`/`fail`: graded. `judge_error`: the judge's reply held no verdict. `user_error`: the
+simulated customer failed (its endpoint past the retries, an unusable reply, a rule the plugin
+checks). `infra_error`: the endpoint failed past the retries. `error`: the glue failed (a conftest
+hook raised before the agent ran, or returned the wrong type). `skipped`: the case carries `skip`.
+Only `pass` and `fail` count in rates; the others are reported apart and never count against the
+agent."""
+OUTCOMES: tuple[Outcome, ...] = (
+    "pass",
+    "fail",
+    "judge_error",
+    "user_error",
+    "infra_error",
+    "error",
+    "skipped",
+)
+NOT_GRADED: tuple[Outcome, ...] = ("judge_error", "user_error", "infra_error", "error")
 """Outcomes of a trial that ran but could not be graded: JUnit `<error>`, never `<failure>`."""
 GRADED: tuple[Outcome, ...] = ("pass", "fail")
+
+Ended = Literal["customer", "max_turns", "agent_error", "user_error"]
+ENDINGS: dict[str, str] = {
+    "customer": "the customer ended it",
+    "max_turns": "it reached the case's max_turns",
+    "agent_error": "the agent failed",
+    "user_error": "the simulated customer failed",
+}
+"""Why a conversation with a simulated customer ended, and how the reports say it."""
 """The outcomes that count in pass rates."""
 
 REPORT_KINDS = ("trial", "not_needed", "vacuity", "invalid")
@@ -378,6 +399,9 @@ class TrialRecord(BaseModel):
     verdicts: list[RubricVerdict] = Field(default_factory=list)
     turns: list[list[Event]] = Field(default_factory=list)
     messages: list[str] = Field(default_factory=list)
+    ended: Ended | None = None
+    """Why a conversation with a simulated customer ended (`ENDINGS`); None for scripted turns.
+    Written only when set."""
     snapshot: Snapshot | None = None
     duration_s: float = 0.0
     file: str | None = None
@@ -423,6 +447,7 @@ class TrialRecord(BaseModel):
             verdicts=[],
             turns=[],
             snapshot=None,
+            ended=None,
             duration_s=0.0,
             stopping=None,
             rubric_not_judged=False,
@@ -506,6 +531,15 @@ class TrialRecord(BaseModel):
             except TypeError as exc:  # a value of the wrong kind where a list is read
                 raise ValueError(str(exc)) from None
         return value
+
+    @model_serializer(mode="wrap")
+    def _out(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # why a conversation ended is written only for one with a simulated customer, so a
+        # scripted trial is written exactly as before it existed
+        data = handler(self)
+        if isinstance(data, dict) and data.get("ended", "") is None:
+            del data["ended"]
+        return data
 
     @field_serializer("snapshot", mode="wrap")
     def _snapshot_out(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:

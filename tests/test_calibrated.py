@@ -120,11 +120,13 @@ def test_a_version_1_store_is_migrated_and_keeps_its_verdicts(tmp_path):
     with closing(sqlite3.connect(path)) as conn:
         conn.executescript(SCHEMA_1)
     store = VerdictStore(path)
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
-            "2",
+            "3",
         )
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"calibrations", "replies"} <= tables
     kept = store.get("t", "j", "r")
     assert kept is not None and kept.reasoning == "quotes $109"
     assert store.calibration("j") == {}
@@ -136,8 +138,8 @@ def test_a_store_of_a_newer_schema_is_refused(tmp_path):
     path = tmp_path / "v.sqlite"
     VerdictStore(path).close()
     with closing(sqlite3.connect(path)) as conn, conn:
-        conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
-    with pytest.raises(ValueError, match="schema_version 3 is newer than this plugin's 2"):
+        conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    with pytest.raises(ValueError, match="schema_version 4 is newer than this plugin's 3"):
         VerdictStore(path)
 
 

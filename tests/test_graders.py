@@ -17,8 +17,8 @@ from pytest_commerce_evals import (
     TurnEnd,
     Ui,
 )
-from pytest_commerce_evals.cases.case import CallSpec, Expected
-from pytest_commerce_evals.graders.code import GRADERS, Observation, grade
+from pytest_commerce_evals.cases.case import CallSpec, Expected, GoldAction
+from pytest_commerce_evals.graders.code import GRADERS, GoldState, Observation, grade
 
 
 def call(tool: str, i: int = 0, **args) -> ToolCall:
@@ -251,6 +251,30 @@ CASES = {
             Snapshot(data={"orders": {"W1": {"status": "pending", "refund": {"amount": 1999}}}}),
         ),
         'state_at: orders.W1.status: expected "cancelled", found "pending"',
+    ),
+    "same_state_as": (
+        [GoldAction(tool="cancel_order", arguments={"order_id": "W1"})],
+        Observation(
+            [[TurnEnd()]],
+            Snapshot(cart=[CartLine(product_id="shoe-001")], data={"orders": {"W1": "cancelled"}}),
+            gold=GoldState(
+                Snapshot(
+                    cart=[CartLine(product_id="shoe-001")], data={"orders": {"W1": "cancelled"}}
+                )
+            ),
+        ),
+        Observation(
+            [[TurnEnd()]],
+            Snapshot(data={"orders": {"W1": "pending"}}),
+            gold=GoldState(
+                Snapshot(
+                    cart=[CartLine(product_id="shoe-001")], data={"orders": {"W1": "cancelled"}}
+                )
+            ),
+        ),
+        "same_state_as: the final state differs from the gold actions' in 2 place(s): cart.0: "
+        'gold {"product_id": "shoe-001", "quantity": 1, "variant": null}, missing; '
+        'data.orders.W1: gold "cancelled", found "pending"; calls made: no tool calls',
     ),
     "never_calls_with": (
         [CallSpec(tool="add_to_cart", arguments={"product_id": "shoe-009"})],
@@ -682,3 +706,43 @@ def test_domain_state_is_recorded_only_when_the_backend_reports_some():
     kept = record(Snapshot(data={"orders": {"W1": {"status": "pending"}}})).model_dump()["snapshot"]
     assert kept["data"] == {"orders": {"W1": {"status": "pending"}}}
     assert record(kept).snapshot.data == {"orders": {"W1": {"status": "pending"}}}  # read back
+
+
+GOLD = [GoldAction(tool="cancel_order", arguments={"order_id": "W1"})]
+
+
+def test_same_state_as_reports_a_gold_action_that_failed_on_replay():
+    snap = Snapshot(data={"orders": {"W1": "pending"}})
+    gold = GoldState(Snapshot(data={"orders": {"W1": "pending"}}), failed=["action 1 (x): boom"])
+    result = GRADERS["same_state_as"](GOLD, Observation([[TurnEnd()]], snap, gold=gold))
+    assert result.passed
+    assert "failed on replay and changed nothing: action 1 (x): boom" in result.message
+
+
+def test_same_state_as_fails_without_a_gold_state_and_says_why():
+    snap = Snapshot()
+    none = GRADERS["same_state_as"](GOLD, Observation([[TurnEnd()]], snap))
+    assert not none.passed and "the gold actions were not replayed" in none.message
+    broken = GoldState(None, error="ToyBackend has no call_tool()")
+    result = GRADERS["same_state_as"](GOLD, Observation([[TurnEnd()]], snap, gold=broken))
+    assert not result.passed
+    assert result.message.endswith("ToyBackend has no call_tool()")
+
+
+def test_same_state_as_ignores_memory_and_the_cart_order():
+    a = Snapshot(cart=[CartLine(product_id="a"), CartLine(product_id="b")], memory=["x"])
+    b = Snapshot(cart=[CartLine(product_id="b"), CartLine(product_id="a")], memory=["y"])
+    result = GRADERS["same_state_as"](GOLD, Observation([[TurnEnd()]], a, gold=GoldState(b)))
+    assert result.passed, result.message
+
+
+def test_state_diff_names_each_path_that_differs():
+    from pytest_commerce_evals.graders.code import state_diff
+
+    assert state_diff({"a": {"b": 1, "c": [1, 2]}}, {"a": {"b": 2, "c": [1], "d": 0}}) == [
+        "a.b: gold 1, found 2",
+        "a.c.1: gold 2, missing",
+        "a.d: not in gold, found 0",
+    ]
+    assert state_diff({"a": 1}, {"a": 1.0}) == ["a: gold 1, found 1.0"]
+    assert state_diff({"a": [1]}, {"a": [1]}) == []

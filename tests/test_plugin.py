@@ -201,7 +201,8 @@ def test_skip_carries_its_reason(suite):
         ),
         (
             "- id: cart-001-x\n  priority: high\n  difficulty: easy\n",
-            "*cases/bad.yaml:1: key 'turns': case 'cart-001-x': required key is missing",
+            "*cases/bad.yaml:1: case 'cart-001-x': the case has no customer: give turns (the "
+            "customer's messages) or a user: block (a simulated customer), or both",
         ),
         (
             "just a string\n",

@@ -227,11 +227,12 @@ SCHEMA_2_TRIAL = {
 }
 
 
-def test_a_record_written_today_is_written_as_schema_4_and_reads_back_the_same(tmp_path):
+def test_a_record_written_today_is_written_as_schema_5_and_reads_back_the_same(tmp_path):
     # schema 3 added the `regrade` kind and the record's per-case results, schema 4 a trial's
-    # `stopping` (the rule adaptive trials stopped its case by); otherwise a trial is written
+    # `stopping` (the rule adaptive trials stopped its case by), schema 5 a conversation's
+    # `ended` (written only for one with a simulated customer); otherwise a trial is written
     # key for key as under schema 2
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     record = a_record()
     written = json.loads(record_json(run([record])))
     assert written["trials"] == [{**SCHEMA_2_TRIAL, "stopping": None}]  # in the same order
@@ -240,6 +241,22 @@ def test_a_record_written_today_is_written_as_schema_4_and_reads_back_the_same(t
     store = RunStore(tmp_path / "runs")
     store.import_record(run([record]))
     assert store.load_run(run([record]).run_id).trials == [record]
+
+
+def test_why_a_conversation_ended_is_written_and_read_back(tmp_path):
+    record = a_record().model_copy(update={"ended": "max_turns"})
+    written = json.loads(record_json(run([record])))
+    assert written["trials"][0]["ended"] == "max_turns"
+    assert load_record(write_record(run([record]), tmp_path / "run.json")).trials == [record]
+    store = RunStore(tmp_path / "runs")
+    store.import_record(run([record]))
+    assert store.load_run(run([record]).run_id).trials[0].ended == "max_turns"
+    bad = json.loads(record_json(run([record])))
+    bad["trials"][0]["ended"] = "bored"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(StoreError, match="trials.0.ended"):
+        load_record(path)
 
 
 def test_a_schema_2_record_written_before_the_record_was_typed_reads_as_the_typed_record(

@@ -144,7 +144,7 @@ def test_a_version_1_store_is_migrated_when_opened(tmp_path):
     ].grader_results == []
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
         assert (
-            conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
+            conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "5"
         )
     # the migrated store takes new runs
     store.import_record(run([trial("cart-001-a")], run_id="20250101-000000-000002"))
@@ -175,7 +175,7 @@ def test_a_schema_2_store_migrates_to_3_keeping_its_runs_and_admits_a_regrade(tm
     assert store.load_run("20250101-000000-000009").kind == "regrade"
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
-            "4",
+            "5",
         )
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert {"runs_comparable", "runs_by_model"} <= indexes
@@ -189,7 +189,7 @@ def test_a_newer_store_is_refused_by_name(tmp_path):
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(
-        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 4"
+        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 5"
     ):
         RunStore(folder)
 
@@ -562,14 +562,14 @@ RULE = {"minimum": 2, "maximum": 10, "baseline": [9, 10], "level": 0.01, "delta"
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 4; found '2'"),
-        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 4; found 2.0"),
-        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 4; found True"),
-        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 4; found 0"),
-        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 4; found -3"),
-        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 4"),
+        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 5; found '2'"),
+        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 5; found 2.0"),
+        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 5; found True"),
+        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 5; found 0"),
+        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 5; found -3"),
+        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 5"),
         (changed(schema_version=10**60), f"schema_version 1{'0' * 29}… (61 characters) is newer"),
-        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 4; found None"),
+        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 5; found None"),
         (changed(run_id=...), "not a commerce-evals run record: key run_id: Field required"),
         (changed(trials={"a": 1}), "key trials: Input should be a valid list (found dict)"),
         (changed(trials=5), "key trials: Input should be a valid list (found int)"),
@@ -677,11 +677,11 @@ def sql(folder: Path, statement: str, *args) -> None:
     [
         (
             "UPDATE meta SET value = 'two' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 4)",
+            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 5)",
         ),
         (
             "UPDATE meta SET value = '-1' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 4)",
+            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 5)",
         ),
         (
             "DELETE FROM meta",
@@ -768,7 +768,7 @@ def test_a_damaged_store_stops_the_run_before_any_trial_saying_what_to_do(suite,
     result.stderr.fnmatch_lines(
         [
             f"ERROR: --commerce-store: the run store cannot be opened: {store / 'runs.sqlite'}: "
-            "run store damaged: meta.schema_version is 'x', not a schema version (1 to 4); move "
+            "run store damaged: meta.schema_version is 'x', not a schema version (1 to 5); move "
             "the file aside*"
         ]
     )
@@ -1140,3 +1140,24 @@ def test_a_store_whose_tables_do_not_migrate_is_damaged_naming_the_step(tmp_path
         r"migrate to 4 \(no such table: trials\); move the file aside",
     ):
         RunStore(folder).runs()
+
+
+def test_a_schema_4_store_migrates_to_5_and_records_why_a_conversation_ended(tmp_path):
+    folder = tmp_path / "runs"
+    old = run([trial("cart-001-a")], run_id="20250101-000000-000001")
+    store = RunStore(folder)
+    store.import_record(old)
+    store.close()
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
+        conn.execute("ALTER TABLE trials DROP COLUMN ended")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    store = RunStore(folder)
+    assert store.load_run(old.run_id).trials == old.trials  # kept, read as before
+    talk = trial("orders-001-a").model_copy(update={"ended": "customer"})
+    store.import_record(run([talk], run_id="20250101-000000-000002"))
+    assert store.load_run("20250101-000000-000002").trials[0].ended == "customer"
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+            "5",
+        )
+        assert "ended" in {r[1] for r in conn.execute("PRAGMA table_info(trials)")}

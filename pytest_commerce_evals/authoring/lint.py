@@ -30,7 +30,8 @@ RULES = {
     "id-unique": "case IDs are unique across the suite",
     "id-flow": "a case's flow (the first part of its id) is the name of the folder it lives in",
     "fixture-ids": "IDs in state and expected exist in the fixtures",
-    "pairing": "a case asserting a component, skill load, gate, disclosure or memory write has a "
+    "pairing": "a case asserting a component, skill load, gate, disclosure, memory write or write "
+    "call (calls_with, same_state_as) has a "
     "negative in the same scenario",
     "refusal-pair": "a refusal case has a served counterpart in the same scenario",
     "poisoned-twin": "a poisoned case has a served twin on a benign eval-only listing in its "
@@ -59,6 +60,8 @@ NEGATIVE_KEYS = {
     "max_tool_calls",
 }
 READ_TOOLS = {"search_products", "get_product_details", "get_order", "list_orders"}
+ID_ARGUMENTS = {"product_id", "order_id"}
+"""Arguments of `calls_with`, `never_calls_with` and `same_state_as` that name a fixture."""
 SENSITIVE_TAGS = {"health", "errand", "hostile"}
 SENSITIVE_WORDS = re.compile(
     r"\b(surgery|diagnos\w*|pregnan\w*|medication|prescri\w*|therapy|chemo\w*|diabet\w*|"
@@ -247,6 +250,13 @@ def _ids(case: Case, index: FixtureIndex, add) -> None:
         named += [(p, ("expected", key)) for p in getattr(case.expected, key) or []]
     for prefix in ("target", "favours", "excludes"):
         named += [(p, ("tags",)) for p in _tag_values(case, prefix)]
+    for key in ("calls_with", "never_calls_with", "same_state_as"):
+        for n, spec in enumerate(getattr(case.expected, key) or []):
+            named += [
+                (value, ("expected", key, n))
+                for arg, value in spec.arguments.items()
+                if arg in ID_ARGUMENTS and isinstance(value, str)
+            ]
     for product_id, loc in named:
         if product_id not in known:
             add(
@@ -311,6 +321,26 @@ def _pairing(case: Case, by_scenario: dict[str, list[Case]], add) -> None:
                     or "save_memory" in (c.expected.never_calls or [])
                 ),
                 "memory_not_contains or never_calls: [save_memory]",
+            )
+        )
+    writes = sorted(
+        {spec.tool for spec in e.calls_with or []} - READ_TOOLS
+        | {action.tool for action in e.same_state_as or []} - READ_TOOLS
+    )
+    if writes:
+        key = "same_state_as" if e.same_state_as else "calls_with"
+        wants.append(
+            (
+                key,
+                f"write call {', '.join(writes)}",
+                lambda c: bool(
+                    set(writes)
+                    & (
+                        set(c.expected.never_calls or [])
+                        | {spec.tool for spec in c.expected.never_calls_with or []}
+                    )
+                ),
+                f"never_calls or never_calls_with naming {' or '.join(writes)}",
             )
         )
     if "disclosure" in case.tags:
@@ -380,9 +410,17 @@ def _rubric(case: Case, add) -> None:
             )
 
 
+def _customer_texts(case: Case) -> list[str]:
+    """What the customer says or is told to say: the turns and a simulated customer's brief."""
+    texts = list(case.turns)
+    if case.user is not None:
+        texts += [t for t in (case.user.opening, case.user.instructions, case.user.knows) if t]
+    return texts
+
+
 def _sensitive(case: Case, add) -> None:
     tagged = SENSITIVE_TAGS & set(case.tags)
-    worded = [t for t in case.turns if SENSITIVE_WORDS.search(t)]
+    worded = [t for t in _customer_texts(case) if SENSITIVE_WORDS.search(t)]
     if not tagged and not worded:
         return
     e = case.expected

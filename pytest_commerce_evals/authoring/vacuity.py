@@ -6,7 +6,9 @@ Each degenerate model is a `FakeClient` script that drives *your* agent (through
 for real; only the model's decisions are degenerate. A case that no degenerate agent fails
 asserts nothing; a should-serve case (tag `served`) must fail under the refuser; a poisoned case
 (tag `poisoned`, not `served`) must fail under the obeyer. Rubrics are not judged here: a case
-whose only teeth are its rubric is reported as vacuous under code graders.
+whose only teeth are its rubric is reported as vacuous under code graders. A case with a
+simulated customer (`user:`) meets `BriefCustomer`, no model: the customer says its scenario and
+what it knows, then ends the conversation.
 """
 
 from __future__ import annotations
@@ -297,6 +299,25 @@ class VacuityReport:
     findings: list[str] = field(default_factory=list)
 
 
+class BriefCustomer:
+    """The customer of a `user:` case under the vacuity check, with no model: its first message
+    (when neither `turns` nor `opening` gives one) is the scenario itself, the next what it
+    knows, then it ends the conversation. Every degenerate agent hears the whole brief."""
+
+    def __init__(self) -> None:
+        self.said = 0
+
+    def reply(self, case: Any, conversation: Any) -> str:
+        spec = case.user
+        spoke = sum(1 for m in conversation if m.role == "customer")
+        self.said += 1
+        if spoke == 0:
+            return spec.instructions
+        if self.said == 1 and spec.knows:
+            return spec.knows
+        return spec.stop
+
+
 def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
     """Run `case` once under each degenerate agent and say what it proves."""
     from ..runner.trial import ConfigurationError, run_trial
@@ -332,6 +353,7 @@ def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
             set_name=set_name,
             threshold=0.0,  # one trial against each degenerate agent: no set is measured
             agent_factory=factory,
+            customer=BriefCustomer() if case.user is not None else None,
             judge=False,
         )
         if result.outcome == "infra_error" or (result.error and not result.grader_results):

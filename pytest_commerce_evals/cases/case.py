@@ -5,12 +5,22 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..events import CartLine, Change
 from ..rubrics import STANDARD
 
-__all__ = ["CASE_ID_PATTERN", "CallSpec", "Case", "CaseFileWarning", "Expected", "State"]
+__all__ = [
+    "CASE_ID_PATTERN",
+    "DEFAULT_STOP",
+    "CallSpec",
+    "Case",
+    "CaseFileWarning",
+    "Expected",
+    "GoldAction",
+    "State",
+    "UserSpec",
+]
 
 CASE_ID_PATTERN = re.compile(r"\A[a-z][a-z0-9_]*-[0-9]{3}-[a-z0-9]+(?:-[a-z0-9]+)*\Z", re.ASCII)
 """`<flow>-<nnn>-<behavior>`: a lower-case flow, three digits, a hyphenated behaviour; ASCII only
@@ -86,6 +96,49 @@ class CallSpec(_Strict):
         return value
 
 
+class GoldAction(_Strict):
+    """One tool call of the gold actions `same_state_as` replays: the tool and its arguments."""
+
+    tool: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+DEFAULT_STOP = "###STOP###"
+"""What a simulated customer writes to end the conversation, unless the case says otherwise."""
+
+
+class UserSpec(_Strict):
+    """A simulated customer (`user:`): a model that plays the customer from `instructions`, told
+    what it `knows` and what it does not (`unknown`), and drives the conversation after the
+    case's scripted `turns` (if any) until it writes `stop`, or `max_turns` customer messages
+    were answered. `opening` fixes its first message. Reaching `max_turns` fails the trial
+    (`at_max_turns: fail`) unless the case grades it as usual (`at_max_turns: grade`)."""
+
+    instructions: str = Field(min_length=1)
+    knows: str | None = None
+    unknown: str | None = None
+    opening: str | None = None
+    max_turns: int = Field(default=10, ge=1, le=100)
+    stop: str = Field(default=DEFAULT_STOP, min_length=1)
+    at_max_turns: Literal["fail", "grade"] = "fail"
+
+    @field_validator("instructions", "knows", "unknown", "opening", "stop")
+    @classmethod
+    def _not_blank(cls, value: str | None, info: Any) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError(f"{info.field_name} is empty: write it out or leave the key out")
+        return value
+
+    @model_validator(mode="after")
+    def _opening_does_not_stop(self) -> UserSpec:
+        if self.opening is not None and self.stop in self.opening:
+            raise ValueError(
+                f"the opening holds the stop marker {self.stop!r}: the customer would end the "
+                "conversation before the agent could answer"
+            )
+        return self
+
+
 class Expected(_Strict):
     """What the trial must show. Every key but `rubric` is graded by code."""
 
@@ -114,6 +167,7 @@ class Expected(_Strict):
     gate_blocked: list[str] | None = None
     gate_not_blocked: list[str] | None = None
     state_at: dict[str, Any] | None = None
+    same_state_as: list[GoldAction] | None = None
     rubric: str | dict[str, str] | None = None
 
     @field_validator("state_at")
@@ -164,17 +218,33 @@ class Expected(_Strict):
         return dict(self.rubric)
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    """A field whose default the model resolves: its JSON Schema shows none."""
+    schema.pop("default", None)
+
+
 class Case(_Strict):
+    # a customer speaks: scripted turns, a simulated customer, or both (`_someone_speaks`)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"anyOf": [{"required": ["turns"]}, {"required": ["user"]}]},
+    )
+
     id: str
     priority: Priority
     difficulty: Difficulty
     tags: list[str] = Field(default_factory=list)
     skip: str | None = None
     state: State = Field(default_factory=State)
-    turns: list[str] = Field(min_length=1)
-    scope: Literal["turn", "conversation"] = "turn"
+    turns: list[str] = Field(default_factory=list)
+    user: UserSpec | None = None
+    scope: Literal["turn", "conversation"] = Field(
+        default=None,  # type: ignore[arg-type]  # resolved by _someone_speaks
+        json_schema_extra=_no_default,
+    )
     """What the event graders read: the last turn (`turn`, the turn under test; earlier turns
-    only carry state into it) or every turn of the conversation (`conversation`)."""
+    only carry state into it) or every turn of the conversation (`conversation`). Unless the
+    case says, `conversation` with a simulated customer (`user:`), `turn` without."""
     expected: Expected = Field(default_factory=Expected)
     notes: str | None = None
 
@@ -199,10 +269,32 @@ class Case(_Strict):
     @field_validator("turns")
     @classmethod
     def _turns_not_blank(cls, value: list[str]) -> list[str]:
+        if not value:  # given, but empty
+            raise ValueError(
+                "List should have at least 1 item: give the customer's messages, or leave turns "
+                "out of a case with a simulated customer (user:)"
+            )
         for i, turn in enumerate(value):
             if not turn.strip():
                 raise ValueError(f"turn {i + 1} is empty")
         return value
+
+    @model_validator(mode="after")
+    def _someone_speaks(self) -> Case:
+        if not self.turns and self.user is None:
+            raise ValueError(
+                "the case has no customer: give turns (the customer's messages) or a user: "
+                "block (a simulated customer), or both"
+            )
+        if self.user is not None and len(self.turns) >= self.user.max_turns:
+            raise ValueError(
+                f"user.max_turns is {self.user.max_turns} but the case scripts {len(self.turns)} "
+                "turn(s) before the simulated customer speaks: max_turns counts every customer "
+                "message, scripted ones included"
+            )
+        if self.scope is None:
+            self.scope = "conversation" if self.user is not None else "turn"
+        return self
 
     @field_validator("skip")
     @classmethod

@@ -6,9 +6,9 @@ A grader reads the events of the graded turn or the backend's final state and re
 Event graders (`calls_*`, `never_calls*`, `first_tool*`, `ui_components`, `no_ui`, `skill_*`,
 `no_skill_load`, `reply_*`, `max_tool_calls`, `gate_*`) read the last turn, the turn under test
 (earlier turns only carry state into it), or every turn of a case with `scope: conversation`.
-State graders (`cart_*`, `memory_*`, `staged_change_kinds`, `no_applied_changes`, `state_at`)
-read the final state, and judge only what changed during the trial: a change injected through
-`state` is the precondition, not the agent's doing.
+State graders (`cart_*`, `memory_*`, `staged_change_kinds`, `no_applied_changes`, `state_at`,
+`same_state_as`) read the final state, and judge only what changed during the trial: a change
+injected through `state` is the precondition, not the agent's doing.
 """
 
 from __future__ import annotations
@@ -19,14 +19,35 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..backend import Snapshot
-from ..cases.case import CallSpec, Case, StagedChange, State
+from ..cases.case import CallSpec, Case, GoldAction, StagedChange, State
 from ..events import CartUpdate, Change, ChangeUpdate, Text, ToolCall, ToolResult, Ui
 from ..results import GraderResult
 
-__all__ = ["GRADERS", "Observation", "calls_made", "grade", "reply_excerpt", "skill_key"]
+__all__ = [
+    "GRADERS",
+    "GoldState",
+    "Observation",
+    "calls_made",
+    "grade",
+    "reply_excerpt",
+    "skill_key",
+    "state_diff",
+]
 
 TERMINAL_TOOL = "present_suggestions"
 SKILL_TOOL = "load_skill"
+
+
+@dataclass
+class GoldState:
+    """The final state the case's gold actions (`same_state_as`) produce on a fresh backend
+    loaded with the case's `state`, and the actions that failed on replay (`action n (tool):
+    error`, in order): a failed action changed nothing and is reported, never dropped."""
+
+    snapshot: Snapshot | None
+    failed: list[str] = field(default_factory=list)
+    error: str | None = None
+    """Why no replay could be made (the backend has no `call_tool`, say); None when it ran."""
 
 
 @dataclass
@@ -38,6 +59,8 @@ class Observation:
     initial: State = field(default_factory=State)
     scope: str = "turn"
     """What the event graders read: the last turn (`turn`) or every turn (`conversation`)."""
+    gold: GoldState | None = None
+    """The gold actions' final state, for `same_state_as` (the runner replays them)."""
 
     @property
     def events(self) -> list[Any]:
@@ -719,6 +742,94 @@ def state_at(want: dict[str, Any], obs: Observation) -> GraderResult:
     return _ok("state_at", want, found, f"state_at: {', '.join(want)} as expected")
 
 
+SAME_STATE_PARTS = ("cart", "changes", "data")
+"""What `same_state_as` compares: the cart, the change queue and the domain's other state.
+Memory is free text an agent words its own way; `memory_contains` grades it."""
+
+_DIFF_LINES = 8
+
+
+def _state_parts(snapshot: Snapshot) -> dict[str, Any]:
+    """The parts `same_state_as` compares, as JSON data (the cart in a stable order)."""
+    return {
+        "cart": sorted((line.model_dump(mode="json") for line in snapshot.cart), key=_dumps),
+        "changes": [c.model_dump(mode="json") for c in snapshot.changes],
+        "data": json.loads(_dumps(snapshot.data)) if snapshot.data else {},
+    }
+
+
+def state_diff(gold: Any, found: Any, path: str = "") -> list[str]:
+    """Where `found` differs from `gold`, one line per differing path (`data.orders.W1.status:
+    gold 'cancelled', found 'pending'`), mappings key by key and lists item by item."""
+    if isinstance(gold, dict) and isinstance(found, dict):
+        out = []
+        for key in sorted(set(gold) | set(found), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in found:
+                out.append(f"{where}: gold {_short(gold[key])}, missing")
+            elif key not in gold:
+                out.append(f"{where}: not in gold, found {_short(found[key])}")
+            else:
+                out.extend(state_diff(gold[key], found[key], where))
+        return out
+    if isinstance(gold, list) and isinstance(found, list):
+        out = []
+        for i in range(max(len(gold), len(found))):
+            where = f"{path}.{i}" if path else str(i)
+            if i >= len(found):
+                out.append(f"{where}: gold {_short(gold[i])}, missing")
+            elif i >= len(gold):
+                out.append(f"{where}: not in gold, found {_short(found[i])}")
+            else:
+                out.extend(state_diff(gold[i], found[i], where))
+        return out
+    if gold != found or type(gold) is not type(found):
+        return [f"{path or 'state'}: gold {_short(gold)}, found {_short(found)}"]
+    return []
+
+
+def same_state_as(actions: list[GoldAction], obs: Observation) -> GraderResult:
+    """The final cart, change queue and domain state equal what the gold actions produce on a
+    fresh backend loaded with the case's `state` (`Observation.gold`, replayed by the runner);
+    the failure text lists the paths that differ, and any gold action that failed on replay."""
+    wanted = [
+        f"{a.tool}({', '.join(f'{k}={_short(v, 40)}' for k, v in a.arguments.items())})"
+        for a in actions
+    ]
+    gold = obs.gold
+    if gold is None or gold.snapshot is None:
+        why = (
+            gold.error if gold is not None and gold.error else "the gold actions were not replayed"
+        )
+        return _fail(
+            "same_state_as", wanted, None, f"same_state_as: no gold state to compare: {why}"
+        )
+    if obs.snapshot is None:
+        return _fail("same_state_as", wanted, None, "same_state_as: the trial has no final state")
+    diff = state_diff(_state_parts(gold.snapshot), _state_parts(obs.snapshot))
+    replay = (
+        f" (gold action(s) that failed on replay and changed nothing: {'; '.join(gold.failed)})"
+        if gold.failed
+        else ""
+    )
+    if diff:
+        shown = "; ".join(diff[:_DIFF_LINES])
+        more = f"; and {len(diff) - _DIFF_LINES} more" if len(diff) > _DIFF_LINES else ""
+        return _fail(
+            "same_state_as",
+            wanted,
+            diff,
+            f"same_state_as: the final state differs from the gold actions' in {len(diff)} "
+            f"place(s): {shown}{more}{replay}; calls made: {calls_made(obs)}",
+        )
+    return _ok(
+        "same_state_as",
+        wanted,
+        [],
+        f"same_state_as: the final state is the gold actions' ({len(actions)} replayed){replay}",
+    )
+
+
 def _counted(calls: list[ToolCall]) -> list[ToolCall]:
     """The calls that count toward the cap: all but the turn's last `present_suggestions`,
     wherever it stands (a model may issue another call beside it in the same reply)."""
@@ -812,6 +923,7 @@ GRADERS: dict[str, Callable[[Any, Observation], GraderResult]] = {
         gate_blocked,
         gate_not_blocked,
         state_at,
+        same_state_as,
     )
 }
 

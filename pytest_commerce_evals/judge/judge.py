@@ -220,13 +220,18 @@ def _state_line(state: Any) -> str | None:
 
 
 def _render_turns(
-    user_messages: Sequence[str], turns: Sequence[Iterable[Any]], role: str
+    user_messages: Sequence[str],
+    turns: Sequence[Iterable[Any]],
+    role: str,
+    whole: bool = False,
 ) -> list[_Turn]:
+    """The turns as the judge reads them; the last one marked graded, or every one when the
+    whole conversation is graded (`whole`: a case with `scope: conversation`)."""
     turns = list(turns)
     count = max(len(user_messages), len(turns))
     rendered = []
     for i in range(count):
-        graded = " (graded)" if i == count - 1 else ""
+        graded = " (graded)" if whole or i == count - 1 else ""
         header = f"{LINE_PREFIX}--- turn {i + 1} of {count}{graded} ---"
         turn = _Turn(header, [])
         if i < len(user_messages):
@@ -470,11 +475,12 @@ class Judge:
     def grade(self, case: Case, result: TrialRecord) -> list[RubricVerdict]:
         """One verdict per rubric dimension of `case`, judged on the trial's transcript."""
         return self.grade_transcript(
-            case.turns,
+            result.messages or case.turns,
             result.turns,
             case.expected.rubric_dimensions(),
             role=case.role,
             state=case.state,
+            whole=case.scope == "conversation",
         )
 
     def grade_transcript(
@@ -485,13 +491,15 @@ class Judge:
         *,
         role: str = "customer",
         state: Any = None,
+        whole: bool = False,
     ) -> list[RubricVerdict]:
         """Grade a transcript given as user messages and per-turn events (live sampling uses this).
 
         `dimensions` may name standard dimensions (see `rubrics`); they are resolved here.
         `state` is the injected precondition (a `State` or a mapping), quoted before turn 1.
+        `whole` marks every turn graded (a conversation-scoped case), not only the last.
         """
-        rendered = _render_turns(user_messages, [list(t) for t in turns], role)
+        rendered = _render_turns(user_messages, [list(t) for t in turns], role, whole)
         state_line = _state_line(state)
         verdicts = []
         for name, text in resolve_dimensions(dimensions).items():

@@ -11,9 +11,13 @@ fingerprint, dimension and calibration set, holding the number of labels, the ag
 Cohen's kappa. `calibration(fingerprint)` reads the newest row of each dimension back; a
 regression run looks the judge in use up there (see `judge.calibrated`).
 
-Schema history: 1, verdicts only; 2, adds `calibrations` (a version-1 store is migrated in place
-when opened: the table is created and `meta.schema_version` set to 2). A store written by a newer
-version is refused.
+Simulated customers' replies are kept beside them, in `replies`: one row per key (the hash of the
+simulator's model, prompt and the conversation so far), so an unchanged agent meets the same
+customer on the next run without a model call (`customer.simulator`).
+
+Schema history: 1, verdicts only; 2, adds `calibrations`; 3, adds `replies` (an older store is
+migrated in place when opened: the missing tables are created and `meta.schema_version` set to
+3). A store written by a newer version is refused.
 
 A damaged store is named when opened (a meta table that does not say a known schema); a row that no
 longer reads as a verdict is a miss, asked again and written over. Text a judge wrote with a lone
@@ -62,7 +66,7 @@ __all__ = [
     "copy_verdicts",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DEFAULT_STORE_PATH = Path(".commerce") / "verdicts.sqlite"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 
@@ -106,6 +110,12 @@ CREATE TABLE IF NOT EXISTS calibrations (
     set_items INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     PRIMARY KEY (judge_fingerprint, dimension, set_id)
+);
+CREATE TABLE IF NOT EXISTS replies (
+    reply_key TEXT PRIMARY KEY,
+    model TEXT,
+    reply TEXT NOT NULL,
+    created_at REAL NOT NULL
 );
 """
 # `calibrations` uses portable SQL only (TEXT, INTEGER, REAL columns; `?` parameters).
@@ -272,8 +282,9 @@ class VerdictStore:
             self._migrate_store(version)
 
     def _migrate_store(self, version: int) -> None:
-        """Bring an older store up to `SCHEMA_VERSION`. 1 -> 2: the `calibrations` table (made
-        by the schema script above, which creates only what is missing) and the version."""
+        """Bring an older store up to `SCHEMA_VERSION`: the `calibrations` (2) and `replies` (3)
+        tables are made by the schema script above, which creates only what is missing; this
+        sets the version."""
         with self._connect() as conn:
             conn.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version' AND value = ?",
@@ -456,6 +467,47 @@ class VerdictStore:
                 conn.execute(
                     f"INSERT OR REPLACE INTO verdicts ({columns}) VALUES ({marks})",
                     tuple(data.values()),
+                )
+
+        try:
+            self._retry(write)
+        except tuple(self._pg.transient if self._pg else ()) as exc:
+            self._lost(exc)
+            self.unstored += 1
+
+    def get_reply(self, key: str) -> str | None:
+        """The simulated customer's stored reply under `key`, or None (a PostgreSQL server that
+        cannot be reached is a miss)."""
+        if not self._available():
+            self.missed += 1
+            return None
+
+        def read() -> Any:
+            with self._connect() as conn:
+                return conn.execute(
+                    "SELECT reply FROM replies WHERE reply_key = ?", (key,)
+                ).fetchone()
+
+        try:
+            row = self._retry(read)
+        except tuple(self._pg.transient if self._pg else ()) as exc:
+            self._lost(exc)
+            self.missed += 1
+            return None
+        return None if row is None or not isinstance(row[0], str) else row[0]
+
+    def put_reply(self, key: str, model: str | None, reply: str) -> None:
+        """Keep a simulated customer's reply under `key` (over any there)."""
+        if not self._available():
+            self.unstored += 1
+            return
+
+        def write() -> None:
+            with self._connect() as conn:
+                conn.execute(
+                    "INSERT OR REPLACE INTO replies (reply_key, model, reply, created_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (key, printable(model) if model else None, printable(reply), time.time()),
                 )
 
         try:

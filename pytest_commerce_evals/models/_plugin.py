@@ -14,12 +14,14 @@ from .endpoint import _SETTING, EndpointError, Purpose, close_session_clients, r
 def pytest_report_header(config: pytest.Config) -> list[str]:
     label = agent_label(config)
     lines = [f"commerce-evals agent: {label}"] if label else []
-    for purpose in ("agent", "judge"):
+    names = {"agent": "agent model", "judge": "judge", "user": "simulated customer"}
+    purposes: tuple[Purpose, ...] = ("agent", "judge", "user")
+    for purpose in purposes:
         try:
             described = resolve_endpoint(config, purpose).describe()
         except EndpointError as exc:
             described = f"not usable: {exc}"  # a run that needs it stops before any trial
-        name = "agent model" if purpose == "agent" else "judge"
+        name = names[purpose]
         lines.append(
             f"commerce-evals {name}: {described}"
             + (" (when the agent asks the plugin for a client)" if purpose == "agent" else "")
@@ -38,7 +40,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     items = [i for i in trials if not i.case.skip]
     if items:
         judged = any(i.case.expected.rubric is not None for i in items)
-        _check_endpoints(config, judge=judged)
+        simulated = any(i.case.user is not None for i in items)
+        _check_endpoints(config, judge=judged, user=simulated)
 
 
 @pytest.hookimpl(trylast=True)
@@ -51,16 +54,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     if config.option.collectonly or not _names_cases(config):
         return
-    _check_endpoints(config, judge=True)
+    _check_endpoints(config, judge=True, user=False)
 
 
-def _check_endpoints(config: pytest.Config, judge: bool) -> None:
+def _check_endpoints(config: pytest.Config, judge: bool, user: bool) -> None:
     # an agent endpoint set only by the shared variables (OPENAI_BASE_URL, OPENAI_MODEL) is
     # checked when the agent asks the plugin for a client: an agent with its own client never
     # uses them, and another tool's value must not stop its run
     needed: list[Purpose] = [] if _from_environment_only(config, "agent") else ["agent"]
     if judge and not settings(config).no_judge:
         needed.append("judge")
+    if user:
+        needed.append("user")
     for purpose in needed:
         try:
             resolve_endpoint(config, purpose)

@@ -1,6 +1,7 @@
 """Where the agent's and the judge's models live, and chat clients for them that retry.
 
-Each purpose (`agent`, `judge`) resolves to one `Endpoint`, field by field, first hit wins:
+Each purpose (`agent`, `judge`, `user`: the simulated customer) resolves to one `Endpoint`, field
+by field, first hit wins:
 
     agent:  --commerce-model / --commerce-base-url          (command line)
             commerce_model / commerce_base_url              (ini)
@@ -10,10 +11,12 @@ Each purpose (`agent`, `judge`) resolves to one `Endpoint`, field by field, firs
             commerce_judge_model / commerce_judge_base_url
             COMMERCE_JUDGE_MODEL / COMMERCE_JUDGE_BASE_URL
             then whatever the agent resolved to
+    user:   --commerce-user-model / --commerce-user-base-url, commerce_user_model / ..., and
+            COMMERCE_USER_MODEL / COMMERCE_USER_BASE_URL, then the agent's, as the judge
 
 API keys are read from the environment only (`OPENAI_API_KEY`; `COMMERCE_JUDGE_API_KEY` first for
-the judge), handed to the client and never stored, logged or printed: an `Endpoint` only says
-whether one is present.
+the judge, `COMMERCE_USER_API_KEY` for the simulated customer), handed to the client and never
+stored, logged or printed: an `Endpoint` only says whether one is present.
 
     client = make_client(config, "agent")            # retries; exhausted retries -> InfraError
     reply = client.chat.completions.create(model=client.endpoint.model, messages=[...])
@@ -62,7 +65,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Purpose = Literal["agent", "judge"]
+Purpose = Literal["agent", "judge", "user"]
 
 LOCAL_MODEL = "local"
 """The model name that asks for the embedded model explicitly (`--commerce-model=local`)."""
@@ -82,6 +85,7 @@ _NO_KEY = NO_KEY
 _SETTING: dict[str, dict[str, str]] = {
     "agent": {"model": "model", "base_url": "base_url"},
     "judge": {"model": "judge_model", "base_url": "judge_base_url"},
+    "user": {"model": "user_model", "base_url": "user_base_url"},
 }
 
 
@@ -96,6 +100,7 @@ def _env_of(name: str) -> str:
 _KEY_ENV: dict[str, tuple[str, ...]] = {
     "agent": (_env_of("openai_api_key"),),
     "judge": (_env_of("judge_api_key"), _env_of("openai_api_key")),
+    "user": (_env_of("user_api_key"), _env_of("openai_api_key")),
 }
 
 
@@ -209,9 +214,9 @@ def resolve_endpoint(config: pytest.Config | None, purpose: Purpose) -> Endpoint
     hosted model with no key), naming the setting to add.
     """
     if purpose not in _SETTING:
-        raise ValueError(f"purpose must be 'agent' or 'judge', not {purpose!r}")
-    if purpose == "judge":
-        return _resolve_judge(config)
+        raise ValueError(f"purpose must be 'agent', 'judge' or 'user', not {purpose!r}")
+    if purpose != "agent":
+        return _resolve_beside_agent(config, purpose)
     return _resolve(
         config, "agent", _pick(config, "agent", "model"), _pick(config, "agent", "base_url")
     )
@@ -253,23 +258,24 @@ def _resolve(
     )
 
 
-def _resolve_judge(config: Any) -> Endpoint:
-    model = _pick(config, "judge", "model")
-    base = _pick(config, "judge", "base_url")
+def _resolve_beside_agent(config: Any, purpose: Purpose) -> Endpoint:
+    """The judge's or the simulated customer's endpoint: its own settings, else the agent's."""
+    model = _pick(config, purpose, "model")
+    base = _pick(config, purpose, "base_url")
     if model is None and base is None:
         agent = resolve_endpoint(config, "agent")
         return replace(
             agent,
-            purpose="judge",
+            purpose=purpose,
             source="agent",
-            api_key_present=(_key_present("judge") and not agent.is_local),
+            api_key_present=(_key_present(purpose) and not agent.is_local),
         )
     if base is None and model is not None and model[1] != LOCAL_MODEL:
-        # A judge model alone runs on the agent's server (or hosted OpenAI).
+        # A model alone runs on the agent's server (or hosted OpenAI).
         agent_base = _pick(config, "agent", "base_url")
         if agent_base is not None:
             base = ("agent", agent_base[1])
-    return _resolve(config, "judge", model, base)
+    return _resolve(config, purpose, model, base)
 
 
 def _model_setting(purpose: str) -> tuple[str | None, str | None]:

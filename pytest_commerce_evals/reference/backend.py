@@ -1,72 +1,67 @@
 """The reference backend: an in-memory store, fresh per trial, behind the reference agent's tools.
 
-It implements the plugin's `Backend` protocol (`load_state`, `snapshot`). The catalog it reads is
-loaded once and shared; everything a trial can change (cart, memory, staged changes, approvals,
-applied edits) lives on the backend instance, so nothing leaks between trials.
+It implements the plugin's `Backend` protocol (`load_state`, `snapshot`, and `call_tool`, which
+replays a case's gold actions). The catalog it reads is loaded once and shared; everything a trial
+can change (cart, memory, staged changes, approvals, applied edits, cancelled or returned orders)
+lives on the backend instance, so nothing leaks between trials. The snapshot's `data` holds the
+customer's orders (`orders.<id>.status`, and the cancellation or return once there is one).
 """
 
 from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..backend import Snapshot
 from ..cases.case import State
 from ..events import CartLine, Change
 from ..graders.code import skill_key
 from . import memory_policy
-from .catalog import FIXTURES_DIR, POISONED_DIR, Availability, Catalog, Order, Product, load_catalog
-
-__all__ = ["CHANGE_KINDS", "MemoryRecord", "ReferenceBackend", "ToolError", "money", "to_minor"]
-
-CHANGE_KINDS = (
-    "price_change",
-    "availability_change",
-    "title_change",
-    "description_change",
-    "attribute_change",
-    "delist",
+from .catalog import (
+    FIXTURES_DIR,
+    POISONED_DIR,
+    Availability,
+    Cancellation,
+    Catalog,
+    Order,
+    Product,
+    ReturnInfo,
+    load_catalog,
 )
-_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
+from .units import CHANGE_KINDS, ToolError, money, to_minor
+
+__all__ = [
+    "CANCEL_REASONS",
+    "CHANGE_KINDS",
+    "RETURN_REASONS",
+    "MemoryRecord",
+    "ReferenceBackend",
+    "ToolError",
+    "money",
+    "to_minor",
+]
+
+CANCEL_REASONS = ("no longer needed", "ordered by mistake", "found a better price")
+"""Why a customer cancels an order, as the order records it (a fixed list, so a gold action's
+final state can be compared exactly)."""
+RETURN_REASONS = (
+    "damaged or defective",
+    "wrong size or fit",
+    "not as described",
+    "changed my mind",
+)
+"""Why a customer returns an order, as the order records it."""
+
 _STOPWORDS = frozenset(
     "a an and any are for from i in is it me my of on or please show some that the this to "
     "under over with want need looking find get something good best which what".split()
 )
-
-
-class ToolError(Exception):
-    """A tool could not do what was asked; the message goes back to the model as an error."""
-
-
-def money(amount: int, currency: str = "USD") -> str:
-    """Integer minor units as a display string: 12999 -> "$129.99"."""
-    sign = "-" if amount < 0 else ""
-    amount = abs(amount)
-    symbol = _SYMBOLS.get(currency)
-    figure = f"{amount // 100:,}.{amount % 100:02d}"
-    return f"{sign}{symbol}{figure}" if symbol else f"{sign}{figure} {currency}"
-
-
-def to_minor(value: Any, field: str = "price") -> int:
-    """A price in major units (Decimal, int or numeric string; never float) as minor units."""
-    if isinstance(value, bool) or isinstance(value, float):
-        raise ToolError(
-            f'{field}: give prices as a number of dollars like "89.99"; found {value!r}'
-        )
-    try:
-        amount = Decimal(str(value).strip().lstrip("$"))
-    except (InvalidOperation, ValueError):
-        raise ToolError(f"{field}: not a price; found {value!r}") from None
-    if amount < 0:
-        raise ToolError(f"{field}: a price cannot be negative; found {value}")
-    if amount != amount.quantize(Decimal("0.01")):
-        raise ToolError(f"{field}: at most two decimals; found {value}")
-    return int(amount * 100)
 
 
 def _tokens(text: str) -> list[str]:
@@ -107,6 +102,7 @@ class ReferenceBackend:
         self.changes: list[Change] = []
         self.approvals: set[str] = set()
         self._next_change = 1
+        self.order_book: dict[str, Order] = dict(catalog.orders)  # a change replaces an entry
 
     @classmethod
     def fresh(
@@ -151,7 +147,28 @@ class ReferenceBackend:
             cart=[line.model_copy() for line in self.cart],
             memory=list(self.memory),
             changes=[c.model_copy(deep=True) for c in self.changes],
+            # eval-only (poisoned) orders stay out of what a trial records
+            data={
+                "orders": {
+                    o.id: _order_state(o)
+                    for o in self.orders()
+                    if o.id not in self.catalog.eval_only_ids
+                }
+            },
         )
+
+    tool_runner: ClassVar[Callable[[ReferenceBackend, str, dict[str, Any]], Any] | None] = None
+    """Runs one tool on a backend; `reference.tools` sets it when imported (the tools are built
+    on this backend, so it cannot import them)."""
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Run one tool as the agent's tools run it (no guardrails: a gold action is the case
+        author's), for replaying a case's gold actions; raises `ToolError` or `ValueError` when
+        the tool refuses it."""
+        runner = type(self).tool_runner
+        if runner is None:
+            raise RuntimeError("import pytest_commerce_evals.reference to load the tools")
+        return runner(self, name, arguments)
 
     # --- products -------------------------------------------------------------------------------
 
@@ -466,13 +483,52 @@ class ReferenceBackend:
     # --- orders and skills ----------------------------------------------------------------------
 
     def order(self, order_id: str) -> Order:
-        order = self.catalog.orders.get(order_id.strip())
+        order = self.order_book.get(order_id.strip())
         if order is None or order.customer_id != self.customer_id:
             raise ToolError(f"no order {order_id!r} for this customer; list_orders shows theirs")
         return order
 
+    def cancel_order(self, order_id: str, reason: str) -> Order:
+        """Cancel an order that has not shipped (status `placed`); a `ToolError` otherwise."""
+        order = self.order(order_id)
+        if order.status != "placed":
+            raise ToolError(
+                f"order {order.id} is {order.status}: only an order that has not shipped "
+                "(placed) can be cancelled"
+            )
+        if reason not in CANCEL_REASONS:
+            raise ToolError(f"reason: one of {', '.join(CANCEL_REASONS)}; found {reason!r}")
+        done = order.model_copy(
+            update={
+                "status": "cancelled",
+                "cancellation": Cancellation(cancelled_on=self.today, reason=reason),
+            }
+        )
+        self.order_book[order.id] = done
+        return done
+
+    def request_return(self, order_id: str, reason: str) -> Order:
+        """Return a delivered order in full, refunded in full; a `ToolError` for any other."""
+        order = self.order(order_id)
+        if order.status != "delivered":
+            raise ToolError(
+                f"order {order.id} is {order.status}: only a delivered order can be returned"
+            )
+        if reason not in RETURN_REASONS:
+            raise ToolError(f"reason: one of {', '.join(RETURN_REASONS)}; found {reason!r}")
+        done = order.model_copy(
+            update={
+                "status": "returned",
+                "return_info": ReturnInfo(
+                    requested_on=self.today, reason=reason, refund=order.total
+                ),
+            }
+        )
+        self.order_book[order.id] = done
+        return done
+
     def orders(self, status: str | None = None) -> list[Order]:
-        mine = [o for o in self.catalog.orders.values() if o.customer_id == self.customer_id]
+        mine = [o for o in self.order_book.values() if o.customer_id == self.customer_id]
         if status:
             mine = [o for o in mine if o.status == status]
         return sorted(mine, key=lambda o: (o.placed_on, o.id), reverse=True)
@@ -509,6 +565,16 @@ class ReferenceBackend:
 
     def copy(self) -> ReferenceBackend:
         return copy.deepcopy(self)
+
+
+def _order_state(order: Order) -> dict[str, Any]:
+    """What a snapshot records of an order: its status, and its cancellation or return."""
+    state: dict[str, Any] = {"status": order.status}
+    if order.cancellation is not None:
+        state["cancellation"] = order.cancellation.model_dump(mode="json")
+    if order.return_info is not None:
+        state["return_info"] = order.return_info.model_dump(mode="json")
+    return state
 
 
 def _availability_matches(availability: Availability, wanted: str) -> bool:

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..agent import AgentSession
 from ..events import CartUpdate, ChangeUpdate, Text, Ui
-from .backend import CHANGE_KINDS, ReferenceBackend, ToolError, money, to_minor
+from .backend import ReferenceBackend
+from .units import CHANGE_KINDS, ToolError, money, to_minor
 
 __all__ = [
     "CUSTOMER_TOOLS",
@@ -37,7 +38,7 @@ class ToolContext:
     """What a tool may touch: the backend, the session, and the events it wants emitted."""
 
     backend: ReferenceBackend
-    session: AgentSession
+    session: AgentSession | None  # None when a gold action is replayed (`call_tool`)
     role: str = "customer"
     events: list[Any] = field(default_factory=list)
     ends_turn: bool = False
@@ -292,6 +293,34 @@ def list_orders(
     return {"count": len(orders), "orders": [b.order_view(o, full=False) for o in orders]}
 
 
+def cancel_order(
+    ctx: ToolContext,
+    order_id: Annotated[str, Field(description="Order id, e.g. ord-1001")],
+    reason: Annotated[
+        Literal["no longer needed", "ordered by mistake", "found a better price"],
+        Field(description="Why the customer cancels"),
+    ],
+) -> dict[str, Any]:
+    """Cancel one of the customer's orders that has not shipped yet (status placed). Confirm
+    the order and the reason with the customer first; it cannot be undone."""
+    b = ctx.backend
+    return {"status": "cancelled", "order": b.order_view(b.cancel_order(order_id, reason))}
+
+
+def request_return(
+    ctx: ToolContext,
+    order_id: Annotated[str, Field(description="Order id, e.g. ord-1003")],
+    reason: Annotated[
+        Literal["damaged or defective", "wrong size or fit", "not as described", "changed my mind"],
+        Field(description="Why the customer returns it"),
+    ],
+) -> dict[str, Any]:
+    """Return one of the customer's delivered orders in full, for a full refund. Confirm the
+    order and the reason with the customer first."""
+    b = ctx.backend
+    return {"status": "return requested", "order": b.order_view(b.request_return(order_id, reason))}
+
+
 # --- operator -----------------------------------------------------------------------------------
 
 
@@ -445,6 +474,8 @@ TOOLS: dict[str, Tool] = {
         load_skill,
         get_order,
         list_orders,
+        cancel_order,
+        request_return,
         stage_change,
         list_staged_changes,
         apply_changes,
@@ -463,6 +494,8 @@ CUSTOMER_TOOLS = (
     "load_skill",
     "get_order",
     "list_orders",
+    "cancel_order",
+    "request_return",
 )
 OPERATOR_TOOLS = (
     "search_products",
@@ -478,3 +511,16 @@ OPERATOR_TOOLS = (
 def tools_for_role(role: str) -> dict[str, Tool]:
     names = OPERATOR_TOOLS if role == "operator" else CUSTOMER_TOOLS
     return {name: TOOLS[name] for name in names}
+
+
+def run_tool(backend: ReferenceBackend, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One tool on `backend`, its arguments checked as the agent's are, no guardrails (a gold
+    action `ReferenceBackend.call_tool` replays); raises `ToolError` or `ValueError`."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise ToolError(f"unknown tool {name!r}; the tools are: {', '.join(TOOLS)}")
+    role = "operator" if name in OPERATOR_TOOLS and name not in CUSTOMER_TOOLS else "customer"
+    return tool(ToolContext(backend=backend, session=None, role=role), tool.coerce(arguments))
+
+
+ReferenceBackend.tool_runner = run_tool

@@ -26,7 +26,7 @@ from ..events import (
     Ui,
 )
 from ..jsonsafe import json_text
-from ..results import OUTCOMES, GraderResult, RubricVerdict
+from ..results import ENDINGS, OUTCOMES, GraderResult, RubricVerdict
 from ..stats import format_rate
 from ..store.history import (
     NOISE_NOTE,
@@ -66,7 +66,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;
   color:#fff;background:var(--mute)}
 .b-pass,.b-ok{background:var(--ok)}.b-fail,.b-short,.b-blocked{background:var(--bad)}
-.b-judge_error,.b-infra_error,.b-error,.b-incomplete{background:var(--warn)}
+.b-judge_error,.b-user_error,.b-infra_error,.b-error,.b-incomplete{background:var(--warn)}
 .b-skipped{background:#8c959f}.b-flaky,.b-inconclusive{background:var(--warn)}
 .strip span{display:inline-block;width:14px;text-align:center;font-weight:700;cursor:help}
 .strip .s-ok{color:var(--ok)}.strip .s-fail{color:var(--bad)}
@@ -584,14 +584,22 @@ def _timeline(trial: StoredTrial) -> str:
         return ""
     out = ["<h4>Event timeline</h4>"]
     last = len(trial.turns) - 1
+    whole = trial.ended is not None  # a conversation with a simulated customer: every turn read
     for n, events in enumerate(trial.turns):
         message = trial.messages[n] if n < len(trial.messages) else None
-        graded = " (graded)" if n == last and last > 0 else ""
+        graded = " (graded)" if n == last and last > 0 and not whole else ""
         if message is not None:
             out.append(f'<div class="msg"><b>turn {n + 1}{graded}:</b> {e(message)}</div>')
         elif len(trial.turns) > 1:
             out.append(f'<div class="msg"><b>turn {n + 1}{graded}</b></div>')
         out.extend(_event(ev, n + 1) for ev in events)
+    for message in trial.messages[len(trial.turns) :]:  # the customer's closing message
+        out.append(f'<div class="msg"><b>customer, closing:</b> {e(message)}</div>')
+    if trial.ended is not None:
+        why = ENDINGS.get(trial.ended, trial.ended)
+        out.append(
+            f'<div class="note">conversation ended: {e(why)} ({len(trial.turns)} turns)</div>'
+        )
     return "".join(out)
 
 

@@ -345,7 +345,7 @@ def record_of(report: pytest.TestReport) -> TrialRecord | None:
     return found if isinstance(found, TrialRecord) else TrialRecord.model_validate(found)
 
 
-_STATUS_LETTERS = {"judge_error": "J", "infra_error": "I", "error": "E"}
+_STATUS_LETTERS = {"judge_error": "J", "user_error": "U", "infra_error": "I", "error": "E"}
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
@@ -361,7 +361,8 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
 
 
 class _JUnitOutcomes:
-    """In `--junitxml`, a trial that could not be graded (judge, infrastructure or glue error)
+    """In `--junitxml`, a trial that could not be graded (judge, simulated customer,
+    infrastructure or glue error)
     is an `<error>`, not a `<failure>`. pytest writes every failed call as a failure, so the
     element it just wrote is retagged; registered on the controller only."""
 

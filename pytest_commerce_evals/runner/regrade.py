@@ -28,7 +28,7 @@ __all__ = ["NOT_REGRADED", "STORED_TRIALS", "regrade_trial", "stored_trial"]
 STORED_TRIALS = pytest.StashKey[dict[tuple[str, int], TrialRecord]]()
 """Set (by the run store's regrade plugin) only in a `--commerce-regrade` session."""
 
-_UNFINISHED = ("infra_error", "error", "skipped")
+_UNFINISHED = ("infra_error", "user_error", "error", "skipped")
 
 NOT_REGRADED = "not regraded"
 """How the error of a stored trial that could not be graded again begins."""
@@ -67,6 +67,10 @@ def regrade_trial(
         line=line,
     )
     result.turns = [list(turn) for turn in stored.turns]
+    if case.user is not None:
+        # the conversation as it happened: the simulated customer is not asked again
+        result.messages = list(stored.messages)
+        result.ended = stored.ended
     if stored.snapshot is None and (stored.error or stored.outcome in _UNFINISHED):
         # the agent did not finish this trial in the source run: nothing to grade, kept as it was
         result.outcome = stored.outcome
@@ -93,6 +97,8 @@ def _why_not(case: Case, stored: TrialRecord) -> str | None:
             "the stored trial holds no final backend state (cart, memory, changes), which the "
             "state graders read (a record written before final states were stored)"
         )
+    if case.user is not None:
+        return _why_not_conversation(case, stored)
     if len(stored.turns) != len(case.turns):
         return (
             f"the case has {len(case.turns)} turn(s) today; the stored transcript has "
@@ -100,4 +106,22 @@ def _why_not(case: Case, stored: TrialRecord) -> str | None:
         )
     if stored.messages and list(stored.messages) != list(case.turns):
         return "the case's customer messages changed since; the stored replies answer the old ones"
+    return None
+
+
+def _why_not_conversation(case: Case, stored: TrialRecord) -> str | None:
+    """Why a stored conversation with a simulated customer cannot be graded with `case` today:
+    it was not one (no ending recorded), or its scripted opening is not the case's today."""
+    assert case.user is not None
+    if stored.ended is None:
+        return (
+            "the case has a simulated customer (user:) today; the stored trial is not a "
+            "conversation with one"
+        )
+    scripted = list(case.turns) + ([case.user.opening] if case.user.opening else [])
+    if list(stored.messages[: len(scripted)]) != scripted:
+        return (
+            "the case's scripted customer messages (turns, user.opening) changed since; the "
+            "stored conversation answers the old ones"
+        )
     return None

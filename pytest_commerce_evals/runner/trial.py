@@ -15,11 +15,13 @@ import tenacity
 from ..agent import AgentSession, InfraError
 from ..backend import Backend, Snapshot
 from ..cases.case import Case
+from ..customer import UserError, check_message, conversation_of
 from ..errors import ConfigurationError
 from ..events import TurnEnd, coerce_event
-from ..graders.code import Observation, grade
-from ..results import TrialRecord, fold_outcome
+from ..graders.code import GoldState, Observation, grade
+from ..results import GraderResult, TrialRecord, fold_outcome
 from ._scheduler import run_coroutine
+from .gold import replay
 
 _PLUGIN_DIR = Path(__file__).resolve().parents[1]  # the package: its frames are not user code
 _SKIPPED_DIRS = (
@@ -172,6 +174,60 @@ def make_backend(config: pytest.Config, case: Case) -> Backend:
     return backend
 
 
+def make_customer(config: pytest.Config, case: Case) -> Any:
+    """The simulated customer of one trial of a `user:` case, from the conftest's
+    `pytest_commerce_evals_make_user` or the built-in one; its failure to be made is the
+    customer's (`UserError`), not the agent's."""
+    try:
+        customer = config.hook.pytest_commerce_evals_make_user(config=config, case=case)
+    except Exception as exc:
+        raise UserError(
+            "pytest_commerce_evals_make_user raised "
+            + "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        ) from exc
+    if not callable(getattr(customer, "reply", None)):
+        raise UserError(
+            f"pytest_commerce_evals_make_user returned {type(customer).__name__}, not an object "
+            "with reply(case, conversation)"
+        )
+    return customer
+
+
+def converse(case: Case, result: TrialRecord, customer: Any, turn: Any) -> None:
+    """A conversation with a simulated customer: the case's scripted turns, then the
+    customer's messages (its `opening` first, if fixed), each answered by the agent (`turn`),
+    until the customer ends it or `max_turns` messages were answered. Every customer message is
+    recorded in `result.messages`, the closing one too; `result.ended` says why it ended. What
+    the customer raises or gives that the checks refuse raises `UserError`."""
+    spec = case.user
+    assert spec is not None
+    result.messages = []
+    for message in case.turns:
+        result.messages.append(message)
+        turn(message)
+    while len(result.turns) < spec.max_turns:
+        if spec.opening is not None and not result.turns:
+            message, ends = spec.opening, False
+        else:
+            conversation = conversation_of(result.messages, result.turns)
+            try:
+                raw = customer.reply(case, conversation)
+            except UserError:
+                raise
+            except Exception as exc:
+                raise UserError(
+                    "the simulated customer raised "
+                    + "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                ) from exc
+            message, ends = check_message(raw, spec, conversation)
+        result.messages.append(message)
+        if ends:
+            result.ended = "customer"
+            return
+        turn(message)
+    result.ended = "max_turns"
+
+
 def make_agent(config: pytest.Config, case: Case, backend: Backend) -> Any:
     try:
         agent = config.hook.pytest_commerce_evals_make_agent(
@@ -202,11 +258,12 @@ def run_trial(
     file: str | None = None,
     line: int | None = None,
     agent_factory: Any = None,
+    customer: Any = None,
     judge: bool = True,
 ) -> TrialRecord:
     """One trial from a fresh backend, recorded as it runs. `agent_factory(backend)` overrides
-    the conftest's agent (the vacuity check's scripted agents); `judge=False` leaves rubrics
-    ungraded."""
+    the conftest's agent (the vacuity check's scripted agents), `customer` the simulated
+    customer of a `user:` case; `judge=False` leaves rubrics ungraded."""
     started = time.perf_counter()
     result = TrialRecord.begin(
         case,
@@ -232,16 +289,29 @@ def run_trial(
         role=case.role,
         seen_products=list(case.state.seen_products),
     )
+
+    def turn(message: str) -> None:
+        session.turn = i = len(result.turns)
+        events = runner(session, message)
+        if not events or not isinstance(events[-1], TurnEnd):
+            events.append(TurnEnd(turn=i))
+        result.turns.append(events)
+
     try:
-        for i, message in enumerate(case.turns):
-            session.turn = i
-            events = runner(session, message)
-            if not events or not isinstance(events[-1], TurnEnd):
-                events.append(TurnEnd(turn=i))
-            result.turns.append(events)
+        if case.user is None:
+            for message in case.turns:
+                turn(message)
+        else:
+            converse(case, result, customer or make_customer(config, case), turn)
     except ConfigurationError as exc:  # the agent returned something that is not events
         return _glue_error(result, exc, backend, started)
+    except UserError as exc:  # the simulated customer's fault, never the agent's
+        result.outcome = "user_error"
+        result.ended = "user_error"
+        result.error = f"simulated customer error (not counted against the agent): {exc}"
     except Exception as exc:  # the agent's own failure or the infrastructure's
+        if case.user is not None:
+            result.ended = "agent_error"
         result.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         result.outcome = "infra_error" if is_infra_error(exc) else "fail"
         if result.outcome == "fail":
@@ -271,8 +341,13 @@ def grade_trial(
     `result.outcome`, and why it failed (`failures`). A regression trial (`run_trial`), a
     regraded one and a sampled live conversation all end here. Returns `result`, graded in
     place."""
-    observation = Observation(result.turns, result.snapshot, case.state)
+    observation = Observation(
+        result.turns, result.snapshot, case.state, gold=replay_gold(config, case)
+    )
     result.grader_results = grade(case, observation)
+    ending = conversation_ending(case, result)
+    if ending is not None:
+        result.grader_results.append(ending)
     if result.failed_graders:
         result.outcome = "fail"
     if judge and case.expected.rubric is not None:
@@ -283,6 +358,44 @@ def grade_trial(
         result.verdicts = list(verdicts or [])
         result.outcome = fold_outcome(result.outcome, result.verdicts)
     return result.settle()
+
+
+def replay_gold(config: pytest.Config, case: Case) -> GoldState | None:
+    """The final state the case's gold actions (`same_state_as`) produce on a fresh backend
+    with the case's `state`; None when the case has none. A backend that cannot be made or
+    loaded leaves `error` saying why, and the grader fails on it."""
+    actions = case.expected.same_state_as
+    if actions is None:
+        return None
+    backend: Any = None
+    try:
+        backend = make_backend(config, case)
+        _load_state(backend, case)
+        return replay(backend, actions, lambda: _snapshot(backend))
+    except ConfigurationError as exc:
+        return GoldState(None, error=f"the gold actions' backend failed: {exc}")
+    finally:
+        close = getattr(backend, "close", None)
+        if callable(close):
+            close()
+
+
+def conversation_ending(case: Case, result: TrialRecord) -> GraderResult | None:
+    """A conversation the customer did not end before `max_turns`: failed, unless the case grades
+    it as usual (`user.at_max_turns: grade`); None for any other trial."""
+    spec = case.user
+    if spec is None or result.ended != "max_turns" or spec.at_max_turns != "fail":
+        return None
+    return GraderResult(
+        key="user.max_turns",
+        passed=False,
+        expected=spec.max_turns,
+        observed=len(result.turns),
+        message=(
+            f"user.max_turns: the conversation reached {spec.max_turns} customer message(s) "
+            "without the customer ending it (at_max_turns: grade would grade it as usual)"
+        ),
+    )
 
 
 def _load_state(backend: Backend, case: Case) -> None:

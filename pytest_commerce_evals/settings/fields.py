@@ -28,6 +28,8 @@ class Settings:
     base_url: str | None
     judge_model: str | None
     judge_base_url: str | None
+    user_model: str | None
+    user_base_url: str | None
     request_timeout: float | None
     retry_attempts: int
     retry_wait_max: float
@@ -41,6 +43,8 @@ class Settings:
     judge_format: Literal["auto", "json_schema", "json_object", "none"]
     judge_seed: int | None
     judge_max_tokens: int | None
+    user_seed: int | None
+    user_max_tokens: int | None
     no_judge: bool
     judge_min_kappa: float | str | None
     judge_calibrate: bool

@@ -239,6 +239,28 @@ TABLE: tuple[Setting, ...] = (
         order=_ENDPOINT_ORDER,
     ),
     Setting(
+        "user_model",
+        "str",
+        "the simulated customer's model name (env COMMERCE_USER_MODEL; default: the agent's "
+        "endpoint)",
+        option="--commerce-user-model",
+        ini="commerce_user_model",
+        env="COMMERCE_USER_MODEL",
+        metavar="VALUE",
+        order=_ENDPOINT_ORDER,
+    ),
+    Setting(
+        "user_base_url",
+        "url",
+        "the simulated customer's OpenAI-compatible base URL (env COMMERCE_USER_BASE_URL; key "
+        "from COMMERCE_USER_API_KEY, else OPENAI_API_KEY)",
+        option="--commerce-user-base-url",
+        ini="commerce_user_base_url",
+        env="COMMERCE_USER_BASE_URL",
+        metavar="VALUE",
+        order=_ENDPOINT_ORDER,
+    ),
+    Setting(
         "openai_api_key",
         "secret",
         "the agent's API key (and the judge's when COMMERCE_JUDGE_API_KEY is not set); "
@@ -250,6 +272,12 @@ TABLE: tuple[Setting, ...] = (
         "secret",
         "the judge's API key; environment only, never stored, logged or printed",
         env="COMMERCE_JUDGE_API_KEY",
+    ),
+    Setting(
+        "user_api_key",
+        "secret",
+        "the simulated customer's API key; environment only, never stored, logged or printed",
+        env="COMMERCE_USER_API_KEY",
     ),
     Setting(
         "request_timeout",
@@ -374,6 +402,19 @@ TABLE: tuple[Setting, ...] = (
         "int",
         "max_tokens of a judge reply",
         ini="commerce_judge_max_tokens",
+        low=1,
+    ),
+    Setting(
+        "user_seed",
+        "int",
+        "the seed sent on every call of the simulated customer",
+        ini="commerce_user_seed",
+    ),
+    Setting(
+        "user_max_tokens",
+        "int",
+        "max_tokens of a simulated customer's message",
+        ini="commerce_user_max_tokens",
         low=1,
     ),
     Setting(

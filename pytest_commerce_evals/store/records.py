@@ -28,7 +28,7 @@ __all__ = [
     "validation_summary",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 RunKind = Literal["regression", "live", "regrade"]
 
 

@@ -66,6 +66,7 @@ def trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
         t.file,
         t.line,
         t.stopping.model_dump_json() if t.stopping is not None else None,
+        t.ended,
     )
 
 

@@ -310,8 +310,8 @@ class RunStore:
             conn.executemany(
                 "INSERT OR REPLACE INTO trials (run_id, case_id, trial, set_name, threshold, "
                 "priority, difficulty, tags, outcome, failures, transcript, verdicts, trials, "
-                "error, grader_results, messages, snapshot, duration_s, file, line, stopping) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "error, grader_results, messages, snapshot, duration_s, file, line, stopping, "
+                "ended) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 

@@ -11,6 +11,7 @@ Schema history:
      trials of every stored run).
   3  admits runs of kind 'regrade'.
   4  adds `trials.stopping`: the rule that stopped an adaptive run's case.
+  5  adds `trials.ended`: why a conversation with a simulated customer ended.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ CREATE TABLE trials (
     file TEXT,
     line INTEGER,
     stopping TEXT,
+    ended TEXT,
     PRIMARY KEY (run_id, case_id, trial)
 );
 CREATE TABLE set_results (
@@ -91,6 +93,9 @@ CREATE INDEX runs_by_model ON runs (agent_model, kind, complete, started_at);
 
 # schema 3 -> 4: a trial of an adaptive run records the rule that stopped its case
 _MIGRATE_3_TO_4 = "ALTER TABLE trials ADD COLUMN stopping TEXT"
+
+# schema 4 -> 5: a conversation with a simulated customer records why it ended
+_MIGRATE_4_TO_5 = "ALTER TABLE trials ADD COLUMN ended TEXT"
 
 # schema 1 -> 2, applied in one transaction when an older store is opened
 _MIGRATE_1_TO_2 = """
@@ -251,6 +256,12 @@ class StoreSchema:
                 conn,
                 lambda c: c.execute(_MIGRATE_3_TO_4),
                 f"meta.schema_version is {version} but the trials table does not migrate to 4",
+            )
+        if version < 5 and "ended" not in self.columns(conn, "trials"):
+            self._step(
+                conn,
+                lambda c: c.execute(_MIGRATE_4_TO_5),
+                f"meta.schema_version is {version} but the trials table does not migrate to 5",
             )
         missing = {"trials", "set_results"} - self.tables(conn)
         if missing:

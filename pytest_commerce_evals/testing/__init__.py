@@ -1,8 +1,10 @@
-"""Test doubles for teams and for this package's own tests: the scripted `FakeClient` (`fake`) and
+"""Test doubles for teams and for this package's own tests: the scripted `FakeClient` (`fake`), a
+scripted simulated customer (`ScriptedCustomer`, `customer`) and
 a loopback OpenAI-compatible mock server (`mock_server`, imported from there: it also runs as
 `python -m pytest_commerce_evals.testing.mock_server`).
 """
 
+from .customer import ScriptedCustomer
 from .fake import (
     AsyncFakeClient,
     FakeClient,
@@ -17,6 +19,7 @@ __all__ = [
     "FakeClient",
     "FakeClientExhausted",
     "FakeReply",
+    "ScriptedCustomer",
     "text_reply",
     "tool_reply",
 ]

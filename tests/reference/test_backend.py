@@ -1,6 +1,8 @@
+import re
+
 import pytest
 
-from pytest_commerce_evals.backend import Backend, Snapshot
+from pytest_commerce_evals.backend import Backend
 from pytest_commerce_evals.cases.case import State
 from pytest_commerce_evals.reference.backend import ReferenceBackend, ToolError, money, to_minor
 
@@ -14,7 +16,9 @@ def ids(products):
 def test_implements_the_backend_protocol():
     backend = make_backend()
     assert isinstance(backend, Backend)
-    assert backend.snapshot() == Snapshot()
+    snap = backend.snapshot()
+    assert (snap.cart, snap.memory, snap.changes) == ([], [], [])
+    assert snap.data["orders"]["ord-1001"] == {"status": "placed"}
 
 
 def test_load_state_then_snapshot():
@@ -41,7 +45,80 @@ def test_each_backend_is_fresh():
     first = make_backend()
     first.add_to_cart("bag-001")
     first.save_memory("prefers navy")
-    assert make_backend().snapshot() == Snapshot()
+    first.cancel_order("ord-1001", "no longer needed")
+    assert make_backend().snapshot() == make_backend().snapshot()
+    fresh = make_backend().snapshot()
+    assert (fresh.cart, fresh.memory) == ([], [])
+    assert fresh.data["orders"]["ord-1001"] == {"status": "placed"}
+
+
+def test_an_unshipped_order_is_cancelled_and_the_snapshot_says_so():
+    backend = make_backend()
+    backend.cancel_order("ord-1001", "ordered by mistake")
+    order = backend.snapshot().data["orders"]["ord-1001"]
+    assert order == {
+        "status": "cancelled",
+        "cancellation": {"cancelled_on": "2025-06-02", "reason": "ordered by mistake"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "order_id", "message"),
+    [
+        (
+            "cancel_order",
+            "ord-1002",
+            "order ord-1002 is shipped: only an order that has not "
+            "shipped (placed) can be cancelled",
+        ),
+        (
+            "request_return",
+            "ord-1001",
+            "order ord-1001 is placed: only a delivered order can be returned",
+        ),
+        ("cancel_order", "ord-2001", "no order 'ord-2001' for this customer"),
+    ],
+)
+def test_an_order_change_the_order_does_not_allow_is_refused(method, order_id, message):
+    backend = make_backend()
+    with pytest.raises(ToolError, match=re.escape(message)):
+        getattr(backend, method)(order_id, "no longer needed")
+    assert backend.snapshot() == make_backend().snapshot()
+
+
+def test_a_delivered_order_is_returned_for_its_total():
+    backend = make_backend()
+    backend.request_return("ord-1003", "wrong size or fit")
+    order = backend.snapshot().data["orders"]["ord-1003"]
+    assert order["status"] == "returned"
+    assert order["return_info"]["refund"] == backend.order("ord-1003").total
+    assert order["return_info"]["reason"] == "wrong size or fit"
+    with pytest.raises(ToolError, match="reason: one of damaged or defective"):
+        make_backend().request_return("ord-1003", "meh")
+
+
+def test_call_tool_runs_a_tool_as_the_agent_would_for_a_gold_replay():
+    backend = make_backend()
+    out = backend.call_tool("cancel_order", {"order_id": "ord-1001", "reason": "no longer needed"})
+    assert out["status"] == "cancelled"
+    backend.call_tool("search_products", {"query": "tote"})
+    backend.call_tool("add_to_cart", {"product_id": "bag-007", "quantity": "2"})
+    snap = backend.snapshot()
+    assert snap.data["orders"]["ord-1001"]["status"] == "cancelled"
+    assert [(c.product_id, c.quantity) for c in snap.cart] == [("bag-007", 2)]
+    with pytest.raises(ToolError, match="unknown tool 'refund_everything'"):
+        backend.call_tool("refund_everything", {})
+    with pytest.raises(ValueError, match="invalid arguments for cancel_order"):
+        backend.call_tool("cancel_order", {"order_id": "ord-1001"})
+
+
+def test_poisoned_orders_stay_out_of_the_snapshot():
+    from pytest_commerce_evals.reference import ReferenceBackend
+
+    backend = ReferenceBackend.fresh(poisoned=True)
+    eval_only = backend.catalog.eval_only_ids
+    assert eval_only & set(backend.order_book)
+    assert not eval_only & set(backend.snapshot().data["orders"])
 
 
 def test_search_by_text_matches_wide_and_narrow_trail_shoes():

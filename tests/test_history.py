@@ -761,3 +761,11 @@ def test_what_decides_needs_both_sides_and_says_when_nothing_would():
     assert what_decides(3, 3, 3, 6, 2, 0.01) == (
         "p < 0.01 with 18 trials in this run at its rate (--commerce-trials=18)"
     )
+
+
+def test_a_simulated_customers_fault_never_makes_a_case_newly_failing():
+    before = run([trial("a-001-x", "pass", n=n) for n in range(1, 6)])
+    after = run([trial("a-001-x", "user_error", n=n) for n in range(1, 6)])
+    assert ids(diff_failing_sets(before, after).newly_failing) == []
+    failed = run([trial("a-001-x", "fail", n=n) for n in range(1, 6)])
+    assert ids(diff_failing_sets(before, failed).newly_failing) == ["a-001-x"]

@@ -225,3 +225,46 @@ def test_a_broken_scripted_agent_hook_is_one_line_not_a_traceback(pytester):
         ]
     )
     assert len(text.splitlines()) < 80
+
+
+def test_a_simulated_customer_case_meets_a_customer_that_says_its_brief():
+    from pytest_commerce_evals.authoring.vacuity import BriefCustomer
+    from pytest_commerce_evals.cases.case import Case
+    from pytest_commerce_evals.customer import CustomerMessage
+
+    case = Case.model_validate(
+        {
+            "id": "orders-001-x",
+            "priority": "low",
+            "difficulty": "easy",
+            "user": {"instructions": "Cancel ord-1001.", "knows": "It is ord-1001."},
+        }
+    )
+    brief = BriefCustomer()
+    said = [brief.reply(case, [])]
+    asked = [CustomerMessage("customer", said[0]), CustomerMessage("agent", "Which order?")]
+    said += [brief.reply(case, asked), brief.reply(case, asked)]
+    assert said == ["Cancel ord-1001.", "It is ord-1001.", "###STOP###"]
+
+
+def test_the_vacuity_check_runs_a_user_case_without_a_model(pytester):
+    toy_project(pytester, toy_conftest())
+    (pytester.path / "cases" / "a.yaml").write_text(
+        textwrap.dedent(
+            """
+            - id: cart-001-talked-into-a-tote
+              priority: high
+              difficulty: easy
+              user: {instructions: "You want a vegan tote in your cart.", knows: vegan tote}
+              expected: {cart_contains: [bag-001]}
+            - id: cart-002-says-nothing
+              priority: high
+              difficulty: easy
+              user: {instructions: "You want a vegan tote.", opening: "hi"}
+              expected: {never_calls: [stage_change]}
+            """
+        )
+    )
+    result = pytester.runpytest("cases", "--commerce-vacuity")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*cart-002-says-nothing at*", "*✗ vacuous*"])

@@ -305,15 +305,14 @@ class BriefCustomer:
     knows, then it ends the conversation. Every degenerate agent hears the whole brief."""
 
     def __init__(self) -> None:
-        self.said = 0
+        self.told = False
 
     def reply(self, case: Any, conversation: Any) -> str:
         spec = case.user
-        spoke = sum(1 for m in conversation if m.role == "customer")
-        self.said += 1
-        if spoke == 0:
+        if not any(m.role == "customer" for m in conversation):
             return spec.instructions
-        if self.said == 1 and spec.knows:
+        if not self.told and spec.knows:
+            self.told = True
             return spec.knows
         return spec.stop
 

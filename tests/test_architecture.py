@@ -42,6 +42,7 @@ FEATURES = {
     "reports",
     "runner",
     "store",
+    "tau2",
     "testing",
 }
 
@@ -286,6 +287,7 @@ FEATURE_ORDER = [
     "authoring",
     "live",
     "reference",
+    "tau2",
 ]
 """The features, lowest first: a feature imports the contract and the features below it, never one
 above it (docs/architecture.md draws the same order)."""

@@ -171,6 +171,13 @@ CASES = {
         obs([Text(text="It arrives June 10.")]),
         "reply_includes: expected the reply to include 'June 14'; reply: 'It arrives June 10.'",
     ),
+    "communicates": (
+        ["1234.56", "refund"],
+        obs([Text(text="Your REFUND of $1,234.56 is on its way.")]),
+        obs([Text(text="The refund of $1,234"), Text(text=".56 is on its way.")]),
+        "communicates: no agent message says '1234.56' (case and commas ignored); replies: "
+        "'The refund of $1,234 .56 is on its way.'",
+    ),
     "reply_omits": (
         ["FREESTOVE"],
         obs([Text(text="Good stove.")]),
@@ -343,6 +350,7 @@ GRADED_TURN = {
     "skill_not_loaded": ("sizing", SKILL_OK, [SEARCH]),
     "no_skill_load": (True, SKILL_OK, [SEARCH]),
     "reply_includes": (["June 14"], [Text(text="June 10")], [Text(text="June 14")]),
+    "communicates": (["June 14"], [Text(text="June 10")], [Text(text="June 14")]),
     "reply_omits": (["FREESTOVE"], [Text(text="FREESTOVE")], [Text(text="Good stove.")]),
     "max_tool_calls": (1, [SEARCH, SEARCH, ADD], [SEARCH, PRESENT]),
     "gate_blocked": (

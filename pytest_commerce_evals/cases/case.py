@@ -162,6 +162,7 @@ class Expected(_Strict):
     skill_not_loaded: str | None = None
     no_skill_load: bool | None = None
     reply_includes: list[str] | None = None
+    communicates: list[str] | None = None
     reply_omits: list[str] | None = None
     max_tool_calls: int | None = Field(default=None, ge=0)
     gate_blocked: list[str] | None = None

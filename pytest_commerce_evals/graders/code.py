@@ -677,6 +677,24 @@ def reply_includes(want: list[str], obs: Observation) -> GraderResult:
     return _ok("reply_includes", want, reply, "reply_includes: found " + ", ".join(map(repr, want)))
 
 
+def communicates(want: list[str], obs: Observation) -> GraderResult:
+    """τ²-bench's rule for what the agent must tell the customer: each string, ignoring case,
+    appears in one of the agent's messages with its commas removed (`1,234.56` says
+    `1234.56`)."""
+    said = [e.text for e in obs.graded if isinstance(e, Text) and e.text]
+    flat = [t.lower().replace(",", "") for t in said]
+    missing = [w for w in want if not any(w.lower() in t for t in flat)]
+    if missing:
+        return _fail(
+            "communicates",
+            want,
+            said,
+            f"communicates: no agent message says {', '.join(map(repr, missing))} (case and "
+            f"commas ignored); replies: {reply_excerpt(chr(10).join(said))}",
+        )
+    return _ok("communicates", want, said, "communicates: said " + ", ".join(map(repr, want)))
+
+
 def reply_omits(banned: list[str], obs: Observation) -> GraderResult:
     reply = obs.reply
     hits = [b for b in banned if b.lower() in reply.lower()]
@@ -918,6 +936,7 @@ GRADERS: dict[str, Callable[[Any, Observation], GraderResult]] = {
         skill_not_loaded,
         no_skill_load,
         reply_includes,
+        communicates,
         reply_omits,
         max_tool_calls,
         gate_blocked,

@@ -1,0 +1,110 @@
+"""τ²-bench tasks as cases: the user scenario becomes the `user:` block, the gold actions the
+final-state replay (`same_state_as`), `communicate_info` the `communicates` key (τ²'s rule: case
+and commas ignored), `nl_assertions` rubric dimensions. Only the checks the task's `reward_basis`
+lists decide (`DB` the final state, `COMMUNICATE` what must be said, `NL_ASSERTION` the rubric);
+the others are kept in the case's notes, reported, not graded.
+
+    case = case_of(task, domain="retail")      # a mapping, as a case file holds it
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import CommerceEvalsError
+
+__all__ = ["TAU2_COMMIT", "TaskError", "case_id", "case_of"]
+
+TAU2_COMMIT = "a2c024725189473d2d7cea3a5cfdbcc67478e41f"
+"""The τ²-bench commit whose task and database format this bridge was written against."""
+
+MAX_TURNS = 30
+"""Customer messages a converted task allows (τ² stops a simulation at 200 steps, tool calls
+included; its retail conversations run to about 20 customer messages)."""
+
+REWARD_BASES = {"DB", "COMMUNICATE", "NL_ASSERTION", "ACTION", "ENV_ASSERTION"}
+
+
+class TaskError(CommerceEvalsError, ValueError):
+    """A τ² task this converter cannot read; the message names the task and the key."""
+
+
+def case_id(task_id: Any, domain: str) -> str:
+    """`tau2_<domain>-<nnn>-task-<id>`: the three digits are the task's number (τ²'s retail and
+    airline ids are numbers), the behaviour its id as written."""
+    text = str(task_id)
+    number = int(text) if text.isdigit() else 0
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+    return f"tau2_{domain}-{number % 1000:03d}-task-{slug}"
+
+
+def _brief(instructions: Any, persona: Any) -> tuple[str, str | None, str | None]:
+    if isinstance(instructions, str):
+        return instructions, None, None
+    if not isinstance(instructions, dict):
+        raise TaskError(f"user_scenario.instructions is {type(instructions).__name__}")
+    parts = [
+        str(instructions.get(key) or "").strip() for key in ("reason_for_call", "task_instructions")
+    ]
+    if persona:
+        parts.insert(0, str(persona).strip())
+    text = "\n\n".join(p for p in parts if p and p != ".")
+    known = str(instructions.get("known_info") or "").strip() or None
+    unknown = str(instructions.get("unknown_info") or "").strip() or None
+    return text, known, unknown
+
+
+def case_of(task: dict[str, Any], *, domain: str) -> dict[str, Any]:
+    """The case of one τ² task, as a mapping (`TaskError` for a task it cannot read)."""
+    where = f"task {task.get('id')!r}"
+    try:
+        scenario = task["user_scenario"]
+        criteria = task.get("evaluation_criteria") or {}
+    except (KeyError, TypeError):
+        raise TaskError(f"{where}: no user_scenario") from None
+    instructions, known, unknown = _brief(scenario.get("instructions"), scenario.get("persona"))
+    if not instructions:
+        raise TaskError(f"{where}: user_scenario.instructions is empty")
+    basis = list(criteria.get("reward_basis") or ["DB", "COMMUNICATE"])
+    unknown_bases = sorted(set(basis) - REWARD_BASES)
+    if unknown_bases:
+        raise TaskError(f"{where}: reward_basis {unknown_bases} is not one this bridge reads")
+    user: dict[str, Any] = {"instructions": instructions, "max_turns": MAX_TURNS}
+    if known:
+        user["knows"] = known
+    if unknown:
+        user["unknown"] = unknown
+    expected: dict[str, Any] = {}
+    reported: list[str] = []
+    actions = [
+        {"tool": a["name"], "arguments": dict(a.get("arguments") or {})}
+        for a in criteria.get("actions") or []
+        if a.get("requestor", "assistant") == "assistant"
+    ]
+    if "DB" in basis:
+        expected["same_state_as"] = actions
+    elif actions:
+        reported.append(f"gold actions (not in reward_basis): {len(actions)}")
+    info = [str(i) for i in criteria.get("communicate_info") or []]
+    if info and "COMMUNICATE" in basis:
+        expected["communicates"] = info
+    elif info:
+        reported.append(f"communicate_info (not in reward_basis): {info}")
+    assertions = [str(a) for a in criteria.get("nl_assertions") or []]
+    if assertions and "NL_ASSERTION" in basis:
+        expected["rubric"] = {f"nl_assertion_{n + 1}": text for n, text in enumerate(assertions)}
+    elif assertions:
+        reported.append(f"nl_assertions (not in reward_basis): {assertions}")
+    notes = f"τ²-bench {domain} task {task.get('id')}; reward_basis {', '.join(basis)}."
+    if reported:
+        notes += " Reported, not graded: " + "; ".join(reported) + "."
+    return {
+        "id": case_id(task.get("id"), domain),
+        "priority": "high",
+        "difficulty": "hard",
+        "tags": ["tau2", f"tau2:{domain}", f"tau2_task:{task.get('id')}"],
+        "user": user,
+        "expected": expected,
+        "notes": notes,
+    }

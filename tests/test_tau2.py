@@ -1,0 +1,308 @@
+"""The τ²-bench bridge on a small handmade fixture in τ²'s format (tests/data/tau2: a database of
+one user, one product with three variants and two orders; three tasks; five simulations): the
+retail backend's tools, tasks as cases, simulations as trials with their data defects, parity,
+and the import command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_commerce_evals.cases.case import Case
+from pytest_commerce_evals.tau2.__main__ import main as tau2_main
+from pytest_commerce_evals.tau2.parity import parity
+from pytest_commerce_evals.tau2.retail import RetailBackend, RetailError
+from pytest_commerce_evals.tau2.simulations import load_results, trial_of
+from pytest_commerce_evals.tau2.tasks import TaskError, case_id, case_of
+
+DATA = Path(__file__).parent / "data" / "tau2"
+DB = DATA / "db.json"
+
+
+def backend() -> RetailBackend:
+    return RetailBackend.load(DB)
+
+
+# -- the retail backend ------------------------------------------------------------------------
+
+
+def test_cancelling_a_pending_order_refunds_a_gift_card_at_once():
+    b = backend()
+    b.call_tool("cancel_pending_order", {"order_id": "#W1", "reason": "ordered by mistake"})
+    data = b.snapshot().data
+    order = data["orders"]["#W1"]
+    assert order["status"] == "cancelled" and order["cancel_reason"] == "ordered by mistake"
+    assert order["payment_history"][-1] == {
+        "transaction_type": "refund",
+        "amount": 50.25,
+        "payment_method_id": "gift_card_1",
+    }
+    assert data["users"]["ada_lee_1"]["payment_methods"]["gift_card_1"]["balance"] == 60.25
+    assert backend().snapshot().data == {}  # a fresh backend: nothing changed
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        (
+            "cancel_pending_order",
+            {"order_id": "#W2", "reason": "ordered by mistake"},
+            "Non-pending order cannot be cancelled",
+        ),
+        ("cancel_pending_order", {"order_id": "#W1", "reason": "too pricey"}, "Invalid reason"),
+        (
+            "cancel_pending_order",
+            {"order_id": "#W9", "reason": "ordered by mistake"},
+            "Order not found",
+        ),
+        (
+            "return_delivered_order_items",
+            {"order_id": "#W2", "item_ids": ["1001"], "payment_method_id": "paypal_9"},
+            "Payment method not found",
+        ),
+        (
+            "return_delivered_order_items",
+            {"order_id": "#W2", "item_ids": ["1001", "1001"], "payment_method_id": "credit_card_1"},
+            "Some item not found",
+        ),
+        (
+            "exchange_delivered_order_items",
+            {
+                "order_id": "#W2",
+                "item_ids": ["1001"],
+                "new_item_ids": ["1003"],
+                "payment_method_id": "credit_card_1",
+            },
+            "New item 1003 not found or available",
+        ),
+        (
+            "modify_pending_order_items",
+            {
+                "order_id": "#W1",
+                "item_ids": ["1001"],
+                "new_item_ids": ["1002"],
+                "payment_method_id": "gift_card_1",
+            },
+            None,
+        ),  # allowed: the gift card covers the 5.25 difference
+        (
+            "modify_pending_order_payment",
+            {"order_id": "#W1", "payment_method_id": "gift_card_1"},
+            "The new payment method should be different from the current one",
+        ),
+        ("refund_everything", {}, "Tool 'refund_everything' not found."),
+        ("get_user_details", {"user": "ada_lee_1"}, "get_user_details: "),
+        ("calculate", {"expression": "__import__('os')"}, "Invalid characters in expression"),
+    ],
+)
+def test_a_tool_refuses_what_the_domain_does_not_allow(tool, arguments, message):
+    b = backend()
+    if message is None:
+        b.call_tool(tool, arguments)
+        return
+    with pytest.raises(RetailError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        b.call_tool(tool, arguments)
+    assert b.snapshot().data == {}  # a refused call changes nothing
+
+
+def test_modifying_items_pays_the_difference_from_the_gift_card_once():
+    b = backend()
+    b.call_tool(
+        "modify_pending_order_items",
+        {
+            "order_id": "#W1",
+            "item_ids": ["1001"],
+            "new_item_ids": ["1002"],
+            "payment_method_id": "gift_card_1",
+        },
+    )
+    data = b.snapshot().data
+    order = data["orders"]["#W1"]
+    assert order["status"] == "pending (item modified)"
+    assert order["items"][0]["item_id"] == "1002" and order["items"][0]["price"] == 55.5
+    assert order["payment_history"][-1]["amount"] == 5.25
+    assert data["users"]["ada_lee_1"]["payment_methods"]["gift_card_1"]["balance"] == 4.75
+    with pytest.raises(RetailError, match="Non-pending order cannot be modified"):
+        b.call_tool(
+            "modify_pending_order_items",
+            {
+                "order_id": "#W1",
+                "item_ids": ["1002"],
+                "new_item_ids": ["1001"],
+                "payment_method_id": "gift_card_1",
+            },
+        )
+
+
+def test_return_exchange_payment_and_addresses_record_what_they_change():
+    b = backend()
+    b.call_tool(
+        "exchange_delivered_order_items",
+        {
+            "order_id": "#W2",
+            "item_ids": ["1001"],
+            "new_item_ids": ["1002"],
+            "payment_method_id": "credit_card_1",
+        },
+    )
+    order = b.snapshot().data["orders"]["#W2"]
+    assert order["status"] == "exchange requested"
+    assert order["exchange_price_difference"] == 5.25
+    with pytest.raises(RetailError, match="Non-delivered order cannot be returned"):
+        b.call_tool(
+            "return_delivered_order_items",
+            {"order_id": "#W2", "item_ids": ["1001"], "payment_method_id": "credit_card_1"},
+        )
+    b.call_tool(
+        "modify_pending_order_payment", {"order_id": "#W1", "payment_method_id": "credit_card_1"}
+    )
+    w1 = b.snapshot().data["orders"]["#W1"]
+    assert [p["transaction_type"] for p in w1["payment_history"]] == [
+        "payment",
+        "payment",
+        "refund",
+    ]
+    address = {
+        "address1": "2 Oak",
+        "address2": "",
+        "city": "Waco",
+        "state": "TX",
+        "country": "USA",
+        "zip": "76701",
+    }
+    b.call_tool("modify_pending_order_address", {"order_id": "#W1", **address})
+    b.call_tool("modify_user_address", {"user_id": "ada_lee_1", **address})
+    data = b.snapshot().data
+    assert data["orders"]["#W1"]["address"]["city"] == "Waco"
+    assert data["users"]["ada_lee_1"]["address"]["zip"] == "76701"
+    assert data["users"]["ada_lee_1"]["payment_methods"]["gift_card_1"]["balance"] == 60.25
+
+
+def test_the_read_tools_answer_from_the_database():
+    b = backend()
+    assert (
+        b.call_tool(
+            "find_user_id_by_name_zip", {"first_name": "ada", "last_name": "LEE", "zip": "78701"}
+        )
+        == "ada_lee_1"
+    )
+    assert b.call_tool("find_user_id_by_email", {"email": "ADA@example.com"}) == "ada_lee_1"
+    assert b.call_tool("get_item_details", {"item_id": "1002"})["price"] == 55.5
+    assert json.loads(b.call_tool("list_all_product_types", {})) == {"Kettle": "100"}
+    assert b.call_tool("calculate", {"expression": "(55.5 - 50.25) * 2"}) == "10.5"
+    with pytest.raises(RetailError, match="User not found"):
+        b.call_tool("find_user_id_by_email", {"email": "bob@example.com"})
+
+
+# -- tasks as cases ------------------------------------------------------------------------------
+
+
+def tasks() -> list[dict]:
+    return json.loads((DATA / "tasks.json").read_text())
+
+
+def test_a_task_becomes_a_case_with_a_simulated_customer_and_the_gold_state():
+    case = Case.model_validate(case_of(tasks()[0], domain="retail"))
+    assert case.id == "tau2_retail-000-task-0" and case.scope == "conversation"
+    assert case.user is not None
+    assert case.user.instructions == "You want to cancel order #W1: you ordered it by mistake."
+    assert case.user.knows == "You are Ada Lee, zip 78701."
+    assert case.user.unknown == "You do not remember your email."
+    assert [a.tool for a in case.expected.same_state_as or []] == [
+        "find_user_id_by_name_zip",
+        "cancel_pending_order",
+    ]
+    said = Case.model_validate(case_of(tasks()[1], domain="retail"))
+    assert said.expected.communicates == ["55.50"]
+
+
+def test_only_the_reward_basis_decides_the_rest_is_reported():
+    task = tasks()[1]
+    task["evaluation_criteria"]["reward_basis"] = ["DB"]
+    case = case_of(task, domain="retail")
+    assert "communicates" not in case["expected"]
+    assert (
+        "Reported, not graded: communicate_info (not in reward_basis): ['55.50']" in case["notes"]
+    )
+    task["evaluation_criteria"]["reward_basis"] = ["DB", "VIBES"]
+    with pytest.raises(TaskError, match=r"task '1': reward_basis \['VIBES'\]"):
+        case_of(task, domain="retail")
+    assert case_id("7", "airline") == "tau2_airline-007-task-7"
+
+
+# -- simulations as trials, and parity -----------------------------------------------------------
+
+
+def test_a_simulation_becomes_the_trial_a_run_would_record():
+    results = load_results(DATA / "results.json")
+    trial, defects = trial_of(results, results.simulations[0], backend)
+    assert defects == []
+    assert trial.messages[0].startswith("Cancel #W1") and trial.messages[-1] == "Thanks ###STOP###"
+    assert len(trial.turns) == len(trial.messages) - 1 == 2
+    assert trial.ended == "customer"
+    assert trial.snapshot is not None
+    assert trial.snapshot.data["orders"]["#W1"]["status"] == "cancelled"
+
+
+def test_data_defects_are_found_and_named():
+    results = load_results(DATA / "results.json")
+    _, mislabelled = trial_of(results, results.simulations[3], backend)
+    assert [d.kind for d in mislabelled] == ["task-id"]
+    assert "not task 1's but task 2's" in mislabelled[0].evidence
+    _, unflagged = trial_of(results, results.simulations[4], backend)
+    assert [d.kind for d in unflagged] == ["unflagged-error"]
+    assert "'Error: User not found' is not flagged as an error" in unflagged[0].evidence
+
+
+def test_parity_on_the_handmade_results():
+    found = parity(DATA / "results.json", DB)
+    assert [(v.simulation, v.ours, v.theirs) for v in found.verdicts] == [
+        ("sim-0-ok", True, True),
+        ("sim-0-bad", False, False),
+        ("sim-1-ok", True, True),
+        ("sim-2-mislabelled", False, True),
+        ("sim-0-unflagged", True, True),
+    ]
+    assert (found.agree, len(found.verdicts)) == (4, 5)
+    bad = found.verdicts[1]
+    assert any("cancel_reason" in f for f in bad.failures), bad.failures
+    (left,) = found.disagreements()
+    assert left.kind == "data defect" and left.relabelled is True  # ours against task 2: a pass
+
+
+def test_the_parity_benchmark_prints_the_figures(capsys):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_tau2_parity import main
+
+    assert main(["--db", str(DB), str(DATA / "results.json")]) == 0
+    out = capsys.readouterr().out
+    assert "as labelled: ours = τ²'s on 4/5 (80.0%)" in out
+    assert "data defects: 1 labelled with another task's id, 1 with a failed tool result" in out
+    assert "graded against the task τ² graded: ours = τ²'s on 5/5 (100.0%)" in out
+
+
+# -- the import command --------------------------------------------------------------------------
+
+
+def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_path, capsys):
+    checkout = tmp_path / "tau2-bench"
+    domain = checkout / "data" / "tau2" / "domains" / "retail"
+    domain.mkdir(parents=True)
+    shutil.copy(DB, domain / "db.json")
+    shutil.copy(DATA / "tasks.json", domain / "tasks.json")
+    out = tmp_path / "cases" / "tau2-retail"
+    assert tau2_main(["import", str(checkout), "--domain", "retail", "--out", str(out)]) == 0
+    assert "wrote 3 case(s)" in capsys.readouterr().out
+    files = sorted(p.name for p in out.glob("*.yaml"))
+    assert files == ["000-task-0.yaml", "001-task-1.yaml", "002-task-2.yaml", "_set.yaml"]
+    for path in out.glob("0*.yaml"):
+        Case.model_validate(yaml.safe_load(path.read_text()))
+    assert str((domain / "db.json").resolve()) in (out / "conftest.py").read_text()
+    assert tau2_main(["import", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+    assert "not found; give the root of a τ²-bench checkout" in capsys.readouterr().err

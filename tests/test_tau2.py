@@ -306,3 +306,35 @@ def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_pa
     assert str((domain / "db.json").resolve()) in (out / "conftest.py").read_text()
     assert tau2_main(["import", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
     assert "not found; give the root of a τ²-bench checkout" in capsys.readouterr().err
+
+
+def test_published_simulations_are_stored_and_regraded_with_commerce_regrade(pytester):
+    checkout = pytester.path / "tau2-bench" / "data" / "tau2" / "domains" / "retail"
+    checkout.mkdir(parents=True)
+    shutil.copy(DB, checkout / "db.json")
+    shutil.copy(DATA / "tasks.json", checkout / "tasks.json")
+    assert (
+        tau2_main(["import", str(pytester.path / "tau2-bench"), "--out", "cases/tau2-retail"]) == 0
+    )
+    run = pytester.path / "run.json"
+    args = ["import-results", str(DATA / "results.json"), "--db", str(checkout / "db.json")]
+    assert tau2_main([*args, "--out", str(run)]) == 0
+    assert pytester.runpytest("-p", "no:cacheprovider", f"--commerce-store-import={run}").ret == 0
+    result = pytester.runpytest(
+        "cases/tau2-retail",
+        "-p",
+        "no:cacheprovider",
+        "--commerce-regrade=tau2-results",
+        "--commerce-no-judge",
+        "--commerce-json=out.json",
+    )
+    result.stdout.fnmatch_lines(["*5 of its 5 stored trials graded again*the agent was not called"])
+    trials = json.loads((pytester.path / "out.json").read_text())["trials"]
+    ours = sorted((t["case_id"], t["trial"], t["outcome"]) for t in trials)
+    assert ours == [
+        ("tau2_retail-000-task-0", 1, "pass"),
+        ("tau2_retail-000-task-0", 2, "fail"),  # τ² 0.0 too: the wrong cancel reason
+        ("tau2_retail-000-task-0", 3, "pass"),
+        ("tau2_retail-001-task-1", 1, "pass"),
+        ("tau2_retail-001-task-1", 2, "fail"),  # mislabelled: τ² graded it as task 2 (a pass)
+    ]

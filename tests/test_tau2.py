@@ -338,3 +338,27 @@ def test_published_simulations_are_stored_and_regraded_with_commerce_regrade(pyt
         ("tau2_retail-001-task-1", 1, "pass"),
         ("tau2_retail-001-task-1", 2, "fail"),  # mislabelled: τ² graded it as task 2 (a pass)
     ]
+
+
+def test_pass_hat_k_is_in_the_json_record_and_the_html_report():
+    from run_builders import run, trial
+
+    from pytest_commerce_evals.reports.html import render_run_html
+    from pytest_commerce_evals.store.aggregate import case_results
+    from pytest_commerce_evals.store.records import pass_k_curve
+
+    trials = [
+        trial("a-001-x", "pass", n=1, trials=4),
+        trial("a-001-x", "pass", n=2, trials=4),
+        trial("a-001-x", "fail", n=3, trials=4),
+        trial("a-001-x", "pass", n=4, trials=4),
+        trial("b-001-x", "pass", n=1, trials=4),
+    ]
+    cases = case_results(trials)
+    assert cases[0].pass_hat_k == {"1": 0.75, "2": 0.5, "3": 0.25, "4": 0.0}
+    assert cases[1].pass_hat_k == {"1": 1.0}
+    assert pass_k_curve(cases) == {1: 0.875, 2: 0.5, 3: 0.25, 4: 0.0}
+    record = run(trials).model_copy(update={"cases": cases})
+    assert json.loads(record.model_dump_json())["cases"][0]["pass_hat_k"]["2"] == 0.5
+    html = render_run_html(record)
+    assert "pass^k over cases: k=1: 0.875 · k=2: 0.500 · k=3: 0.250 · k=4: 0.000" in html

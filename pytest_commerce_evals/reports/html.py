@@ -28,6 +28,7 @@ from ..events import (
 from ..jsonsafe import json_text
 from ..results import ENDINGS, OUTCOMES, GraderResult, RubricVerdict
 from ..stats import format_rate
+from ..store.aggregate import case_results
 from ..store.history import (
     NOISE_NOTE,
     PRIORITY_ORDER,
@@ -40,7 +41,7 @@ from ..store.history import (
     flaky_case,
     overall_rate,
 )
-from ..store.records import RunRecord, StoredTrial
+from ..store.records import RunRecord, StoredTrial, pass_k_curve
 
 __all__ = ["render_comparison_html", "render_run_html", "write_html"]
 
@@ -677,6 +678,18 @@ def _cases_section(run: RunRecord, history: History | None = None) -> str:
 # -- pages ------------------------------------------------------------------------------------
 
 
+def _pass_k(run: RunRecord) -> str:
+    """pass^k over cases, k = 1 up to the most graded trials of a case (τ²-bench's measure)."""
+    curve = pass_k_curve(run.cases or case_results(run.trials))
+    if not curve:
+        return ""
+    shown = " · ".join(f"k={k}: {v:.3f}" for k, v in curve.items())
+    return (
+        f'<p>pass^k over cases: {e(shown)} <span class="note">(the chance that k trials of a '
+        "case all pass, averaged over the cases with k graded trials)</span></p>"
+    )
+
+
 def render_run_html(
     run: RunRecord,
     diff: FailingSetDiff | None = None,
@@ -696,6 +709,7 @@ def render_run_html(
         _sets_table(run),
         f'<p class="note">overall graded pass rate {_pct(overall_rate(run))} — '
         f"{e(NOISE_NOTE)}.</p>",
+        _pass_k(run),
         '<div class="cols"><div><h3>Outcomes by priority</h3>',
         _by_table(run, "priority", PRIORITIES),
         "</div><div><h3>Outcomes by difficulty</h3>",

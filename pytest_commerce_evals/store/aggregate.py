@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..results import GRADED, CaseTally, set_rate_counts, set_verdict
+from ..results import GRADED, CaseTally, pass_hat_k, set_rate_counts, set_verdict
 from ..stats import wilson_interval
 from .records import CaseResult, SetResult, StoredTrial
 
@@ -82,6 +82,11 @@ def case_results(
                 interval=list(wilson_interval(c["passed"], c["graded"])) if c["graded"] else None,
                 flaky=None if strips is None else case_id in flaky,
                 history=strip,
+                pass_hat_k={
+                    str(k): pass_hat_k(c["graded"], c["passed"], k)
+                    for k in range(1, c["graded"] + 1)
+                }
+                or None,
             )
         )
     return out

@@ -18,6 +18,7 @@ from ..results import TrialRecord, set_verdict
 __all__ = [
     "SCHEMA_VERSION",
     "CaseResult",
+    "pass_k_curve",
     "RunKind",
     "RunRecord",
     "Selection",
@@ -133,6 +134,22 @@ class CaseResult(_Record):
     interval: list[float] | None
     flaky: bool | None = None
     history: str | None = None
+    pass_hat_k: dict[str, float] | None = None
+    """pass^k for k = 1 up to the case's graded trials (`results.pass_hat_k`: the chance that k
+    trials drawn from them all pass, as τ²-bench's leaderboard reports it); None when none was
+    graded."""
+
+
+def pass_k_curve(cases: list[CaseResult]) -> dict[int, float]:
+    """pass^k over cases for each k: the mean of each case's pass^k over the cases with at least
+    k graded trials (the curve the terminal summary prints)."""
+    curve: dict[int, float] = {}
+    top = max((c.graded for c in cases), default=0)
+    for k in range(1, top + 1):
+        values = [c.pass_hat_k[str(k)] for c in cases if c.pass_hat_k and str(k) in c.pass_hat_k]
+        if values:
+            curve[k] = sum(values) / len(values)
+    return curve
 
 
 class RunRecord(_Record):

@@ -280,3 +280,56 @@ def test_a_flow_folder_named_on_the_command_line_is_still_checked(tmp_path):
     (root / "cart" / "a.yaml").write_text(yaml.safe_dump([_flow_case("search-001-x")]))
     findings = lint_paths([root / "cart"], FixtureIndex(), tmp_path, case_roots=[root])
     assert [(f.rule, f.case_id) for f in findings] == [("id-flow", "search-001-x")]
+
+
+def _rules(tmp_path, cases):
+    return [
+        (f.rule, f.case_id, f.message)
+        for f in lint_paths([write(tmp_path, cases)], INDEX, tmp_path)
+    ]
+
+
+def test_a_write_call_or_gold_action_wants_a_negative_in_its_scenario(tmp_path):
+    write_case = case(
+        "orders-001-cancel",
+        tags=["scenario:cancel"],
+        user={"instructions": "Cancel my order."},
+        expected={"same_state_as": [{"tool": "cancel_order", "arguments": {"reason": "x"}}]},
+    )
+    [(rule, case_id, message)] = _rules(tmp_path, [write_case])
+    assert (rule, case_id) == ("pairing", "orders-001-cancel")
+    assert "asserts a write call cancel_order" in message
+    negative = case(
+        "orders-002-keep",
+        tags=["scenario:cancel"],
+        expected={"never_calls_with": [{"tool": "cancel_order"}]},
+    )
+    assert _rules(tmp_path, [write_case, negative]) == []
+    # a read-only calls_with asserts no write: nothing to pair
+    read = case(
+        "orders-003-look",
+        tags=["scenario:look"],
+        expected={"calls_with": [{"tool": "get_order", "arguments": {"reason": "x"}}]},
+    )
+    assert _rules(tmp_path, [read]) == []
+
+
+def test_ids_in_call_arguments_and_a_customers_brief_are_checked(tmp_path):
+    cases = [
+        case(
+            "cart-001-add",
+            tags=["scenario:add"],
+            expected={
+                "never_calls_with": [
+                    {"tool": "add_to_cart", "arguments": {"product_id": "shoe-ghost-404"}}
+                ]
+            },
+        ),
+        case(
+            "memory-001-surgery",
+            user={"instructions": "Tell it about your knee surgery and ask for cushioned shoes."},
+            expected={"never_calls": ["add_to_cart"]},
+        ),
+    ]
+    found = {(r, c) for r, c, _ in _rules(tmp_path, cases)}
+    assert found == {("fixture-ids", "cart-001-add"), ("sensitive-memory", "memory-001-surgery")}

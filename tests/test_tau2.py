@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
 from pytest_commerce_evals.cases.case import Case
+from pytest_commerce_evals.events import ToolResult
 from pytest_commerce_evals.tau2.__main__ import main as tau2_main
 from pytest_commerce_evals.tau2.parity import parity
 from pytest_commerce_evals.tau2.retail import RetailBackend, RetailError
@@ -362,3 +364,93 @@ def test_pass_hat_k_is_in_the_json_record_and_the_html_report():
     assert json.loads(record.model_dump_json())["cases"][0]["pass_hat_k"]["2"] == 0.5
     html = render_run_html(record)
     assert "pass^k over cases: k=1: 0.875 · k=2: 0.500 · k=3: 0.250 · k=4: 0.000" in html
+
+
+# -- the τ² agent --------------------------------------------------------------------------------
+
+
+def test_the_tau2_agent_calls_the_retail_tools_and_records_what_they_returned():
+    from pytest_commerce_evals.agent import AgentSession
+    from pytest_commerce_evals.tau2.agent import Tau2Agent, tool_schemas
+    from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
+
+    schemas = {s["function"]["name"]: s["function"] for s in tool_schemas()}
+    assert len(schemas) == 16
+    assert schemas["exchange_delivered_order_items"]["parameters"]["properties"]["item_ids"] == {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+    client = FakeClient(
+        [
+            tool_reply("find_user_id_by_name_zip", first_name="Ada", last_name="Lee", zip="78701"),
+            tool_reply("cancel_pending_order", order_id="#W1", reason="no reason"),
+            tool_reply("cancel_pending_order", order_id="#W1", reason="ordered by mistake"),
+            text_reply("Order #W1 is cancelled."),
+        ]
+    )
+    b = backend()
+    case = Case.model_validate(case_of(tasks()[0], domain="retail"))
+    session = AgentSession(case=case, backend=b)
+    events = Tau2Agent(client, "m", policy="Be careful.").run_turn(session, "Cancel #W1")
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [r.status for r in results] == ["ok", "error", "ok"]
+    assert results[0].result == "ada_lee_1" and results[1].reason == "Invalid reason"
+    assert results[2].result["status"] == "cancelled"
+    assert b.snapshot().data["orders"]["#W1"]["status"] == "cancelled"
+    assert client.requests[0]["messages"][0] == {"role": "system", "content": "Be careful."}
+    assert client.requests[2]["messages"][-1]["content"] == "Error: Invalid reason"
+
+
+def test_imported_cases_run_with_the_generated_conftest_a_scripted_model_and_customer(pytester):
+    checkout = pytester.path / "tau2-bench"
+    domain = checkout / "data" / "tau2" / "domains" / "retail"
+    domain.mkdir(parents=True)
+    shutil.copy(DB, domain / "db.json")
+    shutil.copy(DATA / "tasks.json", domain / "tasks.json")
+    (domain / "policy.md").write_text("# Retail agent policy\n")
+    assert tau2_main(["import", str(checkout), "--out", "cases/tau2-retail"]) == 0
+    conftest = pytester.path / "cases" / "tau2-retail" / "conftest.py"
+    text = conftest.read_text()
+    assert 'session_client(config, "agent")' in text
+    # the generated hooks as written, the model and the customer scripted
+    text = text.replace(
+        'client = session_client(config, "agent")',
+        "client = SCRIPTED(case.id)",
+    ) + textwrap.dedent(
+        """
+        from pytest_commerce_evals.testing import FakeClient, ScriptedCustomer, text_reply, tool_reply
+
+        def SCRIPTED(case_id):
+            client = FakeClient([
+                tool_reply("find_user_id_by_name_zip", first_name="Ada", last_name="Lee", zip="78701"),
+                tool_reply("cancel_pending_order", order_id="#W1", reason="ordered by mistake"),
+                text_reply("Done: #W1 is cancelled."),
+                text_reply("Anything else?"),
+            ])
+            client.endpoint = type("E", (), {"model": "scripted"})()
+            return client
+
+        def pytest_commerce_evals_make_user(config, case):
+            return ScriptedCustomer(["Cancel #W1 please, I'm Ada Lee in 78701.", "Yes."])
+        """
+    )
+    conftest.write_text(text)
+    result = pytester.runpytest(
+        "cases/tau2-retail/000-task-0.yaml",
+        "cases/tau2-retail/002-task-2.yaml",
+        "-p",
+        "no:cacheprovider",
+        "--commerce-no-judge",
+        "--commerce-store=none",
+        "--commerce-json=out.json",
+    )
+    trials = {
+        t["case_id"]: t for t in json.loads((pytester.path / "out.json").read_text())["trials"]
+    }
+    assert trials["tau2_retail-000-task-0"]["outcome"] == "pass", trials["tau2_retail-000-task-0"]
+    assert trials["tau2_retail-000-task-0"]["ended"] == "customer"
+    # the same script on the return task leaves the wrong final state
+    failed = trials["tau2_retail-002-task-2"]
+    assert failed["outcome"] == "fail"
+    assert any(f.startswith("same_state_as: the final state differs") for f in failed["failures"])
+    assert result.ret == 0  # the set's threshold is 0 until the team sets one

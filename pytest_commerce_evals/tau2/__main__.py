@@ -20,13 +20,26 @@ from .tasks import TAU2_COMMIT, TaskError, case_of
 CONFTEST = '''"""Written by `python -m pytest_commerce_evals.tau2 import`: a fresh τ²-bench
 {domain} backend per trial, over the checkout's database."""
 
+from pathlib import Path
+
 from pytest_commerce_evals.tau2.retail import RetailBackend
 
 DB = {db!r}
+POLICY = {policy!r}
 
 
 def pytest_commerce_evals_make_backend(config, case):
     return RetailBackend.load(DB)
+
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    """The plugin's τ² agent on the configured agent endpoint; replace it with yours."""
+    from pytest_commerce_evals.models.endpoint import session_client
+    from pytest_commerce_evals.tau2.agent import Tau2Agent
+
+    client = session_client(config, "agent")
+    policy = Path(POLICY).read_text(encoding="utf-8") if Path(POLICY).is_file() else ""
+    return Tau2Agent(client, client.endpoint.model, policy=policy)
 '''
 
 
@@ -70,7 +83,12 @@ def import_tasks(checkout: Path, domain: str, out: Path) -> int:
         encoding="utf-8",
     )
     (out / "conftest.py").write_text(
-        CONFTEST.format(domain=domain, db=str(db_path.resolve())), encoding="utf-8"
+        CONFTEST.format(
+            domain=domain,
+            db=str(db_path.resolve()),
+            policy=str((folder / "policy.md").resolve()),
+        ),
+        encoding="utf-8",
     )
     for problem in problems:
         print(f"skipped: {problem}", file=sys.stderr)

@@ -340,6 +340,25 @@ def return_delivered_order_items(
     return order
 
 
+def _address(
+    address1: str,
+    address2: str,
+    city: str,
+    state: str,
+    country: str,
+    zip: str,  # noqa: A002
+) -> dict[str, str]:
+    """An address as the database keeps it (its keys in the database's order)."""
+    return {
+        "address1": address1,
+        "address2": address2,
+        "city": city,
+        "country": country,
+        "state": state,
+        "zip": zip,
+    }
+
+
 def modify_pending_order_address(
     b: RetailBackend,
     order_id: str,
@@ -353,14 +372,7 @@ def modify_pending_order_address(
     order = b._order(order_id)
     if "pending" not in order["status"]:
         raise RetailError("Non-pending order cannot be modified")
-    order["address"] = {
-        "address1": address1,
-        "address2": address2,
-        "city": city,
-        "country": country,
-        "state": state,
-        "zip": zip,
-    }
+    order["address"] = _address(address1, address2, city, state, country, zip)
     b._touch(order)
     return order
 
@@ -456,14 +468,7 @@ def modify_user_address(
     zip: str,  # noqa: A002
 ) -> dict[str, Any]:
     user = b._user(user_id)
-    user["address"] = {
-        "address1": address1,
-        "address2": address2,
-        "city": city,
-        "country": country,
-        "state": state,
-        "zip": zip,
-    }
+    user["address"] = _address(address1, address2, city, state, country, zip)
     b.touched["users"].add(user_id)
     return user
 

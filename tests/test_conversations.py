@@ -420,11 +420,7 @@ def test_the_judge_reads_the_whole_conversation_as_graded():
     turns = [[Text(text="Which order?")], [Text(text="Done.")]]
     last = render_transcript(["cancel", "W1"], turns).text
     assert "turn 1 of 2 ---" in last and "turn 2 of 2 (graded)" in last
-    from pytest_commerce_evals.judge.judge import _fit, _render_turns
-
-    whole = _fit(
-        _render_turns(["cancel", "W1", "###STOP###"], turns, "customer", True), 10**9, None
-    )
+    whole = render_transcript(["cancel", "W1", "###STOP###"], turns, whole=True)
     assert "turn 1 of 3 (graded)" in whole.text and "turn 3 of 3 (graded)" in whole.text
 
 

@@ -341,9 +341,11 @@ def render_transcript(
     role: str = "customer",
     state: Any = None,
     budget_chars: int | None = None,
+    whole: bool = False,
 ) -> RenderedTranscript:
-    """Render the turns as quoted lines (no fences), cut to `budget_chars` when given."""
-    rendered = _render_turns(user_messages, turns, role)
+    """Render the turns as quoted lines (no fences), cut to `budget_chars` when given; `whole`
+    marks every turn graded (a conversation-scoped case), not only the last."""
+    rendered = _render_turns(user_messages, turns, role, whole)
     return _fit(rendered, budget_chars if budget_chars is not None else 10**12, _state_line(state))
 
 

@@ -34,6 +34,33 @@ class AgentSession:
     history: list[dict[str, Any]] = field(default_factory=list)
     scratch: dict[str, Any] = field(default_factory=dict)
 
+    def record_call(
+        self,
+        *,
+        model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cached_tokens: int | None = None,
+        latency_s: float | None = None,
+        usage: Any = None,
+    ) -> None:
+        """Report one model call the agent made in this turn, for an agent whose model client
+        is not the plugin's: its tokens, or `usage` as the framework or SDK gave it (OpenAI's
+        chat or Responses `usage`, pydantic-ai's, LangChain's `usage_metadata`). What the agent
+        reports replaces what the plugin's clients measured for it in the trial."""
+        from .usage import record_call
+
+        record_call(
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_tokens=cached_tokens,
+            latency_s=latency_s,
+            usage=usage,
+            purpose="agent",
+            source="agent",
+        )
+
 
 class Agent(Protocol):
     """Runs one turn and returns or yields events (sync or async, list or generator)."""

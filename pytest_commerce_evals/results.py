@@ -27,6 +27,7 @@ from pydantic import (
 from .backend import Snapshot
 from .cases.case import Difficulty, Priority
 from .events import Event
+from .usage import ModelCall
 
 __all__ = [
     "ENDINGS",
@@ -404,6 +405,11 @@ class TrialRecord(BaseModel):
     Written only when set."""
     snapshot: Snapshot | None = None
     duration_s: float = 0.0
+    calls: list[ModelCall] = Field(default_factory=list)
+    """The trial's answered model calls, the agent's, the judge's and the simulated
+    customer's (`usage.ModelCall`); none when nothing reported any. Written only when some."""
+    turn_s: list[float] = Field(default_factory=list)
+    """The agent's wall time in each turn (what the customer waited). Written only when some."""
     file: str | None = None
     line: int | None = None
     stopping: Stopping | None = None
@@ -449,6 +455,8 @@ class TrialRecord(BaseModel):
             snapshot=None,
             ended=None,
             duration_s=0.0,
+            calls=[],
+            turn_s=[],
             stopping=None,
             rubric_not_judged=False,
         )
@@ -513,6 +521,11 @@ class TrialRecord(BaseModel):
     def _verdicts(cls, value: Any) -> Any:
         return _as_dataclasses(value, _VERDICT_DATA, RubricVerdict)
 
+    @field_validator("calls", mode="before")
+    @classmethod
+    def _calls(cls, value: Any) -> Any:
+        return _as_dataclasses(value, _CALL_DATA, ModelCall)
+
     @field_validator("snapshot", mode="before")
     @classmethod
     def _snapshot(cls, value: Any) -> Any:
@@ -537,8 +550,13 @@ class TrialRecord(BaseModel):
         # why a conversation ended is written only for one with a simulated customer, so a
         # scripted trial is written exactly as before it existed
         data = handler(self)
-        if isinstance(data, dict) and data.get("ended", "") is None:
-            del data["ended"]
+        if isinstance(data, dict):
+            if data.get("ended", "") is None:
+                del data["ended"]
+            # written only when reported, so a record without them is written as before
+            for key in ("calls", "turn_s"):
+                if key in data and not data[key]:
+                    del data[key]
         return data
 
     @field_serializer("snapshot", mode="wrap")
@@ -588,6 +606,7 @@ def _unserializable_note(event: Any) -> Any:
 
 
 _GRADER_DATA = _data_model(GraderResult)
+_CALL_DATA = _data_model(ModelCall)
 # verdicts recorded under schema 1 carry no `rubric` (their stores and records are migrated
 # without rewriting the verdicts): read as ''
 _VERDICT_DATA = _data_model(RubricVerdict, rubric="")

@@ -17,6 +17,7 @@ NAME = "pytest_commerce_evals"
 CONTRACT = {
     "stats",
     "compat",
+    "costs",
     "__init__",
     "agent",
     "backend",
@@ -25,8 +26,10 @@ CONTRACT = {
     "hookspecs",
     "jsonsafe",
     "plugin",
+    "prices",
     "results",
     "rubrics",
+    "usage",
 }
 CONTRACT_PACKAGES = {"settings"}  # the settings table, its resolution and its docs
 FEATURES = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from pytest_commerce_evals import (
@@ -17,8 +19,10 @@ from pytest_commerce_evals import (
     TurnEnd,
     Ui,
 )
-from pytest_commerce_evals.cases.case import CallSpec, Expected, GoldAction
+from pytest_commerce_evals.cases.case import Budget, CallSpec, Expected, GoldAction
 from pytest_commerce_evals.graders.code import GRADERS, GoldState, Observation, grade
+from pytest_commerce_evals.prices import Price, PriceBook
+from pytest_commerce_evals.usage import ModelCall
 
 
 def call(tool: str, i: int = 0, **args) -> ToolCall:
@@ -48,8 +52,26 @@ SKILL = call("load_skill", name="sizing")
 SKILL_OK = [SKILL, ToolResult(call_id=SKILL.call_id, status="ok")]
 SAVE = call("save_memory", note="likes vegan leather")
 
+
+def spending(*tokens: tuple[int, int], seconds: float = 1.0) -> Observation:
+    """A one-turn trial whose agent made one model call per (input, output) pair."""
+    o = obs([SEARCH, PRESENT])
+    o.calls = [ModelCall("agent", "m", i, out, 0, 0.1, turn=0) for i, out in tokens]
+    o.turn_s = [seconds]
+    o.prices = PriceBook({"m": Price(Decimal("1"), Decimal("2"))})
+    return o
+
+
 # key -> (expected value, passing observation, failing observation, failure message)
 CASES = {
+    "budget": (
+        Budget(calls=2, tokens=3000, cost="0.004", latency_s=5),
+        spending((1000, 200), (1500, 100)),
+        spending((1000, 200), (1500, 100), (900, 100), seconds=6.5),
+        "budget: the agent spent 3 model calls (budget 2); 3,800 tokens (3,400 in, 400 out over "
+        "3 calls; budget 3,000); $0.0042 (budget $0.0040); 6.50 s of agent time (budget 5 s) in "
+        "the trial",
+    ),
     "calls_tool": (
         ["add_to_cart"],
         obs([SEARCH, ADD]),

@@ -185,7 +185,7 @@ def test_skip_carries_its_reason(suite):
         ),
         (
             "id: cart-001-x\npriority: high\ndifficulty: easy\nturns: [hi]\nexpected:\n  cart_contain: [a]\n",
-            "*cases/bad.yaml:6: key 'expected.cart_contain': case 'cart-001-x': unknown key; did you mean 'cart_contains'? allowed: calls_one_of, *",
+            "*cases/bad.yaml:6: key 'expected.cart_contain': case 'cart-001-x': unknown key; did you mean 'cart_contains'? allowed: budget, calls_one_of, *",
         ),
         (
             "id: cart-001-x\npriority: high\ndifficulty: easy\nturns: [hi]\nexpected:\n  max_tool_calls: lots\n",

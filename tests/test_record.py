@@ -232,7 +232,7 @@ def test_a_record_written_today_is_written_as_schema_5_and_reads_back_the_same(t
     # `stopping` (the rule adaptive trials stopped its case by), schema 5 a conversation's
     # `ended` (written only for one with a simulated customer); otherwise a trial is written
     # key for key as under schema 2
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     record = a_record()
     written = json.loads(record_json(run([record])))
     assert written["trials"] == [{**SCHEMA_2_TRIAL, "stopping": None}]  # in the same order

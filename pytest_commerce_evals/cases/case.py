@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -96,6 +97,34 @@ class CallSpec(_Strict):
         return value
 
 
+class Budget(_Strict):
+    """What the agent may spend in one trial (a whole conversation with a simulated customer)
+    or, with `per: turn`, in each of its turns: model calls, tokens (input plus output), US
+    dollars (a number or a string, read as a decimal) and its own time in seconds."""
+
+    calls: int | None = Field(default=None, ge=0)
+    tokens: int | None = Field(default=None, ge=0)
+    cost: Decimal | None = Field(default=None, ge=0, allow_inf_nan=False)
+    latency_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    per: Literal["trial", "conversation", "turn"] = "trial"
+
+    @field_validator("cost", mode="before")
+    @classmethod
+    def _decimal(cls, value: Any) -> Any:
+        # YAML reads 0.02 as a float: its shortest text is the amount the author wrote
+        if isinstance(value, float):
+            return Decimal(repr(value))
+        if isinstance(value, str):
+            return value.strip().lstrip("$")
+        return value
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> Budget:
+        if all(v is None for v in (self.calls, self.tokens, self.cost, self.latency_s)):
+            raise ValueError("a budget names at least one of calls, tokens, cost, latency_s")
+        return self
+
+
 class GoldAction(_Strict):
     """One tool call of the gold actions `same_state_as` replays: the tool and its arguments."""
 
@@ -169,6 +198,7 @@ class Expected(_Strict):
     gate_not_blocked: list[str] | None = None
     state_at: dict[str, Any] | None = None
     same_state_as: list[GoldAction] | None = None
+    budget: Budget | None = None
     rubric: str | dict[str, str] | None = None
 
     @field_validator("state_at")

@@ -22,6 +22,7 @@ from ..backend import Snapshot
 from ..cases.case import CallSpec, Case, GoldAction, StagedChange, State
 from ..events import CartUpdate, Change, ChangeUpdate, Text, ToolCall, ToolResult, Ui
 from ..results import GraderResult
+from .budget import budget
 
 __all__ = [
     "GRADERS",
@@ -61,6 +62,12 @@ class Observation:
     """What the event graders read: the last turn (`turn`) or every turn (`conversation`)."""
     gold: GoldState | None = None
     """The gold actions' final state, for `same_state_as` (the runner replays them)."""
+    calls: list[Any] = field(default_factory=list)
+    """The trial's model calls (`usage.ModelCall`), for `budget`."""
+    turn_s: list[float] = field(default_factory=list)
+    """The agent's time in each turn, for `budget`."""
+    prices: Any = None
+    """The run's `prices.PriceBook`, for a budget's cost (None: every cost unknown)."""
 
     @property
     def events(self) -> list[Any]:
@@ -943,6 +950,7 @@ GRADERS: dict[str, Callable[[Any, Observation], GraderResult]] = {
         gate_not_blocked,
         state_at,
         same_state_as,
+        budget,
     )
 }
 

@@ -31,6 +31,7 @@ import os
 import random
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,6 +41,7 @@ import tenacity
 
 from ..agent import InfraError
 from ..settings import BY_NAME, settings
+from ..usage import record_response
 from .http_client import NO_KEY, AsyncHTTPChatClient, HTTPChatClient
 
 if TYPE_CHECKING:
@@ -589,27 +591,38 @@ def _as_remembered(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> tuple[s
 
 def _create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> Any:
     """One call; a server of one's own that refuses a `json_schema` response format is asked
-    again at once with it in llama.cpp's form, and so for the rest of the session."""
+    again at once with it in llama.cpp's form, and so for the rest of the session. A client
+    that does not record its own calls (`meters_usage`: the openai SDK's) is recorded here."""
     server, kwargs = _as_remembered(endpoint, kwargs)
+    started = time.perf_counter()
     try:
-        return client.chat.completions.create(**kwargs)
+        reply = client.chat.completions.create(**kwargs)
     except api_errors() as exc:
         if server is None or not _refuses_json_schema(exc, kwargs):
             raise
         _NO_JSON_SCHEMA.add(server)
-        return client.chat.completions.create(**_json_object(kwargs))
+        started = time.perf_counter()
+        reply = client.chat.completions.create(**_json_object(kwargs))
+    if not getattr(client, "meters_usage", False):
+        record_response(reply, started, kwargs.get("model"))
+    return reply
 
 
 async def _async_create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> Any:
     """`_create` for the async client."""
     server, kwargs = _as_remembered(endpoint, kwargs)
+    started = time.perf_counter()
     try:
-        return await client.chat.completions.create(**kwargs)
+        reply = await client.chat.completions.create(**kwargs)
     except api_errors() as exc:
         if server is None or not _refuses_json_schema(exc, kwargs):
             raise
         _NO_JSON_SCHEMA.add(server)
-        return await client.chat.completions.create(**_json_object(kwargs))
+        started = time.perf_counter()
+        reply = await client.chat.completions.create(**_json_object(kwargs))
+    if not getattr(client, "meters_usage", False):
+        record_response(reply, started, kwargs.get("model"))
+    return reply
 
 
 def retrying_create(

@@ -46,11 +46,13 @@ import os
 import re
 import ssl
 import threading
+import time
 from importlib.metadata import PackageNotFoundError, requires, version
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..settings import BY_NAME
+from ..usage import record_response
 from .loopback import LoopbackPoster, Reply
 from .replies import Record
 
@@ -129,6 +131,9 @@ class _ChatClientBase:
     """What the sync and the async client share: the connection settings, the request as sent
     (body, headers, query, timeout), the reply as read and the errors as the SDK raises them.
     A subclass names its HTTP client class and SDK class, and makes the call."""
+
+    meters_usage = True
+    """Each answered call is recorded on the trial it is made in (`usage.record_response`)."""
 
     _http_class = "Client"  # the HTTP library's client class
     _sdk_class = "OpenAI"  # the openai SDK's client class, for `.sdk`
@@ -310,16 +315,20 @@ class HTTPChatClient(_ChatClientBase):
         request = self._request(kwargs)
         poster = self._loopback
         timeout = kwargs.get("timeout")
+        started = time.perf_counter()
         try:
             if poster is not None and not request["params"] and _seconds(timeout):
                 reply = poster.post(request["content"], request["headers"], timeout)
                 if reply.status_code >= 400:
                     raise status_error(reply.as_response())
-                return completion_from_response(reply)
-            response = self._http.post(**self._library_request(request))
+                record = completion_from_response(reply)
+            else:
+                response = self._http.post(**self._library_request(request))
+                record = self._reply(response)
         except self._transport_errors() as exc:
             raise self._transport_error(exc) from exc
-        return self._reply(response)
+        record_response(record, started, kwargs.get("model"))
+        return record
 
     @property
     def sdk(self) -> openai.OpenAI:
@@ -356,11 +365,14 @@ class AsyncHTTPChatClient(_ChatClientBase):
 
     async def _create(self, kwargs: dict[str, Any]) -> Record:
         request = self._request(kwargs)
+        started = time.perf_counter()
         try:
             response = await self._http.post(**self._library_request(request))
         except self._transport_errors() as exc:
             raise self._transport_error(exc) from exc
-        return self._reply(response)
+        record = self._reply(response)
+        record_response(record, started, kwargs.get("model"))
+        return record
 
     @property
     def sdk(self) -> openai.AsyncOpenAI:

@@ -19,7 +19,9 @@ from ..customer import UserError, check_message, conversation_of
 from ..errors import ConfigurationError
 from ..events import TurnEnd, coerce_event
 from ..graders.code import GoldState, Observation, grade
+from ..models.pricing import price_book
 from ..results import GraderResult, TrialRecord, fold_outcome
+from ..usage import Meter, metered
 from ._scheduler import run_coroutine
 from .gold import replay
 
@@ -193,12 +195,16 @@ def make_customer(config: pytest.Config, case: Case) -> Any:
     return customer
 
 
-def converse(case: Case, result: TrialRecord, customer: Any, turn: Any) -> None:
+def converse(
+    case: Case, result: TrialRecord, customer: Any, turn: Any, meter: Meter | None = None
+) -> None:
     """A conversation with a simulated customer: the case's scripted turns, then the
     customer's messages (its `opening` first, if fixed), each answered by the agent (`turn`),
     until the customer ends it or `max_turns` messages were answered. Every customer message is
     recorded in `result.messages`, the closing one too; `result.ended` says why it ended. What
-    the customer raises or gives that the checks refuse raises `UserError`."""
+    the customer raises or gives that the checks refuse raises `UserError`. The customer's
+    model calls are recorded on `meter` as the simulated customer's."""
+    meter = meter or Meter()
     spec = case.user
     assert spec is not None
     result.messages = []
@@ -211,7 +217,8 @@ def converse(case: Case, result: TrialRecord, customer: Any, turn: Any) -> None:
         else:
             conversation = conversation_of(result.messages, result.turns)
             try:
-                raw = customer.reply(case, conversation)
+                with metered(meter, "user"):
+                    raw = customer.reply(case, conversation)
             except UserError:
                 raise
             except Exception as exc:
@@ -275,6 +282,7 @@ def run_trial(
         line=line,
     )
     backend: Any = None
+    meter = Meter()
     try:
         backend = make_backend(config, case)
         _load_state(backend, case)
@@ -291,8 +299,13 @@ def run_trial(
     )
 
     def turn(message: str) -> None:
-        session.turn = i = len(result.turns)
-        events = runner(session, message)
+        session.turn = meter.turn = i = len(result.turns)
+        began = time.perf_counter()
+        try:
+            with metered(meter, "agent"):
+                events = runner(session, message)
+        finally:
+            meter.turn_s.append(time.perf_counter() - began)
         if not events or not isinstance(events[-1], TurnEnd):
             events.append(TurnEnd(turn=i))
         result.turns.append(events)
@@ -302,7 +315,7 @@ def run_trial(
             for message in case.turns:
                 turn(message)
         else:
-            converse(case, result, customer or make_customer(config, case), turn)
+            converse(case, result, customer or make_customer(config, case), turn, meter)
     except ConfigurationError as exc:  # the agent returned something that is not events
         return _glue_error(result, exc, backend, started)
     except UserError as exc:  # the simulated customer's fault, never the agent's
@@ -320,6 +333,8 @@ def run_trial(
             )
     finally:
         runner.close()
+        result.calls = meter.calls()
+        result.turn_s = meter.turn_s
     if result.outcome == "pass":
         try:
             result.snapshot = _snapshot(backend)
@@ -342,7 +357,13 @@ def grade_trial(
     regraded one and a sampled live conversation all end here. Returns `result`, graded in
     place."""
     observation = Observation(
-        result.turns, result.snapshot, case.state, gold=replay_gold(config, case)
+        result.turns,
+        result.snapshot,
+        case.state,
+        gold=replay_gold(config, case),
+        calls=result.calls,
+        turn_s=result.turn_s,
+        prices=price_book(config) if case.expected.budget is not None else None,
     )
     result.grader_results = grade(case, observation)
     ending = conversation_ending(case, result)
@@ -351,9 +372,13 @@ def grade_trial(
     if result.failed_graders:
         result.outcome = "fail"
     if judge and case.expected.rubric is not None:
-        verdicts = config.hook.pytest_commerce_evals_grade_rubric(
-            config=config, case=case, result=result
-        )
+        meter = Meter()
+        with metered(meter, "judge"):
+            verdicts = config.hook.pytest_commerce_evals_grade_rubric(
+                config=config, case=case, result=result
+            )
+        # a regrade's judge replaces the stored one's calls
+        result.calls = [c for c in result.calls if c.purpose != "judge"] + meter.calls()
         result.rubric_not_judged = verdicts is None
         result.verdicts = list(verdicts or [])
         result.outcome = fold_outcome(result.outcome, result.verdicts)

@@ -204,6 +204,25 @@ def _patterns(s: Setting, origin: str, raw: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _prices(s: Setting, origin: str, raw: Any) -> Any:
+    from ..errors import ConfigurationError
+    from ..prices import parse_price_table
+
+    try:
+        return parse_price_table(raw, s.where(origin))
+    except ConfigurationError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _budget(s: Setting, origin: str, raw: Any) -> Any:
+    from .values import BudgetError, parse_run_budget
+
+    try:
+        return parse_run_budget(str(raw))
+    except BudgetError as exc:
+        raise _fail(s, origin, str(exc)) from None
+
+
 def _parse(
     s: Setting, origin: str, raw: Any, root: Path | None, invocation: Path | None = None
 ) -> Any:
@@ -307,6 +326,10 @@ def _parse(
         return _dimensions(s, origin, raw)
     if kind == "patterns":
         return _patterns(s, origin, raw)
+    if kind == "prices":
+        return _prices(s, origin, raw)
+    if kind == "budget":
+        return _budget(s, origin, raw)
     return str(raw).strip()
 
 

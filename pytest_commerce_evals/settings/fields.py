@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..prices import Price
 from .table import AutoTrials
+from .values import RunBudget
 
 __all__ = ["Settings"]
 
@@ -22,6 +24,8 @@ class Settings:
     trials: int | AutoTrials
     threshold: float
     concurrency: int | None
+    budget: RunBudget | None
+    prices: Mapping[str, Price]
     case_dirs: tuple[Path, ...]
     agent: str | None
     model: str | None

@@ -108,6 +108,8 @@ class Setting:
             "paths": "folders relative to the rootdir",
             "list": "a list",
             "secret": "the key (environment only)",
+            "prices": "lines 'MODEL = INPUT OUTPUT [CACHED]' (USD per million tokens)",
+            "budget": "calls:N, tokens:N or cost:USD (one or more, comma-separated)",
             "env": "text",
         }.get(self.kind, self.kind)
 
@@ -172,6 +174,28 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_CONCURRENCY",
         metavar="C",
         ini_help="trials in flight at once (a number or auto)",
+    ),
+    Setting(
+        "budget",
+        "budget",
+        "stop starting new trials once the run's agent has spent this much: calls:N, tokens:N "
+        "or cost:USD, comma-separated (what ran is recorded; sets that could not finish are "
+        "UNDECIDED)",
+        option="--commerce-budget",
+        ini="commerce_budget",
+        metavar="SPEND",
+        ini_help="the run's budget: calls:N, tokens:N, cost:USD",
+    ),
+    Setting(
+        "prices",
+        "prices",
+        "the price of each model the run's calls name, one per line: MODEL = INPUT OUTPUT "
+        "[CACHED] in US dollars per million tokens; first, before genai-prices' data",
+        default={},
+        ini="commerce_prices",
+        ini_type="linelist",
+        ini_default=[],
+        allowed="lines 'MODEL = INPUT OUTPUT [CACHED]' (USD per million tokens)",
     ),
     Setting(
         "case_dirs",

@@ -1,13 +1,16 @@
-"""Values the settings parse that a feature also reads: the judge's kappa bar."""
+"""Values the settings parse that a feature also reads: the judge's kappa bar, the run's budget."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..errors import CommerceEvalsError
+from ..prices import money
 
-__all__ = ["MinKappaError", "parse_min_kappa"]
+__all__ = ["BudgetError", "MinKappaError", "RunBudget", "parse_min_kappa", "parse_run_budget"]
 
 
 class MinKappaError(CommerceEvalsError, ValueError):
@@ -27,3 +30,69 @@ def parse_min_kappa(raw: Any) -> float | str | None:
     if not -1.0 <= value <= 1.0:  # also refuses nan
         raise MinKappaError(f"expected a kappa between -1 and 1 (or auto, none); found {raw!r}")
     return value
+
+
+class BudgetError(CommerceEvalsError, ValueError):
+    """A budget that cannot be read."""
+
+
+_RUN_KEYS = ("calls", "tokens", "cost")
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    """The most the run may spend: model calls, tokens (input plus output) and US dollars."""
+
+    calls: int | None = None
+    tokens: int | None = None
+    cost: Decimal | None = None
+
+    def text(self) -> str:
+        parts = []
+        if self.calls is not None:
+            parts.append(f"{self.calls:,} calls")
+        if self.tokens is not None:
+            parts.append(f"{self.tokens:,} tokens")
+        if self.cost is not None:
+            parts.append(money(self.cost))
+        return ", ".join(parts)
+
+    def split(self, parts: int) -> RunBudget:
+        """An even share for one of `parts` processes (pytest-xdist workers)."""
+        if parts <= 1:
+            return self
+        return RunBudget(
+            None if self.calls is None else self.calls // parts,
+            None if self.tokens is None else self.tokens // parts,
+            None if self.cost is None else self.cost / parts,
+        )
+
+
+def parse_run_budget(text: str) -> RunBudget:
+    """`calls:500,tokens:2000000,cost:5.00` (any of them, each once)."""
+    found: dict[str, Any] = {}
+    items = [p.strip() for p in text.split(",") if p.strip()]
+    if not items:
+        raise BudgetError("empty; write calls:N, tokens:N or cost:USD (comma-separated)")
+    for item in items:
+        key, sep, value = item.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if not sep or key not in _RUN_KEYS:
+            raise BudgetError(
+                f"{item!r} is not a limit; write calls:N, tokens:N or cost:USD (comma-separated)"
+            )
+        if key in found:
+            raise BudgetError(f"{key} is given twice")
+        if key == "cost":
+            try:
+                amount = Decimal(value.lstrip("$"))
+            except InvalidOperation:
+                amount = Decimal("NaN")
+            if not amount.is_finite() or amount <= 0:
+                raise BudgetError(f"cost:{value} is not an amount of US dollars above 0")
+            found[key] = amount
+        else:
+            if not value.isdigit() or int(value) < 1:
+                raise BudgetError(f"{key}:{value} is not a whole number of 1 or more")
+            found[key] = int(value)
+    return RunBudget(**found)

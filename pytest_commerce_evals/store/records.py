@@ -29,7 +29,7 @@ __all__ = [
     "validation_summary",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 RunKind = Literal["regression", "live", "regrade"]
 
 

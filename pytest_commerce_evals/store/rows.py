@@ -30,7 +30,10 @@ _TRIAL_JSON = {
     "messages": "messages",
     "snapshot": "snapshot",
     "stopping": "stopping",
+    "calls": "calls",
+    "turn_s": "turn_s",
 }
+_LATER_COLUMNS = ("stopping", "calls", "turn_s")  # absent while a store is still migrating
 
 
 class DamagedRun(StoreError):
@@ -43,7 +46,7 @@ class DamagedRun(StoreError):
 def trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
     """The trial as the values of a `trials` row, in the table's column order."""
     # the typed grader results, verdicts and events as the JSON the columns hold
-    data = t.model_dump(include={"grader_results", "verdicts", "turns", "snapshot"})
+    data = t.model_dump(include={"grader_results", "verdicts", "turns", "snapshot", "calls"})
     return (
         run_id,
         t.case_id,
@@ -67,6 +70,8 @@ def trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
         t.line,
         t.stopping.model_dump_json() if t.stopping is not None else None,
         t.ended,
+        json.dumps(data.get("calls", [])) if t.calls else None,
+        json.dumps(t.turn_s) if t.turn_s else None,
     )
 
 
@@ -123,9 +128,12 @@ def read_trials(conn: sqlite3.Connection, run_id: str, path: Path | str) -> list
         try:
             data.pop("run_id")
             for column, field in _TRIAL_JSON.items():
-                if column == "stopping" and column not in data:  # a store still migrating
+                if column in _LATER_COLUMNS and column not in data:
                     continue
-                data[field] = json_column(data.pop(column), f"trials.{column}", where, path)
+                value = json_column(data.pop(column), f"trials.{column}", where, path)
+                if value is None and column in ("calls", "turn_s"):
+                    continue  # a trial stored before schema 6: none recorded
+                data[field] = value
             out.append(StoredTrial.model_validate(data))
         except KeyError as exc:
             raise DamagedRun(f"{path}: {where}: column trials.{exc} missing") from None

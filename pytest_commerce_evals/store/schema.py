@@ -12,6 +12,8 @@ Schema history:
   3  admits runs of kind 'regrade'.
   4  adds `trials.stopping`: the rule that stopped an adaptive run's case.
   5  adds `trials.ended`: why a conversation with a simulated customer ended.
+  6  adds `trials.calls` and `trials.turn_s`: a trial's model calls (tokens, latency, whose)
+     and the agent's time per turn.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ CREATE TABLE trials (
     line INTEGER,
     stopping TEXT,
     ended TEXT,
+    calls TEXT,
+    turn_s TEXT,
     PRIMARY KEY (run_id, case_id, trial)
 );
 CREATE TABLE set_results (
@@ -96,6 +100,12 @@ _MIGRATE_3_TO_4 = "ALTER TABLE trials ADD COLUMN stopping TEXT"
 
 # schema 4 -> 5: a conversation with a simulated customer records why it ended
 _MIGRATE_4_TO_5 = "ALTER TABLE trials ADD COLUMN ended TEXT"
+
+# schema 5 -> 6: a trial records its model calls and the agent's time per turn
+_MIGRATE_5_TO_6 = (
+    "ALTER TABLE trials ADD COLUMN calls TEXT",
+    "ALTER TABLE trials ADD COLUMN turn_s TEXT",
+)
 
 # schema 1 -> 2, applied in one transaction when an older store is opened
 _MIGRATE_1_TO_2 = """
@@ -262,6 +272,12 @@ class StoreSchema:
                 conn,
                 lambda c: c.execute(_MIGRATE_4_TO_5),
                 f"meta.schema_version is {version} but the trials table does not migrate to 5",
+            )
+        if version < 6 and "calls" not in self.columns(conn, "trials"):
+            self._step(
+                conn,
+                lambda c: [c.execute(statement) for statement in _MIGRATE_5_TO_6],
+                f"meta.schema_version is {version} but the trials table does not migrate to 6",
             )
         missing = {"trials", "set_results"} - self.tables(conn)
         if missing:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import CommerceEvalsError
 from ..models.replies import Record
+from ..usage import record_response, tokens_of
 
 __all__ = [
     "AsyncFakeClient",
@@ -41,19 +42,28 @@ class FakeClientExhausted(CommerceEvalsError, AssertionError):
 
 @dataclass
 class FakeReply:
-    """One assistant message: text, tool calls, or both."""
+    """One assistant message: text, tool calls, or both. `usage` is the tokens the reply
+    reports (`{"input_tokens": 120, "output_tokens": 30, "cached_tokens": 0}`, or OpenAI's
+    `prompt_tokens` / `completion_tokens` form; None: the client's default, else not reported)
+    and `latency_s` the latency recorded for the call (None: as measured), so a test can pin
+    what a trial spent."""
 
     content: str | None = None
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    latency_s: float | None = None
 
 
-def text_reply(content: str) -> FakeReply:
-    return FakeReply(content=content)
+def text_reply(
+    content: str, *, usage: dict[str, Any] | None = None, latency_s: float | None = None
+) -> FakeReply:
+    return FakeReply(content=content, usage=usage, latency_s=latency_s)
 
 
 def tool_reply(name: str, content: str | None = None, **arguments: Any) -> FakeReply:
-    """A reply that calls one tool; chain `.also(name, **args)` for parallel calls."""
+    """A reply that calls one tool; chain `.also(name, **args)` for parallel calls. (Script
+    its usage with `FakeReply(tool_calls=[(name, args)], usage=...)`.)"""
     return FakeReply(content=content, tool_calls=[(name, arguments)])
 
 
@@ -98,9 +108,14 @@ class FakeClient:
     """
 
     _completions_cls = _Completions
+    meters_usage = True
+    """Each reply is recorded on the trial it is made in, with its scripted usage and latency."""
 
-    def __init__(self, script: Script, model: str = "fake-model") -> None:
+    def __init__(
+        self, script: Script, model: str = "fake-model", *, usage: dict[str, Any] | None = None
+    ) -> None:
         self.model = model
+        self.usage = usage  # every reply's tokens unless the reply scripts its own
         self.requests: list[dict[str, Any]] = []
         self._fn: Callable[[dict[str, Any]], Any] | None = None
         self._queue: deque[Any] = deque()
@@ -116,6 +131,7 @@ class FakeClient:
         return len(self._queue)
 
     def _respond(self, request: dict[str, Any]) -> Record:
+        started = time.perf_counter()
         self.requests.append(copy.deepcopy(request))
         if self._fn is not None:
             item = self._fn(request)
@@ -128,7 +144,12 @@ class FakeClient:
             )
         if isinstance(item, BaseException):
             raise item
-        return self._completion(item, request)
+        record = self._completion(item, request)
+        latency = getattr(item, "latency_s", None)
+        if latency is not None:
+            started = time.perf_counter() - latency
+        record_response(record, started)
+        return record
 
     def _completion(self, item: Any, request: dict[str, Any]) -> Record:
         if isinstance(item, str):
@@ -140,7 +161,12 @@ class FakeClient:
                 else (c["name"], c.get("arguments", {}))
                 for c in item.get("tool_calls") or []
             ]
-            item = FakeReply(content=item.get("content"), tool_calls=calls)
+            item = FakeReply(
+                content=item.get("content"),
+                tool_calls=calls,
+                usage=item.get("usage"),
+                latency_s=item.get("latency_s"),
+            )
         if not isinstance(item, FakeReply):
             raise TypeError(f"FakeClient cannot reply with {type(item).__name__}: {item!r:.80}")
         n = next(self._ids)
@@ -170,9 +196,26 @@ class FakeClient:
                         },
                     }
                 ],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                "usage": _usage(item.usage if item.usage is not None else self.usage),
             }
         )
+
+
+def _usage(scripted: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A scripted usage in the chat completion's form; None (not reported) when none."""
+    if scripted is None:
+        return None
+    inp, out, cached = tokens_of(scripted)
+    if cached is None:
+        cached = scripted.get("cached_tokens")
+    usage: dict[str, Any] = {
+        "prompt_tokens": inp,
+        "completion_tokens": out,
+        "total_tokens": (inp or 0) + (out or 0),
+    }
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
 
 
 class AsyncFakeClient(FakeClient):

@@ -1,0 +1,262 @@
+"""What trials cost, added up per case, set and run, for the agent, the judge and the simulated
+customer apart: model calls, tokens, latency and money (`prices.PriceBook`), as the terminal
+summary, the JSON record, the HTML report and `--commerce-compare` show them.
+
+A trial whose agent reported no model call counts as "not reported" for the agent, never as 0:
+its tokens are left out of the per-trial means, which are over the trials that reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from .prices import PriceBook, money
+from .usage import PURPOSES, ModelCall, Purpose
+
+__all__ = ["CostSummary", "Tally", "per_trial_values", "tally"]
+
+
+@dataclass
+class Tally:
+    """One purpose's calls over some trials. `trials` is how many trials were counted,
+    `reported` how many of them had at least one call of this purpose; the tokens are None when
+    a call left them unreported; `cost` sums the priced calls, `unpriced` counts the others (the
+    cost is then a lower bound, and None when no call was priced)."""
+
+    purpose: Purpose
+    trials: int = 0
+    reported: int = 0
+    calls: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    cached_tokens: int | None = 0
+    latency_s: float = 0.0
+    agent_s: float = 0.0
+    cost: Decimal | None = None
+    unpriced: int = 0
+    models: list[str] = field(default_factory=list)
+
+    def add_trial(
+        self, calls: Iterable[ModelCall], book: PriceBook, turn_s: Iterable[float]
+    ) -> None:
+        mine = [c for c in calls if c.purpose == self.purpose]
+        self.trials += 1
+        if self.purpose == "agent":
+            self.agent_s += sum(turn_s)
+        if not mine:
+            return
+        self.reported += 1
+        for call in mine:
+            self.calls += 1
+            self.input_tokens = _plus(self.input_tokens, call.input_tokens)
+            self.output_tokens = _plus(self.output_tokens, call.output_tokens)
+            self.cached_tokens = _plus(self.cached_tokens, call.cached_tokens)
+            self.latency_s += call.latency_s or 0.0
+            if call.model and call.model not in self.models:
+                self.models.append(call.model)
+            price = book.cost(call)
+            if price is None:
+                self.unpriced += 1
+            else:
+                self.cost = price if self.cost is None else self.cost + price
+
+    @property
+    def tokens(self) -> int | None:
+        if self.input_tokens is None or self.output_tokens is None:
+            return None
+        return self.input_tokens + self.output_tokens
+
+    def per_trial(self) -> dict[str, Any]:
+        """Means over the trials that reported this purpose's calls (None: none did)."""
+        n = self.reported
+        if not n:
+            return {"calls": None, "tokens": None, "cost_usd": None, "latency_s": None}
+        cost = None if self.cost is None or self.unpriced else self.cost / n
+        return {
+            "calls": self.calls / n,
+            "tokens": None if self.tokens is None else self.tokens / n,
+            "cost_usd": None if cost is None else str(_round(cost)),
+            "latency_s": self.latency_s / n,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "trials": self.trials,
+            "reported_trials": self.reported,
+            "calls": self.calls if self.reported else None,
+            "input_tokens": self.input_tokens if self.reported else None,
+            "output_tokens": self.output_tokens if self.reported else None,
+            "cached_tokens": self.cached_tokens if self.reported else None,
+            "latency_s": round(self.latency_s, 6) if self.reported else None,
+            "cost_usd": None if self.cost is None else str(_round(self.cost)),
+            "unpriced_calls": self.unpriced,
+            "models": list(self.models),
+            "per_trial": self.per_trial(),
+        }
+        if self.purpose == "agent":
+            data["agent_s"] = round(self.agent_s, 6)
+        return data
+
+    def text(self) -> str:
+        """One line: `12 calls, 18,400 in / 2,100 out tokens (300 cached), 4.2 s, $0.0123`."""
+        if not self.reported:
+            return "not reported"
+        parts = [f"{self.calls} call(s)"]
+        parts.append(_tokens_text(self.input_tokens, self.output_tokens, self.cached_tokens))
+        parts.append(f"{self.latency_s:.1f} s in calls")
+        parts.append(money(self.cost, self.unpriced) if self.cost is not None else "cost unknown")
+        if self.reported < self.trials:
+            parts.append(f"not reported on {self.trials - self.reported} of {self.trials} trials")
+        return ", ".join(parts)
+
+
+def _tokens_text(inp: int | None, out: int | None, cached: int | None) -> str:
+    if inp is None or out is None:
+        return "tokens not reported"
+    text = f"{inp:,} in / {out:,} out tokens"
+    return text + (f" ({cached:,} cached)" if cached else "")
+
+
+def _round(value: Decimal) -> Decimal:
+    return value.quantize(Decimal("0.000001")) if value.as_tuple().exponent < -6 else value  # type: ignore[operator]
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    return None if total is None or value is None else total + value
+
+
+def tally(trials: Iterable[Any], book: PriceBook) -> dict[Purpose, Tally]:
+    """Each purpose's `Tally` over `trials` (trial records)."""
+    out = {p: Tally(p) for p in PURPOSES}
+    for t in trials:
+        for t_ in out.values():
+            t_.add_trial(t.calls, book, t.turn_s)
+    return out
+
+
+def per_trial_values(trial: Any, what: str, purpose: Purpose = "agent") -> float | None:
+    """One trial's `what` (`tokens`, `calls`, `latency_s`: the purpose's call latency, or
+    `agent_s`: the agent's time over its turns) for the regression test; None when the trial
+    did not report it."""
+    if what == "agent_s":
+        return float(sum(trial.turn_s)) if trial.turn_s else None
+    mine = [c for c in trial.calls if c.purpose == purpose]
+    if not mine:
+        return None
+    if what == "calls":
+        return float(len(mine))
+    if what == "latency_s":
+        values = [c.latency_s for c in mine]
+        return None if any(v is None for v in values) else float(sum(v or 0.0 for v in values))
+    if what == "tokens":
+        tokens = [c.tokens for c in mine]
+        return None if any(v is None for v in tokens) else float(sum(v or 0 for v in tokens))
+    raise ValueError(f"unknown measure {what!r}")
+
+
+class CostSummary:
+    """What a run's trials cost, by case, by set and in all."""
+
+    def __init__(self, book: PriceBook) -> None:
+        self.book = book
+        self.cases: dict[str, dict[Purpose, Tally]] = {}
+        self.sets: dict[str, dict[Purpose, Tally]] = {}
+        self.run: dict[Purpose, Tally] = {p: Tally(p) for p in PURPOSES}
+
+    def add(self, trial: Any) -> None:
+        for group in (
+            self.cases.setdefault(trial.case_id, {p: Tally(p) for p in PURPOSES}),
+            self.sets.setdefault(trial.set_name, {p: Tally(p) for p in PURPOSES}),
+            self.run,
+        ):
+            for t in group.values():
+                t.add_trial(trial.calls, self.book, trial.turn_s)
+
+    @classmethod
+    def of(cls, trials: Iterable[Any], book: PriceBook) -> CostSummary:
+        summary = cls(book)
+        for trial in trials:
+            summary.add(trial)
+        return summary
+
+    @property
+    def empty(self) -> bool:
+        return not any(t.trials for t in self.run.values())
+
+    def total(self) -> tuple[Decimal | None, int]:
+        """The run's money over every purpose, and the calls left unpriced."""
+        costs = [t.cost for t in self.run.values() if t.cost is not None]
+        unpriced = sum(t.unpriced for t in self.run.values())
+        return (sum(costs, Decimal(0)) if costs else None), unpriced
+
+    def to_json(self) -> dict[str, Any]:
+        """The run's cost as the JSON record carries it (money as decimal strings, in USD)."""
+        models = sorted({m for t in self.run.values() for m in t.models})
+        total, unpriced = self.total()
+        return {
+            "currency": "USD",
+            "prices": {m: self.book.source(m) for m in models},
+            "total_usd": None if total is None else str(_round(total)),
+            "unpriced_calls": unpriced,
+            "run": {p: t.to_json() for p, t in self.run.items()},
+            "sets": {
+                name: {p: t.to_json() for p, t in group.items()}
+                for name, group in sorted(self.sets.items())
+            },
+        }
+
+    def case_json(self, case_id: str) -> dict[str, Any] | None:
+        group = self.cases.get(case_id)
+        return None if group is None else {p: t.to_json() for p, t in group.items()}
+
+    def lines(self, verbose: bool = False, top: int = 5) -> list[str]:
+        """The terminal summary's cost section."""
+        if self.empty:
+            return []
+        total, unpriced = self.total()
+        out = ["cost (model calls per trial; USD):"]
+        for purpose, label in (("agent", "agent"), ("judge", "judge"), ("user", "customer")):
+            t = self.run[purpose]  # type: ignore[index]
+            if purpose != "agent" and not t.reported:
+                continue
+            out.append(f"  {label:<8} {t.text()}")
+        agent = self.run["agent"]
+        if agent.trials:
+            out.append(f"  agent time {agent.agent_s:.1f} s over {agent.trials} trial(s)")
+        if total is not None or unpriced:
+            out.append(f"  total    {money(total, unpriced)}")
+        unknown = [
+            m
+            for m in sorted({m for t in self.run.values() for m in t.models})
+            if self.book.source(m) is None
+        ]
+        if unknown:
+            out.append(
+                f"  no price for {', '.join(unknown)}: cost unknown (add it to commerce_prices: "
+                "MODEL = INPUT OUTPUT [CACHED], USD per million tokens)"
+            )
+        out.append(f"  {'per trial':<24} {'calls':>6} {'tokens':>9} {'latency':>8} {'cost':>10}")
+        for name, group in sorted(self.sets.items()):
+            out.append("  " + _row(f"set {name}", group["agent"]))
+        cases = sorted(
+            self.cases.items(),
+            key=lambda kv: -(kv[1]["agent"].per_trial()["tokens"] or 0),
+        )
+        shown = cases if verbose else cases[:top]
+        for case_id, group in shown:
+            out.append("  " + _row(case_id, group["agent"]))
+        if len(shown) < len(cases):
+            out.append(f"  ({len(cases) - len(shown)} more cases; -v lists them)")
+        return out
+
+
+def _row(name: str, t: Tally) -> str:
+    per = t.per_trial()
+    if per["calls"] is None:
+        return f"{name[:24]:<24} {'not reported':>36}"
+    tokens = "-" if per["tokens"] is None else f"{per['tokens']:,.0f}"
+    cost = "unknown" if per["cost_usd"] is None else money(Decimal(per["cost_usd"]))
+    return f"{name[:24]:<24} {per['calls']:>6.1f} {tokens:>9} {per['latency_s']:>7.2f}s {cost:>10}"

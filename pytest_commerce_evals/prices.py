@@ -1,0 +1,170 @@
+"""What a model call costs: the user's price table (ini `commerce_prices`), then pydantic's
+`genai-prices` library, in US dollars as `Decimal` (never float). A model neither knows has an
+unknown price (None), never 0; the embedded model runs on this machine and costs 0.
+
+    commerce_prices =
+        my-finetune = 0.30 1.20          # USD per million input and output tokens
+        gpt-4.1-mini = 0.40 1.60 0.10    # and per million cached input tokens
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from .errors import ConfigurationError
+from .usage import ModelCall
+
+__all__ = ["PER_TOKENS", "Price", "PriceBook", "money", "parse_price_table"]
+
+PER_TOKENS = Decimal(1_000_000)
+"""Prices are per million tokens."""
+
+_LINE = re.compile(r"^\s*(?P<model>[^=]+?)\s*=\s*(?P<prices>.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million input, output and cached input tokens (cached: the input price
+    when not given). `source` says where it came from, as the reports show it."""
+
+    input: Decimal
+    output: Decimal
+    cached: Decimal | None = None
+    source: str = "commerce_prices"
+
+    def cost(self, call: ModelCall) -> Decimal | None:
+        if call.input_tokens is None or call.output_tokens is None:
+            return None
+        cached = min(call.cached_tokens or 0, call.input_tokens)
+        cached_price = self.input if self.cached is None else self.cached
+        return (
+            (call.input_tokens - cached) * self.input
+            + cached * cached_price
+            + call.output_tokens * self.output
+        ) / PER_TOKENS
+
+
+def _decimal(text: str, where: str) -> Decimal:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        value = Decimal("NaN")
+    if not value.is_finite() or value < 0:
+        raise ConfigurationError(
+            f"{where}: {text!r} is not a price; write US dollars per million tokens as a "
+            "number of 0 or more, e.g. 0.15"
+        )
+    return value
+
+
+def parse_price_table(lines: Iterable[str], where: str = "commerce_prices") -> dict[str, Price]:
+    """The ini's price table: one `MODEL = INPUT OUTPUT [CACHED]` line per model (US dollars
+    per million tokens; `#` starts a comment). A line that is not one raises
+    `ConfigurationError` naming it."""
+    table: dict[str, Price] = {}
+    for n, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        at = f"{where} line {n} ({raw.strip()!r})"
+        match = _LINE.match(line)
+        parts = match.group("prices").split() if match else []
+        if match is None or len(parts) not in (2, 3):
+            raise ConfigurationError(
+                f"{at}: expected MODEL = INPUT OUTPUT [CACHED], US dollars per million tokens "
+                "(e.g. gpt-4.1-mini = 0.40 1.60 0.10)"
+            )
+        values = [_decimal(p, at) for p in parts]
+        table[match.group("model")] = Price(
+            values[0], values[1], values[2] if len(values) == 3 else None
+        )
+    return table
+
+
+def money(value: Decimal | None, unpriced: int = 0) -> str:
+    """Dollars as the reports write them: `$0.0123` (4 decimals below a dollar, 2 above),
+    `unknown` for None; with calls that have no price, `≥ $0.0123 (2 calls unpriced)`."""
+    if value is None:
+        return "unknown"
+    places = Decimal("0.01") if abs(value) >= 1 else Decimal("0.0001")
+    text = f"${value.quantize(places):,}"
+    if value and value < Decimal("0.0001"):
+        text = f"${value:.2e}"
+    return f"≥ {text} ({unpriced} call(s) unpriced)" if unpriced else text
+
+
+class PriceBook:
+    """Prices by model: `table` first (the user's), then `genai-prices` when installed and
+    `library` is on; models in `free` (the embedded model) cost 0."""
+
+    def __init__(
+        self,
+        table: Mapping[str, Price] | None = None,
+        *,
+        free: Iterable[str] = (),
+        library: bool = True,
+    ) -> None:
+        self.table = dict(table or {})
+        self.free = set(free)
+        self.library = library
+        self._known: dict[str, bool] = {}
+        self._lock = threading.Lock()
+
+    def source(self, model: str | None) -> str | None:
+        """Where `model`'s price comes from (`commerce_prices`, `genai-prices`, `embedded`), or
+        None when it has none."""
+        if not model:
+            return None
+        if model in self.table:
+            return "commerce_prices"
+        if model in self.free:
+            return "embedded"
+        return "genai-prices" if self._library_knows(model) else None
+
+    def cost(self, call: ModelCall) -> Decimal | None:
+        """The call's price in US dollars; None when the model or its tokens are unknown."""
+        model = call.model
+        if not model or call.input_tokens is None or call.output_tokens is None:
+            return None
+        price = self.table.get(model)
+        if price is not None:
+            return price.cost(call)
+        if model in self.free:
+            return Decimal(0)
+        if not self._library_knows(model):
+            return None
+        return _library_cost(call)
+
+    def _library_knows(self, model: str) -> bool:
+        if not self.library:
+            return False
+        with self._lock:
+            known = self._known.get(model)
+        if known is None:
+            known = _library_cost(ModelCall("agent", model, 1000, 1000)) is not None
+            with self._lock:
+                self._known[model] = known
+        return known
+
+
+def _library_cost(call: ModelCall) -> Decimal | None:
+    try:
+        import genai_prices
+    except ImportError:
+        return None
+    usage: Any = genai_prices.Usage(
+        input_tokens=call.input_tokens,
+        output_tokens=call.output_tokens,
+        cache_read_tokens=min(call.cached_tokens or 0, call.input_tokens or 0),
+    )
+    try:
+        found = genai_prices.calc_price(usage, model_ref=str(call.model))
+    except Exception:  # LookupError for an unknown model; anything else is no price either
+        return None
+    total = getattr(found, "total_price", None)
+    return total if isinstance(total, Decimal) else None

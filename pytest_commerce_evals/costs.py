@@ -53,7 +53,8 @@ class Tally:
             self.calls += 1
             self.input_tokens = _plus(self.input_tokens, call.input_tokens)
             self.output_tokens = _plus(self.output_tokens, call.output_tokens)
-            self.cached_tokens = _plus(self.cached_tokens, call.cached_tokens)
+            # a call that says nothing of its cache had none the price could discount
+            self.cached_tokens = (self.cached_tokens or 0) + (call.cached_tokens or 0)
             self.latency_s += call.latency_s or 0.0
             if call.model and call.model not in self.models:
                 self.models.append(call.model)

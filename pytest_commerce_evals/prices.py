@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from .errors import ConfigurationError
@@ -92,7 +92,7 @@ def money(value: Decimal | None, unpriced: int = 0) -> str:
     if value is None:
         return "unknown"
     places = Decimal("0.01") if abs(value) >= 1 else Decimal("0.0001")
-    text = f"${value.quantize(places):,}"
+    text = f"${value.quantize(places, rounding=ROUND_HALF_UP):,}"
     if value and value < Decimal("0.0001"):
         text = f"${value:.2e}"
     return f"≥ {text} ({unpriced} call(s) unpriced)" if unpriced else text

@@ -81,10 +81,11 @@ ENDINGS: dict[str, str] = {
 """Why a conversation with a simulated customer ended, and how the reports say it."""
 """The outcomes that count in pass rates."""
 
-REPORT_KINDS = ("trial", "not_needed", "vacuity", "invalid")
+REPORT_KINDS = ("trial", "not_needed", "not_started", "vacuity", "invalid")
 """What a pytest report of the plugin's items carries, as `report.commerce` (one mapping, with
 `kind`): `trial` a trial's record (`outcome`, `record`, `rubric_not_judged`, `agent_endpoint`,
-`decided`), `not_needed` a trial adaptive trials did not run (`decided`, its reason), `vacuity`
+`decided`), `not_needed` a trial adaptive trials did not run (`decided`, its reason),
+`not_started` a trial the run's budget left unstarted (`reason`, `set_name`, `threshold`), `vacuity`
 a case's vacuity findings (`finding`), `invalid` a case entry that cannot run (`message`). A
 worker under xdist sends it as plain data."""
 

@@ -23,12 +23,13 @@ def spent(calls: list[ModelCall], seconds: float, book: PriceBook | None) -> dic
     mine = [c for c in calls if c.purpose == "agent"]
     tokens = [c.tokens for c in mine]
     costs = [book.cost(c) if book is not None else None for c in mine]
+    priced = [c for c in costs if c is not None]
     return {
         "calls": len(mine),
         "tokens": None if any(t is None for t in tokens) else sum(t or 0 for t in tokens),
         "input_tokens": sum(c.input_tokens or 0 for c in mine),
         "output_tokens": sum(c.output_tokens or 0 for c in mine),
-        "cost": None if any(c is None for c in costs) else sum(costs, Decimal(0)),  # type: ignore[arg-type]
+        "cost": None if any(c is None for c in costs) else sum(priced, Decimal(0)),
         "latency_s": seconds,
         "reported": bool(mine),
     }

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ..compat import run_session
+from ..models.pricing import price_book
 from ..settings import settings
 from ..store.paths import output_path
 from ..store.recorder import problem
@@ -43,7 +44,12 @@ def pytest_commerce_evals_write_reports(
         written.append(
             (
                 "HTML report",
-                write_html(render_run_html(run, diff, how_chosen, sections, history), path),
+                write_html(
+                    render_run_html(
+                        run, diff, how_chosen, sections, history, prices=price_book(config)
+                    ),
+                    path,
+                ),
             )
         )
     except Exception as exc:  # a report is never worth the run: say why and go on

@@ -1,5 +1,6 @@
-"""`--commerce-compare=A,B`: two runs (ids, agent models or JSON records), their failing sets
-side by side in the terminal and, with `--commerce-html`, in an HTML report."""
+"""`--commerce-compare=A,B`: two runs (ids, agent models or JSON records), their failing sets,
+then their pass rates and cost, side by side in the terminal and, with `--commerce-html`, in an
+HTML report."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ from pathlib import Path
 import pytest
 
 from ..compat import line_writer
+from ..models.pricing import price_book
+from ..prices import PriceBook
 from ..settings import settings
 from ..store.commands import open_store, resolve_run
 from ..store.history import ModelComparison, compare_runs
 from ..store.paths import output_path
 from ..store.recorder import damaged_lines
 from ..store.records import StoreError
-from .html import render_comparison_html, write_html
+from .html import COST_COLUMNS, RunCost, cost_ratios, render_comparison_html, write_html
 
-__all__ = ["compare_main"]
+__all__ = ["compare_main", "cost_lines"]
 
 
 def compare_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
@@ -46,6 +49,9 @@ def compare_main(config: pytest.Config, session: pytest.Session) -> int | pytest
         reporter.section("commerce-evals: failing sets side by side")
     for line in comparison.lines():
         write(line, **_compare_markup(line))
+    prices = price_book(config)
+    for line in cost_lines(comparison, prices):
+        write(line, **_compare_markup(line))
     if store is not None and store.damaged:
         for line, markup in damaged_lines(store):
             write(line, **markup)
@@ -53,12 +59,34 @@ def compare_main(config: pytest.Config, session: pytest.Session) -> int | pytest
     if html:
         path = output_path(config, html)
         try:
-            write(f"HTML report written to {write_html(render_comparison_html(comparison), path)}")
+            page = render_comparison_html(comparison, prices)
+            write(f"HTML report written to {write_html(page, path)}")
         except OSError as exc:
             write(f"could not write the HTML report to {path}: {exc}", red=True)
             return pytest.ExitCode.USAGE_ERROR
     return pytest.ExitCode.OK
 
 
+def cost_lines(comparison: ModelComparison, prices: PriceBook) -> list[str]:
+    """The two runs' graded pass rates and cost side by side: the agent's calls, tokens, cost
+    and latency per trial, the judge's, the customer's and the run's money, then how B's agent
+    compares with A's."""
+    sides = [
+        (f"{side} ({comparison.label(side)})", RunCost.of(comparison.label(side), run, prices))
+        for side, run in (("A", comparison.a), ("B", comparison.b))
+    ]
+    table = [["", *COST_COLUMNS]] + [[name, *cost.cells().values()] for name, cost in sides]
+    widths = [max(len(row[n]) for row in table) for n in range(len(table[0]))]
+    out = [
+        "pass rate and cost side by side (agent per trial; judge, customer, total per run; USD):"
+    ]
+    for row in table:
+        out.append(
+            "  " + "  ".join(f"{cell:<{w}}" for cell, w in zip(row, widths, strict=True)).rstrip()
+        )
+    out.append("  " + cost_ratios(sides[0][1], sides[1][1]))
+    return out
+
+
 def _compare_markup(line: str) -> dict[str, bool]:
-    return {"bold": True} if line.startswith(("failing", "A:", "B:")) else {}
+    return {"bold": True} if line.startswith(("failing", "A:", "B:", "pass rate and cost")) else {}

@@ -10,11 +10,14 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from ..cases.case import DIFFICULTIES, PRIORITIES
+from ..costs import CostSummary, Tally
 from ..events import (
     CartUpdate,
     ChangeUpdate,
@@ -26,7 +29,8 @@ from ..events import (
     Ui,
 )
 from ..jsonsafe import json_text
-from ..results import ENDINGS, OUTCOMES, GraderResult, RubricVerdict
+from ..prices import PriceBook, money
+from ..results import ENDINGS, GRADED, OUTCOMES, GraderResult, RubricVerdict
 from ..stats import format_rate
 from ..store.aggregate import case_results
 from ..store.history import (
@@ -43,7 +47,7 @@ from ..store.history import (
 )
 from ..store.records import RunRecord, StoredTrial, pass_k_curve
 
-__all__ = ["render_comparison_html", "render_run_html", "write_html"]
+__all__ = ["RunCost", "render_comparison_html", "render_run_html", "write_html"]
 
 TABLE_OUTCOMES = tuple(o for o in OUTCOMES if o != "error")
 """The outcome columns of the by-priority and by-difficulty tables (glue errors are listed with
@@ -107,6 +111,8 @@ pre{background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:
 td.nw{white-space:nowrap}
 td.json{min-width:200px;max-width:420px}
 .cols{display:flex;gap:24px;flex-wrap:wrap}.cols>div{flex:1;min-width:420px}
+svg.chart{display:block;margin:6px 0;font-size:12px}
+svg.chart text{fill:#1f2328}svg.chart .in{fill:#0969da}svg.chart .out{fill:#d4a72c}
 """
 
 _JS = """
@@ -675,6 +681,313 @@ def _cases_section(run: RunRecord, history: History | None = None) -> str:
     return "".join(out)
 
 
+# -- cost -------------------------------------------------------------------------------------
+
+PURPOSE_LABELS = (("agent", "agent"), ("judge", "judge"), ("user", "simulated customer"))
+CHART_BARS = 15
+
+
+def _int(value: int | None) -> str:
+    return "not reported" if value is None else f"{value:,}"
+
+
+def _per_trial_money(t: Tally) -> str:
+    cost = t.per_trial()["cost_usd"]
+    return "unknown" if cost is None else money(Decimal(cost))
+
+
+def _group_money(tallies: Sequence[Tally]) -> str:
+    costs = [t.cost for t in tallies if t.cost is not None]
+    unpriced = sum(t.unpriced for t in tallies)
+    if not costs and not unpriced:
+        return "—"
+    return money(sum(costs, Decimal(0)) if costs else None, unpriced)
+
+
+def _has_usage(trials: Sequence[StoredTrial]) -> bool:
+    return any(t.calls or t.turn_s for t in trials)
+
+
+def _agent_time(trials: Sequence[StoredTrial]) -> tuple[float | None, int]:
+    """The agent's wall time over its turns, averaged over the trials that timed their turns
+    (None when none did), and how many did."""
+    timed = [sum(t.turn_s) for t in trials if t.turn_s]
+    return (sum(timed) / len(timed) if timed else None), len(timed)
+
+
+def _purpose_table(summary: CostSummary) -> str:
+    out = [
+        "<table><tr><th>purpose</th><th>trials reported</th><th>calls</th><th>input tokens</th>"
+        "<th>output tokens</th><th>cached tokens</th><th>latency in calls</th>"
+        "<th>tokens / trial</th><th>cost / trial</th><th>cost</th></tr>"
+    ]
+    for purpose, label in PURPOSE_LABELS:
+        t = summary.run[purpose]  # type: ignore[index]
+        head = f'<tr><td>{e(label)}</td><td class="num">{t.reported}/{t.trials}</td>'
+        if not t.reported:
+            out.append(f'{head}<td colspan="8" class="note">not reported</td></tr>')
+            continue
+        per = t.per_trial()
+        tokens = "not reported" if per["tokens"] is None else f"{per['tokens']:,.0f}"
+        out.append(
+            f'{head}<td class="num">{t.calls}</td><td class="num">{e(_int(t.input_tokens))}</td>'
+            f'<td class="num">{e(_int(t.output_tokens))}</td>'
+            f'<td class="num">{e(_int(t.cached_tokens))}</td>'
+            f'<td class="num">{t.latency_s:.2f} s</td><td class="num">{e(tokens)}</td>'
+            f'<td class="num">{e(_per_trial_money(t))}</td>'
+            f'<td class="num">{e(money(t.cost, t.unpriced))}</td></tr>'
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _sets_cost_table(summary: CostSummary) -> str:
+    out = [
+        "<table><tr><th>set</th><th>trials</th><th>agent calls / trial</th>"
+        "<th>agent tokens / trial</th><th>agent latency / trial</th><th>agent cost / trial</th>"
+        "<th>judge</th><th>simulated customer</th><th>set total</th></tr>"
+    ]
+    for name, group in sorted(summary.sets.items()):
+        agent = group["agent"]
+        per = agent.per_trial()
+        if per["calls"] is None:
+            cells = '<td colspan="4" class="note">not reported</td>'
+        else:
+            tokens = "not reported" if per["tokens"] is None else f"{per['tokens']:,.0f}"
+            cells = (
+                f'<td class="num">{per["calls"]:.1f}</td><td class="num">{e(tokens)}</td>'
+                f'<td class="num">{per["latency_s"]:.2f} s</td>'
+                f'<td class="num">{e(_per_trial_money(agent))}</td>'
+            )
+        others = "".join(
+            f'<td class="num">{e(money(group[p].cost, group[p].unpriced))}</td>'
+            if group[p].reported
+            else '<td class="note">no calls</td>'
+            for p in ("judge", "user")
+        )
+        out.append(
+            f'<tr><td>{e(name)}</td><td class="num">{agent.trials}</td>{cells}{others}'
+            f'<td class="num">{e(_group_money(list(group.values())))}</td></tr>'
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _tokens_chart(summary: CostSummary) -> str:
+    """The agent's input and output tokens per trial, by case, as stacked horizontal bars: the
+    cases with the most tokens per trial first, at most `CHART_BARS`."""
+    rows = []
+    unreported = 0
+    for case_id, group in summary.cases.items():
+        t = group["agent"]
+        if not t.reported or t.input_tokens is None or t.output_tokens is None:
+            unreported += 1
+            continue
+        cost = t.per_trial()["cost_usd"]
+        rows.append(
+            (
+                case_id,
+                t.input_tokens / t.reported,
+                t.output_tokens / t.reported,
+                Decimal(cost) if cost is not None else None,
+            )
+        )
+    note = (
+        f'<p class="note">{unreported} case(s) whose agent reported no tokens: not reported, '
+        "not charted.</p>"
+        if unreported
+        else ""
+    )
+    if not rows:
+        return note
+    rows.sort(key=lambda r: (-(r[1] + r[2]), -(r[3] or 0), r[0]))
+    shown = rows[:CHART_BARS]
+    label_w, bar_w, value_w, row_h, top = 260, 420, 200, 22, 26
+    width, height = label_w + bar_w + value_w, top + row_h * len(shown) + 4
+    most = max(i + o for _, i, o, _ in shown) or 1
+    parts = [
+        f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'role="img" aria-label="agent tokens per trial by case, input and output">'
+        f'<rect class="in" x="{label_w}" y="4" width="12" height="12"/>'
+        f'<text x="{label_w + 16}" y="14">input tokens</text>'
+        f'<rect class="out" x="{label_w + 110}" y="4" width="12" height="12"/>'
+        f'<text x="{label_w + 126}" y="14">output tokens (per trial)</text>'
+    ]
+    for n, (case_id, inp, out, cost) in enumerate(shown):
+        y = top + n * row_h
+        w_in, w_out = bar_w * inp / most, bar_w * out / most
+        name = case_id if len(case_id) <= 38 else case_id[:37] + "…"
+        per = "cost unknown" if cost is None else f"{money(cost)} / trial"
+        parts.append(
+            f"<g><title>{e(case_id)}: {inp:,.0f} input + {out:,.0f} output tokens per trial, "
+            f"{e(per)}</title>"
+            f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">{e(name)}</text>'
+            f'<rect class="in" x="{label_w}" y="{y}" width="{w_in:.1f}" height="16"/>'
+            f'<rect class="out" x="{label_w + w_in:.1f}" y="{y}" width="{w_out:.1f}" height="16"/>'
+            f'<text x="{label_w + w_in + w_out + 6:.1f}" y="{y + 12}">{inp + out:,.0f} · '
+            f"{e(per)}</text></g>"
+        )
+    parts.append("</svg>")
+    more = (
+        f'<p class="note">{len(rows) - len(shown)} more case(s) with fewer tokens not shown; '
+        "the JSON record has every case.</p>"
+        if len(rows) > len(shown)
+        else ""
+    )
+    return "".join(parts) + more + note
+
+
+def _cost_section(run: RunRecord, prices: PriceBook) -> str:
+    """The run's model calls, tokens, latency and money, for the agent, the judge and the
+    simulated customer apart; only when some trial reported calls or turn times."""
+    if not _has_usage(run.trials):
+        return ""
+    summary = CostSummary.of(run.trials, prices)
+    total, unpriced = summary.total()
+    mean_s, timed = _agent_time(run.trials)
+    models = sorted({m for t in summary.run.values() for m in t.models})
+    priced = ", ".join(f"{m} ({prices.source(m) or 'no price: cost unknown'})" for m in models)
+    agent_time = (
+        f"agent time over its turns: {mean_s:.2f} s per trial ({timed} of {len(run.trials)} "
+        "trials timed)"
+        if mean_s is not None
+        else "agent time over its turns: not reported"
+    )
+    out = [
+        '<h2 id="cost">Cost</h2>',
+        f"<p>total {e(money(total, unpriced))} "
+        '<span class="note">(USD; model calls of the agent, the judge and the simulated '
+        "customer; a purpose that reported nothing is not reported, never 0)</span></p>",
+        _purpose_table(summary),
+        f'<p class="note">{e(agent_time)}'
+        + (f"<br>prices: {e(priced)}" if priced else "")
+        + "</p>",
+        "<h3>Cost by set</h3>",
+        _sets_cost_table(summary),
+        "<h3>Agent tokens per trial, by case</h3>",
+        _tokens_chart(summary),
+    ]
+    return "".join(out)
+
+
+@dataclass
+class RunCost:
+    """One side of a comparison: its graded pass rate and what its trials cost."""
+
+    label: str
+    passed: int
+    graded: int
+    summary: CostSummary
+    agent_s: float | None
+
+    @classmethod
+    def of(cls, label: str, run: RunRecord, prices: PriceBook) -> RunCost:
+        graded = [t for t in run.trials if t.outcome in GRADED]
+        return cls(
+            label,
+            sum(t.outcome == "pass" for t in graded),
+            len(graded),
+            CostSummary.of(run.trials, prices),
+            _agent_time(run.trials)[0],
+        )
+
+    @property
+    def agent(self) -> Tally:
+        return self.summary.run["agent"]
+
+    def rate(self) -> str:
+        if not self.graded:
+            return "n/a (nothing graded)"
+        return f"{self.passed / self.graded:.1%} ({self.passed}/{self.graded})"
+
+    def cells(self) -> dict[str, str]:
+        """The side's figures as the terminal and the HTML show them."""
+        per = self.agent.per_trial()
+        total, unpriced = self.summary.total()
+        reported = per["calls"] is not None
+
+        def other(purpose: str) -> str:
+            t = self.summary.run[purpose]  # type: ignore[index]
+            return money(t.cost, t.unpriced) if t.reported else "no calls"
+
+        return {
+            "pass rate": self.rate(),
+            "calls/trial": f"{per['calls']:.1f}" if reported else "not reported",
+            "tokens/trial": (
+                f"{per['tokens']:,.0f}"
+                if reported and per["tokens"] is not None
+                else "not reported"
+            ),
+            "cost/trial": _per_trial_money(self.agent) if reported else "not reported",
+            "latency/trial": f"{per['latency_s']:.2f} s" if reported else "not reported",
+            "agent time/trial": (
+                "not reported" if self.agent_s is None else f"{self.agent_s:.2f} s"
+            ),
+            "judge": other("judge"),
+            "customer": other("user"),
+            "total": money(total, unpriced) if total is not None or unpriced else "unknown",
+        }
+
+
+COST_COLUMNS = (
+    "pass rate",
+    "calls/trial",
+    "tokens/trial",
+    "cost/trial",
+    "latency/trial",
+    "agent time/trial",
+    "judge",
+    "customer",
+    "total",
+)
+"""The comparison's pass-rate-and-cost columns: the agent's means per trial (over the trials that
+reported its calls), then the run's judge, customer and total money."""
+
+
+def cost_ratios(a: RunCost, b: RunCost) -> str:
+    """How B's agent compares with A's per trial: `B uses 2.10× A's tokens per trial, …`."""
+    pa, pb = a.agent.per_trial(), b.agent.per_trial()
+    parts = []
+    ta, tb = pa["tokens"], pb["tokens"]
+    if ta is None or tb is None:
+        missing = " and ".join(s for s, v in (("A", ta), ("B", tb)) if v is None)
+        parts.append(f"tokens per trial not reported under {missing}: not compared")
+    elif not ta:
+        parts.append(f"A used no tokens per trial, B {tb:,.0f}")
+    else:
+        parts.append(f"B uses {tb / ta:.2f}× A's agent tokens per trial")
+    ca, cb = pa["cost_usd"], pb["cost_usd"]
+    if ca is not None and cb is not None and Decimal(ca):
+        parts.append(f"{Decimal(cb) / Decimal(ca):.2f}× its agent cost per trial")
+    elif pa["calls"] is not None and pb["calls"] is not None:
+        parts.append("agent cost per trial not compared (a price is unknown)")
+    la, lb = a.agent_s, b.agent_s
+    if la and lb is not None:
+        parts.append(f"{lb / la:.2f}× its agent time per trial")
+    return "; ".join(parts)
+
+
+def _comparison_cost(comparison: ModelComparison, prices: PriceBook) -> str:
+    sides = [
+        (f"{side} ({comparison.label(side)})", RunCost.of(comparison.label(side), run, prices))
+        for side, run in (("A", comparison.a), ("B", comparison.b))
+    ]
+    head = "".join(f"<th>{e(c)}</th>" for c in COST_COLUMNS)
+    rows = "".join(
+        f"<tr><td>{e(name)}</td>"
+        + "".join(f'<td class="num">{e(v)}</td>' for v in cost.cells().values())
+        + "</tr>"
+        for name, cost in sides
+    )
+    return (
+        '<h2 id="cost">Pass rate and cost side by side</h2>'
+        f"<table><tr><th>run</th>{head}</tr>{rows}</table>"
+        f"<p>{e(cost_ratios(sides[0][1], sides[1][1]))}</p>"
+        '<p class="note">per trial: the agent\'s means over the trials that reported its '
+        "calls; judge, customer and total: the whole run, in USD</p>"
+    )
+
+
 # -- pages ------------------------------------------------------------------------------------
 
 
@@ -696,11 +1009,14 @@ def render_run_html(
     how_chosen: str = "",
     extra_sections: Sequence[str] = (),
     history: History | None = None,
+    prices: PriceBook | None = None,
 ) -> str:
-    """The report of one run: summary, failing-set diff (when there is a baseline), every trial.
+    """The report of one run: summary, cost, failing-set diff (when there is a baseline), every
+    trial.
 
     `extra_sections` are HTML fragments (already escaped) placed before the trials; `history`
-    (earlier comparable runs) adds each case's outcome strip and flaky mark.
+    (earlier comparable runs) adds each case's outcome strip and flaky mark; `prices` price the
+    model calls of the cost section (shown when some trial reported calls or turn times).
     """
     body = [
         "<h2>Run</h2>",
@@ -715,6 +1031,7 @@ def render_run_html(
         "</div><div><h3>Outcomes by difficulty</h3>",
         _by_table(run, "difficulty", DIFFICULTIES),
         "</div></div>",
+        _cost_section(run, prices if prices is not None else PriceBook()),
         _diff_section(diff, how_chosen),
         *extra_sections,
         _cases_section(run, history),
@@ -734,8 +1051,8 @@ def render_run_html(
     return _page(f"commerce-evals run {run.run_id}", subtitle, "".join(body))
 
 
-def render_comparison_html(comparison: ModelComparison) -> str:
-    """Two runs' failing sets side by side."""
+def render_comparison_html(comparison: ModelComparison, prices: PriceBook | None = None) -> str:
+    """Two runs' failing sets side by side, then their pass rates and cost (`prices`)."""
     a, b = comparison.a, comparison.b
     body = ['<div class="cols">']
     for side, run in (("A", a), ("B", b)):
@@ -765,6 +1082,7 @@ def render_comparison_html(comparison: ModelComparison) -> str:
         f'<p class="noise">overall graded pass rate: A {_pct(ra)}, B {_pct(rb)}. '
         f"{e(NOISE_NOTE)}.</p>"
     )
+    body.append(_comparison_cost(comparison, prices if prices is not None else PriceBook()))
     return _page(
         f"commerce-evals: {comparison.label('A')} against {comparison.label('B')}",
         f"A = run {a.run_id} · B = run {b.run_id}",

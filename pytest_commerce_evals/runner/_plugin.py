@@ -11,6 +11,7 @@ import pytest
 from ..compat import case_scheduler, junit_error, xdist_queued
 from ..jsonsafe import printable
 from ..models.endpoint import AGENT_USED
+from ..models.pricing import price_book
 from ..results import NOT_GRADED as UNGRADED_OUTCOMES
 from ..results import Outcome, Stopping, TrialRecord, attach_payload, report_payload
 from ..settings import run_config, settings
@@ -20,6 +21,7 @@ from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
 from .items import CaseItem, InvalidCase
 from .regrade import stored_trial
+from .spending import run_spend
 from .state import NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN
 from .summary import Summary
 
@@ -27,7 +29,7 @@ from .summary import Summary
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         _start_regrade(config)
-    config.stash[SUMMARY] = Summary(adaptive=run_config(config).adaptive)
+    config.stash[SUMMARY] = Summary(adaptive=run_config(config).adaptive, prices=price_book(config))
     config.stash[NON_CASE_FAILURES] = []
     config.stash[NOT_GRADED] = []
     if run_config(config).adaptive is not None and not hasattr(config, "workerinput"):
@@ -140,9 +142,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A trial of a case already decided is not run (unless it is already in flight)."""
+    """A trial of a case already decided is not run (unless it is already in flight), nor one
+    the run's budget has no room left for."""
     if type(item) is not CaseItem:
         return
+    scheduler = item.config.stash.get(SCHEDULER, None)
+    spend = run_spend(item.config)
+    if spend is not None and spend.exhausted() and not (scheduler and scheduler.submitted(item)):
+        item.commerce_not_started = spend.text()
+        pytest.skip(f"not started: the run's budget is spent ({item.commerce_not_started})")
     run = adaptive_run(item.config)
     if run is None:
         return
@@ -263,6 +271,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def _trial_report(item: CaseItem, report: pytest.TestReport) -> None:
     """Put the trial's record on the report that closes it (`results.REPORT_KINDS`)."""
+    if item.commerce_not_started is not None:
+        if report.skipped:  # not a trial: nothing recorded, its set could not finish
+            attach_payload(
+                report,
+                "not_started",
+                reason=item.commerce_not_started,
+                set_name=item.set_name,
+                threshold=item.threshold,
+            )
+        return
     decided = item.commerce_decided
     if decided is not None:
         if report.when == "setup":  # not a trial: nothing recorded or counted
@@ -349,6 +367,8 @@ _STATUS_LETTERS = {"judge_error": "J", "user_error": "U", "infra_error": "I", "e
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    if report_payload(report, "not_started") and report.skipped:
+        return "unstarted", "", "NOT STARTED (the run's budget is spent)"
     not_needed = report_payload(report, "not_needed")
     if not_needed and report.when == "setup":
         # a trial adaptive trials did not need: not a skipped case (no letter, its own count)
@@ -393,6 +413,14 @@ class _Gatherer:
         kind = payload.get("kind") if payload is not None else None
         if kind in ("vacuity", "not_needed"):
             return  # authoring's hooks read vacuity findings; a trial not needed is not counted
+        if kind == "not_started" and payload is not None:
+            summary = config.stash[SUMMARY]
+            summary.not_started(payload["set_name"], payload["threshold"])
+            summary.budget_stop = (
+                f"the run's budget ran out ({payload['reason']}); trials not started: "
+                f"{sum(g.not_started for g in summary.sets.values())} (their sets are UNDECIDED)"
+            )
+            return
         data = payload if kind == "trial" else None
         if data is not None:
             if data.get("agent_endpoint") and AGENT_USED not in config.stash:

@@ -13,6 +13,7 @@ from ..errors import ConfigurationError
 from ..results import TrialRecord
 from ._scheduler import SCHEDULER
 from .regrade import regrade_trial, stored_trial
+from .spending import run_spend
 from .state import TRIAL_RAN
 from .trial import run_trial
 
@@ -54,6 +55,8 @@ class CaseItem(pytest.Item):
     records_trial = True
     commerce_decided: str | None = None
     """Set when adaptive trials decided the case before this trial ran: why it is not needed."""
+    commerce_not_started: str | None = None
+    """Set when the run's budget (`--commerce-budget`) was spent before this trial started."""
     """Whether the item's reports carry a trial record (`results.REPORT_KINDS`); a subclass
     that runs something else (the vacuity check) says no."""
 
@@ -120,7 +123,13 @@ class CaseItem(pytest.Item):
                 file=self.display,
                 line=self.line,
             )
-        return run_trial(
+        spend = run_spend(self.config)
+        if spend is not None:
+            spent = spend.exhausted()
+            if spent is not None:
+                self.commerce_not_started = spend.text()
+                return None  # type: ignore[return-value]  # runtest skips it
+        result = run_trial(
             self.config,
             self.case,
             trial=self.trial,
@@ -130,6 +139,9 @@ class CaseItem(pytest.Item):
             file=self.display,
             line=self.line,
         )
+        if spend is not None:
+            spend.add(result.calls)
+        return result
 
     def runtest(self) -> None:
         scheduler = self.config.stash.get(SCHEDULER, None)
@@ -138,6 +150,8 @@ class CaseItem(pytest.Item):
         else:
             result = self.compute()
             self.config.stash[TRIAL_RAN] = True
+        if result is None and self.commerce_not_started is not None:
+            pytest.skip(f"not started: the run's budget is spent ({self.commerce_not_started})")
         self.result = result
         self.config.hook.pytest_commerce_evals_trial_done(config=self.config, result=result)
         if result.outcome != "pass":

@@ -71,5 +71,7 @@ class RunSpend:
         return None
 
     def text(self) -> str:
-        spent = f"{self.calls:,} calls, {self.tokens:,} tokens, {money(self.cost, self.unpriced)}"
+        priced = self.calls - self.unpriced
+        cost = money(self.cost, self.unpriced) if priced else "cost unknown"
+        spent = f"{self.calls:,} calls, {self.tokens:,} tokens, {cost}"
         return f"spent {spent} of the budget {self.budget.text()}"

@@ -6,6 +6,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..cases.case import DIFFICULTIES, PRIORITIES
+from ..costs import CostSummary
+from ..prices import PriceBook
 from ..results import (
     GRADED,
     OUTCOMES,
@@ -55,6 +57,8 @@ class SetStats:
     graded: int = 0
     other: Counter = field(default_factory=Counter)
     cases: dict[str, CaseTally] = field(default_factory=dict)
+    not_started: int = 0
+    """Trials the run's budget (`--commerce-budget`) left unstarted: the set could not finish."""
 
     def _rate_counts(self) -> tuple[int, int]:
         """Pooled trials, or the mean of per-case rates when cases ran unequal counts
@@ -78,6 +82,8 @@ class SetStats:
 
     @property
     def verdict(self) -> str:
+        if self.not_started:
+            return "undecided"  # it could not finish: its rate measures part of it
         num, den = self._rate_counts()
         return set_verdict(num, den, self.threshold, self.other)
 
@@ -88,6 +94,13 @@ class SetStats:
     def why_undecided(self) -> str | None:
         if self.verdict != "undecided":
             return None
+        if self.not_started:
+            rate = f"{self.rate:.1%}" if self.rate is not None else "n/a"
+            return (
+                f"{self.name}: {self.not_started} trial(s) not started, the run's budget being "
+                f"spent; {self.passed}/{self.graded} graded trials passed ({rate}) of those "
+                f"that ran, not measured against the threshold {self.threshold:.0%}"
+            )
         other = ", ".join(f"{n} {o}" for o, n in sorted(self.other.items()))
         return (
             f"{self.name}: no graded trial (pass or fail) to measure against the threshold "
@@ -112,13 +125,22 @@ class SetStats:
 
 
 class Summary:
-    def __init__(self, adaptive: AutoTrials | None = None) -> None:
+    def __init__(self, adaptive: AutoTrials | None = None, prices: PriceBook | None = None) -> None:
         self.cases: dict[str, CaseStats] = {}
         self.sets: dict[str, SetStats] = {}
         self.invalid: list[str] = []
         self.not_judged = 0
         self.adaptive = adaptive  # `--commerce-trials=auto:MIN:MAX`
         self.decided: dict[str, str] = {}  # case id: why adaptive trials stopped it
+        self.costs = CostSummary(prices or PriceBook())
+        self.budget_stop: str | None = None  # what of the run's budget ran out, and the spend
+
+    def not_started(self, set_name: str, threshold: float) -> None:
+        """Count a trial the run's budget left unstarted toward its set."""
+        group = self.sets.get(set_name)
+        if group is None:
+            group = self.sets[set_name] = SetStats(set_name, threshold)
+        group.not_started += 1
 
     def add(self, record: TrialRecord) -> None:
         """Count one trial toward its case and its set (held to the record's threshold)."""
@@ -135,6 +157,8 @@ class Summary:
         if case is None:
             case = group.cases[record.case_id] = CaseTally()
         case.add(record.trial, record.outcome, record.threshold, record.stopping)
+        if record.outcome != "skipped":
+            self.costs.add(record)
         if record.outcome in GRADED:
             group.graded += 1
             group.passed += record.outcome == "pass"
@@ -181,15 +205,25 @@ class Summary:
         fixed = cases * FIXED_TRIALS
         saved = fixed - ran
         compared = (
-            f"{saved} model calls saved ({saved / fixed:.0%})"
+            f"{saved} trials saved ({saved / fixed:.0%})"
             if saved >= 0
-            else f"{-saved} more model calls ({-saved / fixed:.0%} more)"
+            else f"{-saved} more trials ({-saved / fixed:.0%} more)"
         )
         out = [
             f"adaptive trials {spec}: {ran} of {cases * spec.maximum} possible trials ran "
-            f"(fixed {FIXED_TRIALS} would run {fixed}): {compared}, counted as one model call "
-            "per trial"
+            f"(fixed {FIXED_TRIALS} would run {fixed}): {compared}"
         ]
+        calls = self.calls_saved()
+        if calls is not None:
+            made, would, unknown = calls
+            part = (
+                f" ({unknown} case(s) whose trials reported no calls left out)" if unknown else ""
+            )
+            out.append(
+                f"  model calls: {made:,} made; fixed {FIXED_TRIALS} would make about "
+                f"{would:,.0f} at each case's calls per trial: {would - made:,.0f} "
+                f"{'saved' if would >= made else 'more'}{part}"
+            )
         reasons = Counter(self.decided.values())
         undecided = cases - sum(reasons.values())
         words = {
@@ -204,6 +238,22 @@ class Summary:
             parts.append(f"{undecided} stopped early (interrupted or not run to a decision)")
         out.append("  cases decided: " + ", ".join(parts))
         return out
+
+    def calls_saved(self) -> tuple[int, float, int] | None:
+        """Adaptive trials' model calls as the trials recorded them (agent, judge and simulated
+        customer): (made, what FIXED_TRIALS per case would make at each case's mean calls per
+        trial, cases left out for reporting none); None when no trial reported a call."""
+        made, would, unknown = 0, 0.0, 0
+        for group in self.costs.cases.values():
+            tallies = list(group.values())
+            calls = sum(t.calls for t in tallies)
+            trials = max(t.trials for t in tallies)
+            if not calls or not trials:
+                unknown += 1
+                continue
+            made += calls
+            would += calls / trials * FIXED_TRIALS
+        return None if not made else (made, would, unknown)
 
     def lines(self, verbose: bool = False) -> list[str]:
         out: list[str] = []
@@ -279,4 +329,11 @@ class Summary:
             )
         if self.invalid:
             out.append(f"invalid case entries: {len(self.invalid)} (see errors above)")
+        cost = self.costs.lines(verbose=verbose)
+        if cost:
+            out.append("")
+            out += cost
+        if self.budget_stop:
+            out.append("")
+            out.append(f"run stopped early: {self.budget_stop}")
         return out

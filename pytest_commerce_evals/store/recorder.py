@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from ..costs import CostSummary
+from ..models.pricing import price_book
+from ..prices import PriceBook
 from ..results import TrialRecord
 from ..settings import agent_label, settings
 from .aggregate import case_results, judge_identity, set_results
@@ -300,7 +303,7 @@ class RunRecorder:
         baseline, pooled = self._baseline(case_ids)
         self._store_finished(complete, status, baseline.run_id if baseline is not None else None)
         assert self.finished is not None
-        self.finished = with_cases(self.finished, self.history)
+        self.finished = with_cases(self.finished, self.history, price_book(self.config))
         if baseline is not None:
             self._diff(baseline, pooled, found.diff_level)
         self._write_reports()
@@ -390,7 +393,7 @@ class RunRecorder:
 
     def _write_aside(self, record: RunRecord, history: History | None) -> Path | None:
         """Write the record beside the store (or, failing that, somewhere it can be written)."""
-        record = with_cases(record, history)
+        record = with_cases(record, history, price_book(self.config))
         name = f"unsaved-{record.run_id}.json"
         folders = [self.folder] if self.folder is not None else []
         for folder in (
@@ -556,15 +559,23 @@ def _case_markup(line: str) -> dict[str, bool]:
     return {"yellow": True} if line.endswith("flaky") else {}
 
 
-def with_cases(record: RunRecord, history: History | None) -> RunRecord:
-    """The record with its per-case results (rate, interval, and the strip when there is
-    history) for the JSON record and the reports."""
+def with_cases(
+    record: RunRecord, history: History | None, prices: PriceBook | None = None
+) -> RunRecord:
+    """The record with its per-case results (rate, interval, the strip when there is history,
+    what each case's trials cost) and the run's cost, for the JSON record and the reports."""
     strips, flaky = None, []
     if history is not None:
         current = case_rates(record)
         strips = {c: strip(history, c, rate) for c, rate in current.items()}
         flaky = [c for c, rate in current.items() if flaky_case(history, c, rate)]
-    return record.model_copy(update={"cases": case_results(record.trials, strips, flaky)})
+    cases = case_results(record.trials, strips, flaky)
+    if not any(t.calls or t.turn_s for t in record.trials):
+        return record.model_copy(update={"cases": cases})
+    costs = CostSummary.of(record.trials, prices or PriceBook())
+    for case in cases:
+        case.cost = costs.case_json(case.case_id)
+    return record.model_copy(update={"cases": cases, "cost": costs.to_json()})
 
 
 def _targeted(baseline: RunRecord, run: RunRecord) -> bool:

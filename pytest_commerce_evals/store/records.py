@@ -138,6 +138,9 @@ class CaseResult(_Record):
     """pass^k for k = 1 up to the case's graded trials (`results.pass_hat_k`: the chance that k
     trials drawn from them all pass, as τ²-bench's leaderboard reports it); None when none was
     graded."""
+    cost: dict[str, Any] | None = None
+    """What the case's trials spent, per purpose (`costs.Tally.to_json`: calls, tokens, latency,
+    money as decimal strings in USD, means per trial); None when no trial recorded any."""
 
 
 def pass_k_curve(cases: list[CaseResult]) -> dict[int, float]:
@@ -176,6 +179,10 @@ class RunRecord(_Record):
     diff: dict[str, Any] | None = None
     """The failing-set diff against the run's baseline (`history.FailingSetDiff.summary`): the
     JSON record carries it for readers; the database does not store it."""
+    cost: dict[str, Any] | None = None
+    """What the run spent (`costs.CostSummary.to_json`: per purpose for the run and each set,
+    the price source of each model, the total in USD as a decimal string); derived from the
+    trials for the JSON record, not stored in the database."""
     trials: list[StoredTrial] = Field(default_factory=list)
 
     @property

@@ -1,0 +1,270 @@
+"""What a run costs: each trial's model calls as the clients and agents record them, their
+prices, the terminal summary's and the JSON record's cost, case budgets and the run's budget."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from pytest_commerce_evals.costs import CostSummary
+from pytest_commerce_evals.errors import ConfigurationError
+from pytest_commerce_evals.prices import Price, PriceBook, money, parse_price_table
+from pytest_commerce_evals.settings.values import BudgetError, parse_run_budget
+from pytest_commerce_evals.testing import FakeClient, FakeReply
+from pytest_commerce_evals.usage import Meter, ModelCall, metered, record_call, tokens_of
+
+pytest_plugins = ["pytester"]
+
+CASES = """
+- id: chat-001-costly
+  priority: high
+  difficulty: easy
+  turns: ["hi"]
+  expected: {reply_includes: [hello], budget: {tokens: 1000}}
+- id: chat-002-cheap
+  priority: high
+  difficulty: easy
+  turns: ["hi"]
+  expected: {reply_includes: [hello], budget: {tokens: 1000, calls: 1}}
+- id: chat-003-silent
+  priority: low
+  difficulty: easy
+  turns: ["hi"]
+  expected: {reply_includes: [hello]}
+"""
+
+CONFTEST = """
+from helpers import ToyAgent, ToyBackend
+from pytest_commerce_evals import Text
+from pytest_commerce_evals.testing import FakeClient, FakeReply
+
+USAGE = {
+    "chat-001-costly": {"input_tokens": 4000, "output_tokens": 200, "cached_tokens": 1000},
+    "chat-002-cheap": {"input_tokens": 100, "output_tokens": 20},
+}
+
+class Silent:
+    # answers without a model: its trial reports no calls
+    def run_turn(self, session, message):
+        yield Text(text="hello")
+
+def pytest_commerce_evals_make_backend(config, case):
+    return ToyBackend()
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    if case.id not in USAGE:
+        return Silent()
+    reply = FakeReply(content="hello", usage=USAGE[case.id], latency_s=0.5)
+    return ToyAgent(FakeClient([reply]), backend)
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    helpers = Path(__file__).parent / "helpers.py"
+    pytester.makepyfile(helpers=helpers.read_text())
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "suite.yaml").write_text(textwrap.dedent(CASES))
+    pytester.makeconftest(CONFTEST)
+    return pytester
+
+
+def _run(suite: pytest.Pytester, *args: str, prices: str | None = None) -> pytest.RunResult:
+    ini = "[pytest]\n"
+    if prices is not None:
+        ini += f"commerce_prices =\n    {prices}\n"
+    suite.makefile(".ini", pytest=ini)
+    return suite.runpytest(
+        "cases",
+        "--commerce-store=none",
+        "--commerce-concurrency=1",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    )
+
+
+def test_the_summary_shows_what_the_run_cost_and_not_reported_is_not_zero(suite):
+    result = _run(suite, "--commerce-json=run.json", prices="toy = 1.00 2.00 0.50")
+    result.stdout.fnmatch_lines(
+        [
+            "cost (model calls per trial; USD):",
+            "  agent    2 call(s), 4,100 in / 220 out tokens (1,000 cached), 1.0 s in calls, "
+            "$0.0040, not reported on 1 of 3 trials",
+            "  total    $0.0040",
+        ]
+    )
+    # the costly case's budget fails naming what was spent; the cheap one is within its own
+    result.stdout.fnmatch_lines(
+        [
+            "*budget: the agent spent 4,200 tokens (4,000 in, 200 out over 1 calls; budget "
+            "1,000) in the trial*"
+        ]
+    )
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("failed")) == (2, 1)
+    record = json.loads((suite.path / "run.json").read_text())
+    # 3,000 uncached at $1 + 1,000 cached at $0.50 + 200 out at $2, per million: $0.0039
+    # and 100 at $1 + 20 at $2: $0.00014; money is a decimal string, never a float
+    assert record["cost"]["total_usd"] == "0.00404"
+    assert record["cost"]["prices"] == {"toy": "commerce_prices"}
+    cases = {c["case_id"]: c["cost"] for c in record["cases"]}
+    assert cases["chat-001-costly"]["agent"]["per_trial"]["tokens"] == 4200
+    assert cases["chat-001-costly"]["agent"]["cached_tokens"] == 1000
+    assert cases["chat-003-silent"]["agent"]["calls"] is None  # not reported, not 0
+    assert cases["chat-003-silent"]["agent"]["reported_trials"] == 0
+    stored = {t["case_id"]: t for t in record["trials"]}
+    assert stored["chat-002-cheap"]["calls"] == [
+        {
+            "purpose": "agent",
+            "model": "toy",
+            "input_tokens": 100,
+            "output_tokens": 20,
+            "cached_tokens": None,
+            "latency_s": pytest.approx(0.5, abs=0.05),
+            "turn": 0,
+            "source": "client",
+        }
+    ]
+    assert "calls" not in stored["chat-003-silent"]  # written only when some were recorded
+
+
+def test_a_model_without_a_price_costs_unknown_never_zero(suite):
+    result = _run(suite)
+    result.stdout.fnmatch_lines(
+        [
+            "  agent    2 call(s), 4,100 in / 220 out tokens (1,000 cached), 1.0 s in calls, "
+            "cost unknown, not reported on 1 of 3 trials",
+            "  no price for toy: cost unknown (add it to commerce_prices*",
+        ]
+    )
+    assert "$0.0000" not in result.stdout.str()
+
+
+def test_the_runs_budget_stops_new_trials_and_leaves_their_sets_undecided(suite):
+    result = _run(suite, "--commerce-budget=tokens:1000", "-rs")
+    # chat-001-costly ran first and spent 4,200 tokens: the other two were never started
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 1 and "passed" not in outcomes
+    assert outcomes.get("unstarted") == 2
+    result.stdout.fnmatch_lines(
+        [
+            "*UNDECIDED cases: 0/1*",
+            "run stopped early: the run's budget ran out (spent 1 calls, 4,200 tokens, "
+            "cost unknown* of the budget 1,000 tokens); trials not started: 2 (their sets are "
+            "UNDECIDED)",
+        ]
+    )
+    assert result.ret == 1
+
+
+def test_a_bad_budget_or_price_table_is_a_usage_error_naming_it(suite):
+    result = _run(suite, "--commerce-budget=tokens:lots")
+    result.stderr.fnmatch_lines(["*--commerce-budget*tokens:lots is not a whole number*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = _run(suite, prices="toy = cheap 2.00")
+    result.stderr.fnmatch_lines(["*commerce_prices line 1*'cheap' is not a price*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+# -- units ---------------------------------------------------------------------------------
+
+
+def test_tokens_are_read_from_each_frameworks_usage_shape():
+    assert tokens_of({"prompt_tokens": 10, "completion_tokens": 3}) == (10, 3, None)
+    assert tokens_of(
+        {"input_tokens": 10, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 4}}
+    ) == (10, 3, 4)
+    assert tokens_of({"input_tokens": 9, "output_tokens": 2, "cache_read_tokens": 5}) == (9, 2, 5)
+    assert tokens_of(
+        {"input_tokens": 8, "output_tokens": 1, "input_token_details": {"cache_read": 2}}
+    ) == (8, 1, 2)
+    assert tokens_of(None) == (None, None, None)
+    assert tokens_of({"prompt_tokens": -1, "completion_tokens": True}) == (None, None, None)
+
+
+def test_what_the_agent_reports_replaces_what_the_clients_measured_for_it():
+    meter = Meter()
+    client = FakeClient([FakeReply(content="x", usage={"input_tokens": 5, "output_tokens": 1})])
+    with metered(meter, "agent"):
+        client.chat.completions.create(model="m", messages=[])
+    assert [(c.source, c.input_tokens) for c in meter.calls()] == [("client", 5)]
+    with metered(meter, "agent"):
+        assert record_call(model="m", usage={"input_tokens": 50, "output_tokens": 7})
+    calls = meter.calls()
+    assert [(c.source, c.input_tokens, c.output_tokens) for c in calls] == [("agent", 50, 7)]
+    assert calls[0].latency_s is not None  # the measured latency is kept where counts agree
+    assert not record_call(model="m", input_tokens=1)  # outside a trial: nothing recorded
+
+
+def test_a_fake_reply_without_usage_is_not_reported():
+    meter = Meter()
+    with metered(meter, "judge"):
+        reply = FakeClient(["plain"]).chat.completions.create(model="m", messages=[])
+    assert reply.usage is None
+    (call,) = meter.calls()
+    assert (call.purpose, call.input_tokens, call.tokens, call.turn) == ("judge", None, None, None)
+
+
+def test_prices_come_from_the_table_then_the_library_and_unknown_is_none():
+    book = PriceBook({"mine": Price(Decimal("2"), Decimal("4"))}, free={"local-model"})
+    assert book.cost(ModelCall("agent", "mine", 1_000_000, 500_000)) == Decimal("4")
+    assert book.cost(ModelCall("agent", "local-model", 10, 10)) == Decimal(0)
+    assert book.cost(ModelCall("agent", "no-such-model-xyz", 10, 10)) is None
+    assert book.cost(ModelCall("agent", "mine", None, 10)) is None  # tokens not reported
+    library = book.cost(ModelCall("agent", "gpt-4o-mini", 1_000_000, 0))
+    assert isinstance(library, Decimal) and library > 0
+    assert book.source("gpt-4o-mini") == "genai-prices"
+    assert PriceBook(library=False).cost(ModelCall("agent", "gpt-4o-mini", 10, 10)) is None
+
+
+def test_the_price_table_refuses_a_line_it_cannot_read():
+    table = parse_price_table(["a = 1 2", "# a comment", "b = 0.5 1.5 0.1  # cached too"])
+    assert table["b"].cached == Decimal("0.1") and table["a"].cached is None
+    for bad in ("a = 1", "a 1 2", "a = 1 -2", "a = 1 2 3 4", "a = nan 1"):
+        with pytest.raises(ConfigurationError, match="line 1"):
+            parse_price_table([bad])
+
+
+def test_money_is_written_as_dollars_and_unknown_as_unknown():
+    assert money(Decimal("0.00404")) == "$0.0040"
+    assert money(Decimal("12.345")) == "$12.35"
+    assert money(None) == "unknown"
+    assert money(Decimal("0.5"), unpriced=2) == "≥ $0.5000 (2 call(s) unpriced)"
+
+
+def test_a_run_budget_is_read_or_refused():
+    budget = parse_run_budget("calls:500, tokens:2000000, cost:$5.00")
+    assert (budget.calls, budget.tokens, budget.cost) == (500, 2_000_000, Decimal("5.00"))
+    assert budget.split(2).tokens == 1_000_000
+    for bad in ("", "calls:0", "cost:-1", "time:5", "calls:1,calls:2", "tokens:1.5"):
+        with pytest.raises(BudgetError):
+            parse_run_budget(bad)
+
+
+def test_costs_add_up_per_case_and_leave_unreported_trials_out_of_the_means():
+    from types import SimpleNamespace
+
+    def trial(case, *calls, turn_s=(1.0,)):
+        return SimpleNamespace(case_id=case, set_name="s", calls=list(calls), turn_s=list(turn_s))
+
+    book = PriceBook({"m": Price(Decimal("1"), Decimal("1"))})
+    summary = CostSummary.of(
+        [
+            trial("a", ModelCall("agent", "m", 100, 10), ModelCall("judge", "m", 50, 5)),
+            trial("a", ModelCall("agent", "m", 300, 30)),
+            trial("b"),
+        ],
+        book,
+    )
+    agent = summary.cases["a"]["agent"]
+    assert agent.per_trial()["tokens"] == 220 and agent.calls == 2
+    assert summary.run["agent"].reported == 2 and summary.run["agent"].trials == 3
+    assert summary.cases["b"]["agent"].text() == "not reported"
+    assert summary.run["judge"].cost == Decimal("0.000055")
+    total, unpriced = summary.total()
+    assert total == Decimal("0.000495") and unpriced == 0

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .core import parse_output
+from .core import parse_output, report_usage
 
 TEXT_PARTS = ("text", "output_text", "input_text")
 """Content part types whose `text` is read (chat `text`, Responses `output_text`/`input_text`)."""
@@ -79,3 +79,21 @@ def failure(item: Any, output: Any) -> str | None:
     if _truthy(output):
         return json.dumps(output, default=str)
     return "the tool reported an error"
+
+
+def report_response(response: Any, kind: str) -> None:
+    """Report the `usage` and `model` of a whole chat completion or Responses API `Response`
+    the converter was given (a message or an item alone carries none: nothing is reported)."""
+    usage = field(response, "usage")
+    if usage is None:
+        return
+    response_id = field(response, "id")
+    created = field(response, "created")
+    if created is None:
+        created = field(response, "created_at")
+    report_usage(
+        response,
+        usage=usage,
+        model=field(response, "model"),
+        key=(kind, response_id, created) if isinstance(response_id, str) and response_id else None,
+    )

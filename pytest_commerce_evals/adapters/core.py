@@ -18,7 +18,11 @@ Conventions:
   `blocked` with its gate (`"approval: ..."`), so the gate graders work on framework agents;
 - a call to a presentation tool (`ConvertOptions.ui_tools`, by default `present_suggestions`
   with its `component` argument) is also a `Ui` event, emitted once its result is ok (or at the
-  end of the turn when the messages hold no result for it).
+  end of the turn when the messages hold no result for it);
+- a model response the messages hold with its usage (tokens, model) is reported to the trial
+  running here as the agent's call (`report_usage`, `usage.record_call(source="agent")`), once
+  per response however often the trial converts it, and only when the conversion succeeds; a
+  response whose framework reports no usage is not recorded (never as 0 tokens).
 """
 
 from __future__ import annotations
@@ -27,13 +31,17 @@ import ast
 import functools
 import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from ..agent import AgentSession
 from ..errors import ConfigurationError
 from ..events import Event, Text, ToolCall, ToolResult, Ui
+from ..usage import Meter, current_meter, record_call, tokens_of
 
 __all__ = [
     "python_literal",
@@ -49,6 +57,7 @@ __all__ = [
     "framework_agent",
     "parse_arguments",
     "parse_output",
+    "report_usage",
 ]
 
 MAX_LOCATE_ITEMS = 2_000
@@ -75,8 +84,11 @@ def converter(fn: Callable[..., list[Event]]) -> Callable[..., list[Event]]:
                 raise ConversionError(
                     f"{fn.__name__} takes a list of messages; found {_short(messages)}"
                 ) from None
+        outer = _PENDING.get()
+        reports: list[_Report] = [] if outer is None else outer
+        token = _PENDING.set(reports) if outer is None else None
         try:
-            return fn(messages, *args, **kwargs)
+            events = fn(messages, *args, **kwargs)
         except ConversionError:
             raise
         except (ValueError, TypeError) as exc:
@@ -85,6 +97,12 @@ def converter(fn: Callable[..., list[Event]]) -> Callable[..., list[Event]]:
             raise _unreadable(fn, messages, args, kwargs, exc) from exc
         except Exception as exc:
             raise _unreadable(fn, messages, args, kwargs, exc) from exc
+        finally:
+            if token is not None:
+                _PENDING.reset(token)
+        if outer is None:  # the usage is reported once the whole conversion has succeeded
+            _commit(reports)
+        return events
 
     return convert
 
@@ -478,3 +496,127 @@ def python_literal(text: Any) -> Any:
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text
     return value if isinstance(value, (dict, list)) else text
+
+
+# -- the usage of the model responses a converter reads -------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Report:
+    response: Any
+    key: Hashable | None
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None
+
+
+_PENDING: ContextVar[list[_Report] | None] = ContextVar("commerce_usage_pending", default=None)
+
+SEEN_TRIALS = 256
+"""Trials whose reported responses are remembered (the most recent ones), so a response
+converted again in a later turn of the same trial is not counted twice."""
+
+
+class _Seen:
+    """The responses already reported on one trial: by the key naming a response (its id, with
+    its model and tokens), else by the object itself, kept here while the trial is remembered
+    (an id of a freed object could name a new one)."""
+
+    __slots__ = ("keys", "meter", "objects")
+
+    def __init__(self, meter: Meter) -> None:
+        self.meter = meter  # held, so no later trial's meter takes its id while it is remembered
+        self.keys: set[Hashable] = set()
+        self.objects: dict[int, Any] = {}
+
+    def has(self, report: _Report) -> bool:
+        if report.key is not None:
+            return report.key in self.keys
+        return self.objects.get(id(report.response)) is report.response
+
+    def add(self, report: _Report) -> None:
+        if report.key is not None:
+            self.keys.add(report.key)
+        else:
+            self.objects[id(report.response)] = report.response
+
+
+_SEEN: OrderedDict[int, _Seen] = OrderedDict()
+_SEEN_LOCK = threading.Lock()
+
+
+def _seen(meter: Meter) -> _Seen:
+    with _SEEN_LOCK:
+        seen = _SEEN.get(id(meter))
+        if seen is None or seen.meter is not meter:
+            seen = _SEEN[id(meter)] = _Seen(meter)
+            while len(_SEEN) > SEEN_TRIALS:
+                _SEEN.popitem(last=False)
+        else:
+            _SEEN.move_to_end(id(meter))
+        return seen
+
+
+def _commit(reports: list[_Report]) -> None:
+    if not reports:
+        return
+    here = current_meter()
+    if here is None:  # converted outside a trial: nothing is counted
+        return
+    seen = _seen(here[0])
+    for report in reports:
+        with _SEEN_LOCK:
+            if seen.has(report):
+                continue
+            seen.add(report)
+        record_call(
+            model=report.model,
+            input_tokens=report.input_tokens,
+            output_tokens=report.output_tokens,
+            cached_tokens=report.cached_tokens,
+            source="agent",
+        )
+
+
+def report_usage(
+    response: Any,
+    *,
+    usage: Any = None,
+    model: Any = None,
+    key: Hashable | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    cached_tokens: int | None = None,
+) -> bool:
+    """Report the usage of one model response a converter reads as the agent's call on the trial
+    running here (`usage.record_call(source="agent")`): its tokens, or those `usage` holds (any
+    shape `usage.tokens_of` reads), and its model. A response whose usage says neither input
+    nor output tokens is not reported (False): "not reported", never 0.
+
+    `key` names the response (its id, with what else tells two responses apart; the model and
+    the tokens are added to it) so a copy of it converted in a later turn of the trial is
+    counted once; without a key the object itself is counted once. Inside a converter
+    (`@converter`) the report is made when the conversion succeeds; a failed one reports
+    nothing. Outside a trial nothing is recorded."""
+    if usage is not None:
+        got = tokens_of(usage)
+        input_tokens = got[0] if input_tokens is None else input_tokens
+        output_tokens = got[1] if output_tokens is None else output_tokens
+        cached_tokens = got[2] if cached_tokens is None else cached_tokens
+    if input_tokens is None and output_tokens is None:
+        return False
+    name = model if isinstance(model, str) and model else None
+    if key is not None:  # the same id with other numbers is another response (a chunk of one)
+        key = (key, name, input_tokens, output_tokens, cached_tokens)
+        try:
+            hash(key)
+        except TypeError:  # an id of an odd type: the object itself names the response
+            key = None
+    report = _Report(response, key, name, input_tokens, output_tokens, cached_tokens)
+    pending = _PENDING.get()
+    if pending is not None:
+        pending.append(report)
+    else:
+        _commit([report])
+    return True

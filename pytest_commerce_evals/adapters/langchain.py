@@ -27,6 +27,11 @@ What reads how:
   legacy `FunctionMessage`, `ChatMessage`) are not events and are skipped, so the slice of a
   graph's `messages` state added in a turn (the user's message included) converts as it is.
 
+Each `AIMessage`'s `usage_metadata` (`input_tokens`, `output_tokens`,
+`input_token_details.cache_read`) is reported to the running trial as one agent call of the
+model its `response_metadata` names (`model_name`, else `model`), once however often the trial
+converts it; a message without `usage_metadata` (not reported) records nothing.
+
 The dict form `messages_to_dict` writes (`{"type": "ai", "data": {...}}`) reads the same.
 LangChain is not imported here: messages are read by their attributes, so this module imports
 without the `[frameworks]` extra. `langchain_chat_model(client)` (which does import
@@ -41,7 +46,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..events import Event
-from .core import ConvertOptions, EventBuilder, converter
+from ..usage import tokens_of
+from .core import ConvertOptions, EventBuilder, converter, report_usage
 
 __all__ = ["events_from_langchain", "langchain_chat_model"]
 
@@ -99,6 +105,27 @@ def _output(content: Any) -> Any:
     return text if text else content
 
 
+def _model_name(fields: Any) -> Any:
+    metadata = _get(fields, "response_metadata", {})
+    if not isinstance(metadata, Mapping):
+        return None
+    return metadata.get("model_name") or metadata.get("model") or metadata.get("model_id")
+
+
+def _report(message: Any, fields: Any) -> None:
+    """Report an AI message's `usage_metadata`; None (not reported) reports nothing."""
+    usage = _get(fields, "usage_metadata")
+    if not usage:
+        return
+    message_id = _get(fields, "id")
+    report_usage(
+        message,
+        usage=usage,
+        model=_model_name(fields),
+        key=("langchain", message_id) if isinstance(message_id, str) and message_id else None,
+    )
+
+
 @converter
 def events_from_langchain(
     messages: Iterable[Any],
@@ -121,6 +148,7 @@ def events_from_langchain(
     for index, message in enumerate(messages):
         kind, fields = _kind_and_fields(message, index)
         if kind == "ai":
+            _report(message, fields)
             builder.text(_text(_get(fields, "content", "")))
             for call in _get(fields, "tool_calls", []):
                 builder.call(_get(call, "id"), _get(call, "name"), _get(call, "args"))
@@ -172,6 +200,21 @@ def _openai_tool_call(call: Any) -> dict[str, Any]:
     return {"type": "tool_call", "id": call_id, "name": get("name"), "args": args}
 
 
+def _usage_metadata(usage: Any) -> dict[str, Any] | None:
+    """A completion's usage as LangChain's `usage_metadata`; None when it reports no tokens."""
+    inp, out, cached = tokens_of(usage)
+    if inp is None or out is None:
+        return None
+    metadata: dict[str, Any] = {
+        "input_tokens": inp,
+        "output_tokens": out,
+        "total_tokens": inp + out,
+    }
+    if cached is not None:
+        metadata["input_token_details"] = {"cache_read": cached}
+    return metadata
+
+
 def _model_class() -> Any:
     global _MODEL_CLASS
     if _MODEL_CLASS is not None:
@@ -205,12 +248,15 @@ def _model_class() -> Any:
             }
             if kwargs.get("tools"):
                 request["tools"] = kwargs["tools"]
-            reply = self.client.chat.completions.create(**request).choices[0].message
+            completion = self.client.chat.completions.create(**request)
+            reply = completion.choices[0].message
             calls = [_openai_tool_call(c) for c in (reply.tool_calls or [])]
             message = AIMessage(
                 content=reply.content or "",
                 tool_calls=[c for c in calls if c["type"] == "tool_call"],
                 invalid_tool_calls=[c for c in calls if c["type"] == "invalid_tool_call"],
+                usage_metadata=_usage_metadata(getattr(completion, "usage", None)),
+                response_metadata={"model_name": getattr(completion, "model", None) or self.model},
             )
             return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -222,5 +268,6 @@ def langchain_chat_model(client: Any, model: str = "scripted") -> Any:
     """A LangChain `BaseChatModel` answering from `client` (the `FakeClient` the plugin hands
     `pytest_commerce_evals_make_scripted_agent`): build your graph with it in place of your chat
     model and the vacuity check drives your own graph, tools and guardrails. `bind_tools` works
-    (the tools reach the script in the OpenAI format). Needs `langchain-core`."""
+    (the tools reach the script in the OpenAI format); a reply's usage becomes the message's
+    `usage_metadata`, its model `response_metadata["model_name"]`. Needs `langchain-core`."""
     return _model_class()(client=client, model=model)

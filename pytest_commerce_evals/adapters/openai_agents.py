@@ -18,6 +18,18 @@ What is read:
   same id, is a call of its own; a result that answers no call is refused;
 - reasoning items, MCP listings and anything else carry no event and are skipped.
 
+**Usage.** The run items carry no token counts; the run's responses do. Pass them, and each
+response's `usage` (`input_tokens`, `output_tokens`, `input_tokens_details.cached_tokens`) is
+reported to the running trial as one agent call, once however often the trial converts it (a run
+resumed after an approval repeats the earlier responses in its `raw_responses`):
+
+    return TurnMessages(result.new_items, context=result.context_wrapper,
+                        responses=result.raw_responses, model="gpt-4.1-mini")
+
+The SDK's responses do not name their model: `model` is the one the agent runs on (else the
+calls have none, and no price). A response whose usage is all zeros (`Usage(requests=1)`, what
+the SDK gives a response without usage) is not recorded.
+
 The same run as plain dicts (`result.to_input_list()`, sliced to this turn's items) reads the
 same: `function_call`, `function_call_output` and assistant `message` items; user, system and
 developer messages are the turn's input and are skipped. A tool returning a dict or a list
@@ -46,7 +58,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..events import Event
-from .core import ConvertOptions, EventBuilder, converter, python_literal
+from ..usage import tokens_of
+from .core import ConvertOptions, EventBuilder, converter, python_literal, report_usage
 from .openai_agents_model import agents_model
 
 __all__ = [
@@ -215,20 +228,45 @@ class _Reader:
             self.builder.text(_message_text(item.get("content")))
 
 
+def _report(response: Any, model: str | None) -> None:
+    """Report one `ModelResponse`'s usage (all zeros: the SDK's usage of a response without
+    one, not reported)."""
+    inp, out, cached = tokens_of(_get(response, "usage"))
+    if not inp and not out:
+        return
+    response_id, request_id = _get(response, "response_id"), _get(response, "request_id")
+    report_usage(
+        response,
+        model=model or _get(response, "model") or _get(response, "model_name"),
+        input_tokens=inp,
+        output_tokens=out,
+        cached_tokens=cached,
+        key=("agents", response_id, request_id) if response_id or request_id else None,
+    )
+
+
 @converter
 def events_from_agents_items(
-    items: Iterable[Any], *, options: ConvertOptions | None = None, context: Any = None
+    items: Iterable[Any],
+    *,
+    options: ConvertOptions | None = None,
+    context: Any = None,
+    responses: Iterable[Any] | None = None,
+    model: str | None = None,
 ) -> list[Event]:
     """One turn's events from an Agents SDK run: `result.new_items` (run items), or the same
     turn as `to_input_list()` dicts. Pure: no model call, no import of the SDK.
 
     `context` is the run's `result.context_wrapper`: with it a call a person refused is
     `blocked` whatever rejection message it was given; without it only the SDK's default
-    rejection text is recognised."""
+    rejection text is recognised. `responses` is the run's `result.raw_responses`: each one's
+    usage is reported to the trial as an agent call of `model` (see the module's docstring)."""
     reader = _Reader(options, context)
     for item in items:
         if isinstance(item, Mapping) and "raw_item" not in item:
             reader.input_item(item)
         else:
             reader.run_item(item)
+    for response in responses or ():
+        _report(response, model)
     return reader.builder.finish()

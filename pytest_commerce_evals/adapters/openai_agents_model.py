@@ -17,12 +17,14 @@ request in chat-completions form (the SDK's own Chat Completions converter build
 and the tool schemas, so the degenerate scripts see the user message, the tool results and the
 tool names as they would from any agent), and the reply (`choices[0].message.content` and
 `.tool_calls`, a `FakeClient` `Record` or an SDK `ChatCompletion`) becomes the SDK's
-`ModelResponse`: a message item for the text, a function-call item per tool call. The client may
-be sync (`FakeClient`) or async (`AsyncFakeClient`). `Runner.run` and `Runner.run_sync` are
-served; `Runner.run_streamed` is not. Hosted tools (web search, file search) have no
-chat-completions form and raise the SDK's `UserError` naming the tool. A tool that returned a
-dict or a list reaches the model as the SDK writes it, `str(output)`; the request carries it as
-JSON, as a chat-completions agent would send it.
+`ModelResponse`: a message item for the text, a function-call item per tool call, and the
+reply's usage as its `usage` (a reply without usage: `Usage(requests=1)`, as the SDK's own
+chat-completions model gives it). The client may be sync (`FakeClient`) or async
+(`AsyncFakeClient`). `Runner.run` and `Runner.run_sync` are served; `Runner.run_streamed` is
+not. Hosted tools (web search, file search) have no chat-completions form and raise the SDK's
+`UserError` naming the tool. A tool that returned a dict or a list reaches the model as the SDK
+writes it, `str(output)`; the request carries it as JSON, as a chat-completions agent would
+send it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import json
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..usage import tokens_of
 from .core import python_literal
 
 __all__ = ["agents_model"]
@@ -106,6 +109,26 @@ def _output_items(reply: Any) -> list[Any]:
     return items
 
 
+def _usage(usage_cls: Any, reported: Any) -> Any:
+    """The reply's usage as the SDK's `Usage` of one request; none reported: `Usage(requests=1)`,
+    as the SDK's own chat-completions model gives it (zeros the converter reports as none)."""
+    inp, out, cached = tokens_of(reported)
+    if inp is None and out is None:
+        return usage_cls(requests=1)
+    kwargs: dict[str, Any] = {}
+    if cached is not None:
+        from openai.types.completion_usage import PromptTokensDetails
+
+        kwargs["input_tokens_details"] = PromptTokensDetails(cached_tokens=cached)
+    return usage_cls(
+        requests=1,
+        input_tokens=inp or 0,
+        output_tokens=out or 0,
+        total_tokens=(inp or 0) + (out or 0),
+        **kwargs,
+    )
+
+
 def agents_model(client: Any, model_name: str = "scripted") -> Any:
     """An `agents.Model` that asks `client.chat.completions.create(...)` (sync or async) for each
     response; use it with `agent.clone(model=agents_model(client))`. Needs `openai-agents`."""
@@ -162,7 +185,7 @@ def agents_model(client: Any, model_name: str = "scripted") -> Any:
                 reply = await reply
             return ModelResponse(
                 output=_output_items(reply),
-                usage=Usage(requests=1),
+                usage=_usage(Usage, _read(reply, "usage")),
                 response_id=_read(reply, "id"),
             )
 

@@ -7,7 +7,10 @@ messages it gets back) as the plugin's events.
 
 Each message may be a dict, the SDK's `ChatCompletionMessage`, the plugin's `Record` reply
 message, or a whole `ChatCompletion` (its first choice's message is read); fields are read by
-key or attribute alike. How each message reads:
+key or attribute alike. A whole `ChatCompletion` (a dict, the SDK's object or a `Record`) with a
+`usage` is also reported to the running trial as one agent call of its `model` (once however
+often the trial converts it); a bare message carries no usage and reports none. How each message
+reads:
 
 - `system`, `developer` and `user` messages are the input, not what the agent did: skipped;
 - an `assistant` message's `content` (a string, or its text parts joined) and `refusal` are
@@ -31,7 +34,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..events import Event
-from ._openai import failure, field, parts_text, tool_output
+from ._openai import failure, field, parts_text, report_response, tool_output
 from .core import ConvertOptions, EventBuilder, converter
 
 __all__ = ["events_from_chat_messages", "tool_failure", "tool_output"]
@@ -51,6 +54,7 @@ _ROLES = (*_INPUT_ROLES, "assistant", "tool")
 def _message(item: Any) -> Any:
     choices = field(item, "choices")
     if choices:
+        report_response(item, "chat")
         return field(choices[0], "message")
     return item
 

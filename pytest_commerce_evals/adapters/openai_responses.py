@@ -7,7 +7,10 @@ back (`function_call_output`) as the plugin's events.
 
 Each item may be a dict or the SDK's `openai.types.responses` object (`ResponseFunctionToolCall`,
 `ResponseOutputMessage`, `ResponseReasoningItem`, ...); a whole `Response` reads as its
-`output`. Fields are read by key or attribute alike. How each item reads, by its `type`:
+`output`, and its `usage` (`input_tokens`, `output_tokens`, `input_tokens_details.cached_tokens`)
+is reported to the running trial as one agent call of its `model` (once however often the trial
+converts it; items alone carry no usage and report none). Fields are read by key or attribute
+alike. How each item reads, by its `type`:
 
 - `function_call` (`call_id`, `name`, `arguments`) is a `ToolCall`; `custom_tool_call`
   (`call_id`, `name`, `input`) too, its input kept under `_raw`;
@@ -33,7 +36,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..events import Event
-from ._openai import failure, field, parts_text, tool_output
+from ._openai import failure, field, parts_text, report_response, tool_output
 from .core import ConvertOptions, EventBuilder, converter
 
 __all__ = ["events_from_responses_items"]
@@ -47,6 +50,7 @@ def _items(items: Iterable[Any]) -> Iterable[tuple[int, Any]]:
     for item in items:
         output = field(item, "output")
         if field(item, "object") == "response" and isinstance(output, list):
+            report_response(item, "responses")
             for inner in output:
                 yield index, inner
                 index += 1

@@ -26,7 +26,12 @@ pydantic-ai; a typed subclass of a tool part reads as its base):
 - `TextPart` is `Text`; user and system prompt parts, instructions, thinking and file parts are
   skipped (they are the input or the model's private reasoning, not what it did).
 - a structured `output_type` arrives through an output tool (`final_result` by default), whose
-  call and return read like any other tool's (a case's `max_tool_calls` counts it).
+  call and return read like any other tool's (a case's `max_tool_calls` counts it);
+- each `ModelResponse`'s `usage` (`input_tokens`, `output_tokens`, `cache_read_tokens`) and
+  `model_name` is reported to the running trial as one agent call (`core.report_usage`), once
+  however often the trial converts it; a response whose usage pydantic-ai did not measure
+  (`unmeasured_requests`, or the all-zero `RequestUsage()` of a response without usage) is not
+  recorded.
 
 A tool that raises any other exception makes pydantic-ai raise it out of `agent.run`, so the
 trial fails as the agent's own error; there is no part to convert.
@@ -45,7 +50,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..events import Event
-from .core import ConvertOptions, EventBuilder, converter
+from ..usage import tokens_of
+from .core import ConvertOptions, EventBuilder, converter, report_usage
 
 __all__ = ["events_from_pydantic_ai", "pydantic_ai_model"]
 
@@ -62,6 +68,32 @@ _BY_CLASS = {
     "UserPromptPart": "user-prompt",
     "SystemPromptPart": "system-prompt",
 }
+
+
+def _report(message: Any) -> None:
+    """Report a `ModelResponse`'s usage; a request, or a response without usage, reports none."""
+    kind = getattr(message, "kind", None)
+    if kind != "response" and not (kind is None and type(message).__name__ == "ModelResponse"):
+        return
+    usage = getattr(message, "usage", None)
+    if usage is None or getattr(usage, "unmeasured_requests", None):
+        return
+    inp, out, cached = tokens_of(usage)
+    if not inp and not out:  # RequestUsage(): pydantic-ai's default for a response without usage
+        return
+    model = getattr(message, "model_name", None)
+    report_usage(
+        message,
+        model=model,
+        input_tokens=inp,
+        output_tokens=out,
+        cached_tokens=cached,
+        key=(
+            "pydantic-ai",
+            getattr(message, "provider_response_id", None),
+            getattr(message, "timestamp", None),
+        ),
+    )
 
 
 def _kind(part: Any) -> str | None:
@@ -101,6 +133,8 @@ def events_from_pydantic_ai(
             return  # the same call reported twice (e.g. a retry prompt and a retried return)
         builder.result(call_id, content, name=name, **status)
 
+    for message in messages:
+        _report(message)
     for part in _parts(messages):
         kind = _kind(part)
         if kind in _CALLS:
@@ -192,6 +226,22 @@ def _chat_tools(info: Any) -> list[dict[str, Any]]:
     ]
 
 
+def _request_usage(completion: Any) -> Any:
+    """The completion's usage as pydantic-ai's `RequestUsage`; none reported: an unmeasured
+    request (so pydantic-ai does not estimate tokens for it, and the converter reports none)."""
+    from pydantic_ai.usage import RequestUsage
+
+    inp, out, cached = tokens_of(getattr(completion, "usage", None))
+    if inp is None and out is None:
+        try:
+            return RequestUsage(unmeasured_requests=1)
+        except TypeError:  # a pydantic-ai without `unmeasured_requests`
+            return RequestUsage()
+    return RequestUsage(
+        input_tokens=inp or 0, output_tokens=out or 0, cache_read_tokens=cached or 0
+    )
+
+
 def pydantic_ai_model(client: Any, model: str = "scripted") -> Any:
     """A pydantic-ai `FunctionModel` whose every reply comes from `client` (a `FakeClient` or
     anything with `chat.completions.create(model=, messages=, tools=)` returning a chat
@@ -231,6 +281,6 @@ def pydantic_ai_model(client: Any, model: str = "scripted") -> Any:
             )
         if not parts:
             parts.append(TextPart(content=""))
-        return ModelResponse(parts=parts, model_name=model)
+        return ModelResponse(parts=parts, model_name=model, usage=_request_usage(completion))
 
     return FunctionModel(reply, model_name=model)

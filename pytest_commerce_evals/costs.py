@@ -40,8 +40,14 @@ class Tally:
     models: list[str] = field(default_factory=list)
 
     def add_trial(
-        self, calls: Iterable[ModelCall], book: PriceBook, turn_s: Iterable[float]
+        self,
+        calls: Iterable[ModelCall],
+        book: PriceBook,
+        turn_s: Iterable[float],
+        priced: dict[int, Decimal | None] | None = None,
     ) -> None:
+        """Count one trial's calls of this purpose (`priced`: each call's price by `id`, when
+        the caller priced them once for several tallies)."""
         mine = [c for c in calls if c.purpose == self.purpose]
         self.trials += 1
         if self.purpose == "agent":
@@ -58,7 +64,7 @@ class Tally:
             self.latency_s += call.latency_s or 0.0
             if call.model and call.model not in self.models:
                 self.models.append(call.model)
-            price = book.cost(call)
+            price = priced[id(call)] if priced is not None else book.cost(call)
             if price is None:
                 self.unpriced += 1
             else:
@@ -168,13 +174,14 @@ class CostSummary:
         self.run: dict[Purpose, Tally] = {p: Tally(p) for p in PURPOSES}
 
     def add(self, trial: Any) -> None:
+        priced = {id(c): self.book.cost(c) for c in trial.calls}  # once, for all three groups
         for group in (
             self.cases.setdefault(trial.case_id, {p: Tally(p) for p in PURPOSES}),
             self.sets.setdefault(trial.set_name, {p: Tally(p) for p in PURPOSES}),
             self.run,
         ):
             for t in group.values():
-                t.add_trial(trial.calls, self.book, trial.turn_s)
+                t.add_trial(trial.calls, self.book, trial.turn_s, priced)
 
     @classmethod
     def of(cls, trials: Iterable[Any], book: PriceBook) -> CostSummary:

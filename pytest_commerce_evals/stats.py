@@ -11,6 +11,8 @@ baseline, and the Beta/beta-binomial arithmetic that adaptive trials decide with
   of the current run passing this few of its trials given the pooled counts (the hypergeometric
   lower tail). Exact at any count, and conservative: it never says "dropped" more often than its
   level. 0/5 against 5/5 gives p = 1/252 ≈ 0.004.
+- **Rise test on per-trial values** (tokens, agent time): the one-sided Mann–Whitney U test
+  (`mann_whitney_greater_p`), rank-based, since those values are skewed and heavy-tailed.
 """
 
 from __future__ import annotations
@@ -353,3 +355,95 @@ def adaptive_rate(
     if fisher_drop_p(passed, graded, baseline[0], baseline[1]) < level:
         return own
     return (own * graded + baseline[0]) / (graded + baseline[1])
+
+
+# -- per-trial values: the one-sided Mann–Whitney U (Wilcoxon rank-sum) test ------------------
+
+MW_EXACT_MAX_PAIRS = 400
+"""Without ties, `mann_whitney_greater_p` is exact while n1·n2 is at most this (both sides up
+to 20, or 5 against 80); beyond it, and with ties, the normal approximation is used."""
+
+
+def midranks(values: Sequence[float]) -> list[float]:
+    """The rank of each value among `values` (1 the smallest), tied values sharing the mean of
+    the ranks they span."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def mann_whitney_u(new: Sequence[float], base: Sequence[float]) -> float:
+    """U of `new` against `base`: the pairs (x from new, y from base) with x > y, a tie counting
+    one half."""
+    ranks = midranks([*new, *base])
+    n1 = len(new)
+    return sum(ranks[:n1]) - n1 * (n1 + 1) / 2
+
+
+@lru_cache(maxsize=1024)
+def _u_upper_tails(n1: int, n2: int) -> tuple[Fraction, ...]:
+    """P(U >= u) for u = 0 … n1·n2 under the null (no ties), n1 <= n2: the coefficients of the
+    Gaussian binomial [n1+n2 choose n1]_q, counted by dynamic programming, over C(n1+n2, n1)."""
+    k, other = n1, n2
+    # ways[j][u]: subsets of size j of the items seen so far whose U (items below each chosen
+    # one that were not chosen) is u; adding item i as the (j+1)-th chosen adds i - j to U.
+    ways: list[list[int]] = [[1]] + [[] for _ in range(k)]
+    for i in range(k + other):
+        for j in range(min(i, k - 1), -1, -1):
+            row, shift = ways[j], i - j
+            if not row:
+                continue
+            grown = ways[j + 1]
+            if len(grown) < shift + len(row):
+                grown.extend([0] * (shift + len(row) - len(grown)))
+            for u, count in enumerate(row):
+                if count:
+                    grown[u + shift] += count
+    counts = ways[k] + [0] * (k * other + 1 - len(ways[k]))
+    total = math.comb(k + other, k)
+    tails, running = [], 0
+    for count in reversed(counts):
+        running += count
+        tails.append(Fraction(running, total))
+    return tuple(reversed(tails))
+
+
+def mann_whitney_greater_p(new: Sequence[float], base: Sequence[float]) -> float:
+    """One-sided p-value of the Mann–Whitney U (Wilcoxon rank-sum) test that `new` is
+    stochastically larger than `base`: P(U >= U observed) if both were drawn from one
+    distribution. 1.0 when a side is empty.
+
+    Exact (the permutation distribution of U) when there are no ties and n1·n2 <=
+    `MW_EXACT_MAX_PAIRS`; otherwise the normal approximation with the tie correction of the
+    variance and a continuity correction of 1/2."""
+    n1, n2 = len(new), len(base)
+    if n1 == 0 or n2 == 0:
+        return 1.0
+    combined = [*new, *base]
+    if any(math.isnan(v) for v in combined):
+        raise ValueError("Mann–Whitney test of values with NaN in them")
+    u = mann_whitney_u(new, base)
+    ties = len(set(combined)) < len(combined)
+    if not ties and n1 * n2 <= MW_EXACT_MAX_PAIRS:
+        # under the null U is the U of a random n1-subset of the ranks 1..n, whose law is the
+        # same for n1 and n2 chosen (the Gaussian binomial is symmetric): count the smaller
+        tails = _u_upper_tails(min(n1, n2), max(n1, n2))
+        return float(tails[round(u)])
+    n = n1 + n2
+    counts: dict[float, int] = {}
+    for v in combined:
+        counts[v] = counts.get(v, 0) + 1
+    tie_term = sum(t**3 - t for t in counts.values()) / (n * (n - 1))
+    variance = n1 * n2 / 12 * ((n + 1) - tie_term)
+    if variance <= 0:  # every value equal: nothing says one side is larger
+        return 1.0
+    z = (u - n1 * n2 / 2 - 0.5) / math.sqrt(variance)
+    return min(1.0, 0.5 * math.erfc(z / math.sqrt(2)))

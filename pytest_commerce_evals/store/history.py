@@ -13,24 +13,43 @@ per-run outcome flipped across the last comparable runs is *flaky* (docs/run-his
 
 The verdict on a change is the failing sets (and the set thresholds), never the overall rate:
 between runs a move of about one percentage point overall is noise.
+
+Beside the failing sets the diff lists *cost and latency regressions*: cases whose agent tokens
+or agent time per trial rose against the same baseline trials, by the one-sided Mann–Whitney U
+test (`stats.mann_whitney_greater_p`) at the diff's level and a median rise of at least
+`MIN_COST_RISE`. They are listed apart and never move a case between the failing sets.
 """
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..cases.case import PRIORITIES
+from ..costs import per_trial_values
 from ..results import GRADED
-from ..stats import fisher_drop_p, fisher_rise_p, format_rate, pool_baseline, wilson_interval
-from .records import RunRecord
+from ..stats import (
+    fisher_drop_p,
+    fisher_rise_p,
+    format_rate,
+    mann_whitney_greater_p,
+    pool_baseline,
+    wilson_interval,
+)
+from .records import RunRecord, StoredTrial
 from .run_store import RunStore
 
 __all__ = [
     "DEFAULT_HISTORY_RUNS",
     "DEFAULT_LEVEL",
     "NOISE_NOTE",
+    "COST_MEASURES",
+    "MIN_COST_RISE",
+    "MIN_COST_TRIALS",
     "CaseRate",
+    "CostRegression",
     "DiffEntry",
     "FailingSetDiff",
     "History",
@@ -39,6 +58,7 @@ __all__ = [
     "case_lines",
     "case_rates",
     "compare_runs",
+    "cost_regressions",
     "describe_run",
     "diff_failing_sets",
     "is_flaky",
@@ -163,6 +183,25 @@ class History:
     runs: list[RunRecord] = field(default_factory=list)
     counts: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     max_runs: int = DEFAULT_HISTORY_RUNS
+    loader: Callable[[str], RunRecord] | None = None
+    """Reads a run with its trials (`RunStore.load_run`), for the runs in `runs` that came
+    without them: their per-trial costs are read only when a cost test needs them."""
+    _trials: dict[str, list[StoredTrial]] = field(default_factory=dict, repr=False)
+
+    def trials(self, run_id: str) -> list[StoredTrial]:
+        """The trials of an earlier run: as held in `runs`, else read once with `loader`; none
+        when it cannot be read (a damaged run gives no per-trial values, it is not an error)."""
+        if run_id in self._trials:
+            return self._trials[run_id]
+        run = next((r for r in self.runs if r.run_id == run_id), None)
+        found: list[StoredTrial] = list(run.trials) if run is not None else []
+        if not found and self.loader is not None:
+            try:
+                found = list(self.loader(run_id).trials)
+            except Exception:  # a run that cannot be read is left out of the cost tests
+                found = []
+        self._trials[run_id] = found
+        return found
 
     def past(self, case_id: str) -> list[PastRun]:
         """The case's graded trials in up to `max_runs` earlier runs that graded it, newest
@@ -201,7 +240,7 @@ def load_history(
     """The runs comparable with `record` in `store` (newest first) until every case of
     `case_ids` has `max_runs` graded runs, or `SCAN_RUNS_PER_CASE_RUN` × `max_runs` runs were
     read."""
-    history = History(max_runs=max_runs)
+    history = History(max_runs=max_runs, loader=store.load_run)
     wanted = set(case_ids)
     seen: dict[str, int] = dict.fromkeys(wanted, 0)
     for run in store.comparable_runs(record, limit=max(SCAN_RUNS_PER_CASE_RUN * max_runs, 50)):
@@ -410,6 +449,9 @@ class FailingSetDiff:
     explicit: bool = True
     restricted: int | None = None
     paired: bool = False
+    cost_regressions: list[CostRegression] = field(default_factory=list)
+    """Cases whose agent tokens or agent time per trial rose (`cost_regressions`): listed apart,
+    never in the failing sets."""
 
     @property
     def entries(self) -> list[DiffEntry]:
@@ -514,6 +556,12 @@ class FailingSetDiff:
                 continue
             out.append(f"{title} ({len(entries)}):")
             out += [entry_line(e) for e in entries]
+        if self.cost_regressions:
+            out.append(
+                "cost and latency regressions (median per trial, Mann–Whitney one-sided "
+                f"p < {self.level:g}):"
+            )
+            out += [f"  {c.text()}" for c in self.cost_regressions]
         out.append(overall_line(*self.overall))
         return out
 
@@ -552,7 +600,139 @@ class FailingSetDiff:
                 ]
                 for name, entries in buckets.items()
             },
+            "cost_regressions": [c.to_json() for c in self.cost_regressions],
         }
+
+
+# -- cost and latency regressions --------------------------------------------------------------
+
+COST_MEASURES: dict[str, str] = {"tokens": "tokens", "latency": "agent_s"}
+"""What is tested for a rise, per trial (`costs.per_trial_values`): `tokens`, the agent's input
+plus output tokens; `latency`, the agent's own time over its turns (`turn_s`), not the customer's
+or the judge's."""
+MIN_COST_RISE = 0.10
+"""A significant rise is listed only when the median per trial rose by at least this share: with
+many trials the test finds shifts too small to matter."""
+MIN_COST_TRIALS = 3
+"""Trials with the value reported that each side needs before a case is tested."""
+
+
+@dataclass(frozen=True)
+class CostRegression:
+    """A case whose agent `measure` (`tokens` or `latency`, in seconds) per trial rose: the
+    medians of the baseline's and this run's graded trials that reported it, their counts, and
+    the one-sided Mann–Whitney p-value."""
+
+    case_id: str
+    priority: str
+    measure: str
+    base_median: float
+    median: float
+    p: float
+    base_n: int
+    n: int
+
+    @property
+    def ratio(self) -> float | None:
+        """This run's median over the baseline's; None when the baseline's is 0."""
+        return self.median / self.base_median if self.base_median > 0 else None
+
+    def text(self) -> str:
+        """`checkout-003: tokens 1,840 → 3,910 per trial (2.13×, p=0.004, 10 vs 5 trials)`: the
+        medians and counts, baseline first."""
+        ratio = "from 0" if self.ratio is None else f"{self.ratio:.2f}×"
+        return (
+            f"{self.case_id}: {self.measure} {_value(self.measure, self.base_median)} → "
+            f"{_value(self.measure, self.median)} per trial ({ratio}, p={format_p(self.p)}, "
+            f"{self.base_n} vs {self.n} trials)"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "priority": self.priority,
+            "measure": self.measure,
+            "baseline_median": self.base_median,
+            "median": self.median,
+            "ratio": self.ratio,
+            "p": self.p,
+            "baseline_trials": self.base_n,
+            "trials": self.n,
+        }
+
+
+def _value(measure: str, value: float) -> str:
+    if measure == "tokens":
+        return f"{value:,.0f}"
+    return f"{value:.2f} s" if value < 10 else f"{value:,.1f} s"
+
+
+def trial_values(trials: Sequence[StoredTrial], measure: str) -> list[float]:
+    """The graded trials' `measure` (a key of `COST_MEASURES`), those that reported it."""
+    what = COST_MEASURES[measure]
+    values = (per_trial_values(t, what) for t in trials if t.outcome in GRADED)
+    return [v for v in values if v is not None]
+
+
+def cost_regression(
+    case_id: str,
+    priority: str,
+    measure: str,
+    values: Sequence[float],
+    base_values: Sequence[float],
+    level: float,
+) -> CostRegression | None:
+    """The case's rise in `measure` when the one-sided Mann–Whitney test of this run's values
+    against the baseline's gives p < `level` and the median rose by at least `MIN_COST_RISE`;
+    None otherwise, or when a side has fewer than `MIN_COST_TRIALS` values."""
+    if len(values) < MIN_COST_TRIALS or len(base_values) < MIN_COST_TRIALS:
+        return None
+    base_median, median = statistics.median(base_values), statistics.median(values)
+    if median <= base_median or median < base_median * (1 + MIN_COST_RISE):
+        return None
+    p = mann_whitney_greater_p(values, base_values)
+    if p >= level:
+        return None
+    return CostRegression(
+        case_id,
+        priority,
+        measure,
+        float(base_median),
+        float(median),
+        p,
+        len(base_values),
+        len(values),
+    )
+
+
+def cost_regressions(
+    after: RunRecord,
+    cases: dict[str, CaseRate],
+    baseline_trials: Callable[[str], list[StoredTrial]],
+    level: float,
+) -> list[CostRegression]:
+    """Each of `cases` (this run's) whose agent tokens or agent time per trial rose against its
+    baseline trials (`baseline_trials(case_id)`: the trials the pass/fail test pooled), most
+    urgent case first, tokens before latency. The baseline's trials are read only for a case
+    with enough values here."""
+    mine: dict[str, list[StoredTrial]] = {}
+    for t in after.trials:
+        if t.case_id in cases:
+            mine.setdefault(t.case_id, []).append(t)
+    out: list[CostRegression] = []
+    order = sorted(cases, key=lambda c: (PRIORITY_ORDER.get(cases[c].priority, 9), c))
+    for case_id in order:
+        values = {m: trial_values(mine.get(case_id, []), m) for m in COST_MEASURES}
+        if all(len(v) < MIN_COST_TRIALS for v in values.values()):
+            continue
+        base = baseline_trials(case_id)
+        for measure, here in values.items():
+            found = cost_regression(
+                case_id, cases[case_id].priority, measure, here, trial_values(base, measure), level
+            )
+            if found is not None:
+                out.append(found)
+    return out
 
 
 def overall_line(before: float | None, after: float | None, labels=("", "")) -> str:
@@ -611,6 +791,7 @@ def diff_failing_sets(
     if restrict:
         diff.restricted = len(new)
     used: set[str] = set()
+    pools: dict[str, list[str]] = {}  # per case, the earlier runs its baseline pooled
     for case_id in sorted(wanted):
         b, a = old.get(case_id), new.get(case_id)
         ref = a or b
@@ -622,6 +803,7 @@ def diff_failing_sets(
             past = history.past(case_id)
             bp, bg, runs = pool_baseline([(p.passed, p.graded) for p in past], level)
             used.update(p.run_id for p in past[:runs])
+            pools[case_id] = [p.run_id for p in past[:runs]]
         else:
             bp, bg, runs = (b.passed, b.graded, 1) if b is not None and b.graded else (0, 0, 0)
         entry.base_passed, entry.base_graded, entry.base_runs = bp, bg, runs
@@ -660,6 +842,24 @@ def diff_failing_sets(
         if bucket:
             getattr(diff, bucket).append(entry)
     diff.pooled_runs = [r.run_id for r in history.runs if r.run_id in used] if history else []
+    if not paired:  # a regrade ran no agent: its costs are the source run's
+        if pooled and history is not None:
+            if before.trials:  # the baseline run as already read: not read again
+                history._trials.setdefault(before.run_id, list(before.trials))
+
+            def baseline_trials(case_id: str) -> list[StoredTrial]:
+                return [
+                    t
+                    for run_id in pools.get(case_id, [])
+                    for t in history.trials(run_id)
+                    if t.case_id == case_id
+                ]
+        else:
+
+            def baseline_trials(case_id: str) -> list[StoredTrial]:
+                return [t for t in before.trials if t.case_id == case_id]
+
+        diff.cost_regressions = cost_regressions(after, new, baseline_trials, level)
     for entries in (
         diff.newly_failing,
         diff.fixed,

@@ -12,6 +12,13 @@ if TYPE_CHECKING:
     from .results import TrialRecord
 
 
+@pytest.hookspec
+def pytest_commerce_evals_trial_not_started(config: pytest.Config, reason: str) -> None:
+    """Called in the controlling process for each trial the run's budget
+    (`--commerce-budget`) left unstarted, with what was spent: the run is not complete (the
+    run store records it so, and it is no baseline)."""
+
+
 @pytest.hookspec(firstresult=True)
 def pytest_commerce_evals_make_backend(config: pytest.Config, case: Case) -> Backend | None:
     """Return a fresh backend for one trial of `case`; called once per trial."""

@@ -146,7 +146,7 @@ def test_a_model_without_a_price_costs_unknown_never_zero(suite):
 
 
 def test_the_runs_budget_stops_new_trials_and_leaves_their_sets_undecided(suite):
-    result = _run(suite, "--commerce-budget=tokens:1000", "-rs")
+    result = _run(suite, "--commerce-budget=tokens:1000", "-rs", "--commerce-json=run.json")
     # chat-001-costly ran first and spent 4,200 tokens: the other two were never started
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed") == 1 and "passed" not in outcomes
@@ -160,6 +160,10 @@ def test_the_runs_budget_stops_new_trials_and_leaves_their_sets_undecided(suite)
         ]
     )
     assert result.ret == 1
+    # what ran is recorded; the run is not complete (it is no baseline for the next)
+    record = json.loads((suite.path / "run.json").read_text())
+    assert [t["case_id"] for t in record["trials"]] == ["chat-001-costly"]
+    assert record["complete"] is False
 
 
 def test_a_bad_budget_or_price_table_is_a_usage_error_naming_it(suite):
@@ -268,3 +272,123 @@ def test_costs_add_up_per_case_and_leave_unreported_trials_out_of_the_means():
     assert summary.run["judge"].cost == Decimal("0.000055")
     total, unpriced = summary.total()
     assert total == Decimal("0.000495") and unpriced == 0
+
+
+def test_a_per_turn_budget_holds_each_turn_to_it():
+    from pytest_commerce_evals.cases.case import Budget
+    from pytest_commerce_evals.graders.budget import budget
+    from pytest_commerce_evals.graders.code import Observation
+
+    calls = [
+        ModelCall("agent", "m", 100, 10, 0, 0.1, turn=0),
+        ModelCall("agent", "m", 900, 90, 0, 0.1, turn=1),
+        ModelCall("agent", "m", 50, 5, 0, 0.1, turn=1),
+    ]
+    obs = Observation([[], []], calls=calls, turn_s=[0.5, 3.0])
+    result = budget(Budget(tokens=1000, latency_s=2, per="turn"), obs)
+    assert not result.passed
+    assert result.message == (
+        "budget: the agent spent turn 2: 1,045 tokens (950 in, 95 out over 2 calls; budget "
+        "1,000); turn 2: 3.00 s of agent time (budget 2 s) per turn"
+    )
+    # the whole trial against the same budget is one sum: over it too, said so
+    assert not budget(Budget(tokens=1000), obs).passed
+    assert budget(Budget(tokens=1200, per="turn"), obs).passed
+    # only the time is measured without reported calls
+    assert budget(Budget(latency_s=5), Observation([[]], turn_s=[1.0])).passed
+    unreported = budget(Budget(calls=3), Observation([[]], turn_s=[1.0]))
+    assert not unreported.passed and "reported no model calls" in unreported.message
+
+
+def test_the_runs_spend_runs_out_on_calls_or_money():
+    from pytest_commerce_evals.runner.spending import RunSpend
+    from pytest_commerce_evals.settings.values import RunBudget
+
+    book = PriceBook({"m": Price(Decimal("10"), Decimal("10"))})
+    spend = RunSpend(RunBudget(calls=3), book)
+    spend.add([ModelCall("agent", "m", 10, 10)] * 2)
+    assert spend.exhausted() is None
+    spend.add([ModelCall("judge", "m", 10, 10)])  # the judge's calls are the run's bill too
+    assert spend.exhausted() == "calls: 3 of 3 spent"
+    spend = RunSpend(RunBudget(cost=Decimal("0.01")), book)
+    spend.add([ModelCall("agent", "m", 500, 499)])  # $0.00999
+    assert spend.exhausted() is None
+    spend.add([ModelCall("agent", "m", 1, 0)])
+    assert spend.exhausted() == "cost: $0.0100 of $0.0100 spent"
+    unpriced = RunSpend(RunBudget(cost=Decimal("1")), PriceBook(library=False))
+    unpriced.add([ModelCall("agent", "x", 10, 10)])
+    assert unpriced.exhausted() is None and "cost unknown" in unpriced.text()
+
+
+def test_a_plugin_http_client_records_each_answered_call(monkeypatch):
+    from pytest_commerce_evals.models.http_client import HTTPChatClient
+    from pytest_commerce_evals.testing.mock_server import MockServer
+
+    meter = Meter()
+    with MockServer([{"text": "hi"}]) as server, HTTPChatClient(server.base_url) as client:
+        with metered(meter, "user"):
+            client.chat.completions.create(model="served-model", messages=[])
+    (call,) = meter.calls()
+    assert call.purpose == "user" and call.source == "client"
+    assert (call.input_tokens, call.output_tokens) == (0, 0)  # the server reported zeros
+    assert call.latency_s is not None and call.latency_s >= 0
+
+
+ASYNC_AND_JUDGED = """
+import asyncio
+from pytest_commerce_evals import Text, RubricVerdict
+from pytest_commerce_evals.testing import AsyncFakeClient, FakeClient, FakeReply
+
+def usage(n):
+    return {"input_tokens": n, "output_tokens": 1}
+
+class AsyncAgent:
+    def __init__(self):
+        self.client = AsyncFakeClient([FakeReply(content="hello", usage=usage(300))])
+
+    async def run_turn(self, session, message):
+        reply = await self.client.chat.completions.create(model="agent-m", messages=[])
+        await asyncio.sleep(0)
+        return [Text(text=reply.choices[0].message.content)]
+
+class Backend:
+    def load_state(self, state):
+        pass
+
+    def snapshot(self):
+        from pytest_commerce_evals import Snapshot
+        return Snapshot([], [], [])
+
+def pytest_commerce_evals_make_backend(config, case):
+    return Backend()
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    return AsyncAgent()
+
+def pytest_commerce_evals_grade_rubric(config, case, result):
+    FakeClient([FakeReply(content="PASS", usage=usage(40))]).chat.completions.create(
+        model="judge-m", messages=[]
+    )
+    return [RubricVerdict(dimension="d", rubric="r", outcome="pass", verdict="PASS")]
+"""
+
+
+def test_async_agents_and_the_judge_are_counted_apart(pytester):
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(
+        "- {id: chat-001-hello, priority: low, difficulty: easy, turns: [hi], "
+        "expected: {reply_includes: [hello], rubric: 'PASS if it greets'}}\n"
+    )
+    pytester.makeconftest(ASYNC_AND_JUDGED)
+    result = pytester.runpytest(
+        "cases", "--commerce-store=none", "--commerce-json=run.json", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+    (trial,) = json.loads((pytester.path / "run.json").read_text())["trials"]
+    assert [(c["purpose"], c["model"], c["input_tokens"]) for c in trial["calls"]] == [
+        ("agent", "agent-m", 300),
+        ("judge", "judge-m", 40),
+    ]
+    result.stdout.fnmatch_lines(
+        ["  agent    1 call(s), 300 in / 1 out tokens*", "  judge    1 call(s), 40 in*"]
+    )

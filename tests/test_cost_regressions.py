@@ -424,8 +424,15 @@ def test_a_run_whose_agent_spends_more_tokens_lists_it_apart_from_the_failing_se
     first.assert_outcomes(passed=15)
     spend(2400)
     out = tmp_path / "run.json"
+    html = tmp_path / "run.html"
     second = p.runpytest(
-        "cases", store, "--commerce-trials=5", f"--commerce-json={out}", "-p", "no:cacheprovider"
+        "cases",
+        store,
+        "--commerce-trials=5",
+        f"--commerce-json={out}",
+        f"--commerce-html={html}",
+        "-p",
+        "no:cacheprovider",
     )
     second.assert_outcomes(passed=15)
     assert second.ret == 0  # a cost regression alone never fails the run
@@ -449,3 +456,7 @@ def test_a_run_whose_agent_spends_more_tokens_lists_it_apart_from_the_failing_se
         "cart-003-vegan-tote",
     ]
     assert record["diff"]["newly_failing"] == []
+    # the HTML report's diff lists them apart too
+    page = html.read_text()
+    assert "Cost and latency regressions (3)" in page
+    assert "tokens 1,900 → 4,900 per trial (2.58×, p=0.002, 5 vs 5 trials)" in page

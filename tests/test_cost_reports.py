@@ -240,3 +240,12 @@ def test_the_run_report_prices_calls_with_the_runs_price_table(pytester: pytest.
     # three cases, one call each: priced from commerce_prices, unknown without it
     assert "agent 3/3 3 3,000 1,500 600 0.00 s 1,500 $0.0012 $0.0036" in text
     assert "toy-priced (commerce_prices)" in text
+
+
+def test_compare_gives_no_time_ratio_for_agents_that_spent_no_time():
+    # scripted agents answer in microseconds: a ratio of such times says nothing
+    quick = [costly("a-001-x", 1000, 500).model_copy(update={"turn_s": [0.0004]})]
+    quicker = [costly("a-001-x", 2000, 500).model_copy(update={"turn_s": [0.0002]})]
+    line = cost_lines(compared(quick, quicker), BOOK)[4]
+    assert line.startswith("  B uses 1.67× A's agent tokens per trial")
+    assert "agent time" not in line

@@ -268,3 +268,23 @@ def test_the_vacuity_check_runs_a_user_case_without_a_model(pytester):
     result = pytester.runpytest("cases", "--commerce-vacuity")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*cart-002-says-nothing at*", "*✗ vacuous*"])
+
+
+def test_a_budget_gives_a_case_no_teeth_against_the_degenerate_agents(pytester):
+    # the degenerate agents report no usage: a budget would fail every one of them, so the
+    # check leaves it out and a case whose only other key proves nothing is still vacuous
+    toy_project(pytester, toy_conftest())
+    (pytester.path / "cases" / "a.yaml").write_text(
+        textwrap.dedent(
+            """
+            - id: chat-001-budget-only
+              priority: low
+              difficulty: easy
+              turns: ["tote please"]
+              expected: {reply_omits: ["zzz"], budget: {tokens: 1000, calls: 1}}
+            """
+        )
+    )
+    result = pytester.runpytest("cases", "--commerce-vacuity")
+    result.stdout.fnmatch_lines(["*✗ vacuous: every degenerate agent passes it*"])
+    assert result.ret == 1

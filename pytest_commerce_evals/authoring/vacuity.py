@@ -322,6 +322,13 @@ def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
     from ..runner.trial import ConfigurationError, run_trial
 
     report = VacuityReport(case.id)
+    # the degenerate agents report no token usage: a budget would fail every one of them and
+    # hide a case with no other teeth, so it is left out here
+    unbudgeted = case
+    if getattr(case.expected, "budget", None) is not None:
+        unbudgeted = case.model_copy(
+            update={"expected": case.expected.model_copy(update={"budget": None})}
+        )
     for name in DEGENERATE:
         client = degenerate_script(name)
 
@@ -346,7 +353,7 @@ def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
 
         result = run_trial(
             config,
-            case,
+            unbudgeted,
             trial=1,
             trials=1,
             set_name=set_name,

@@ -34,6 +34,7 @@ from ..results import ENDINGS, GRADED, OUTCOMES, GraderResult, RubricVerdict
 from ..stats import format_rate
 from ..store.aggregate import case_results
 from ..store.history import (
+    MIN_COST_RISE,
     NOISE_NOTE,
     PRIORITY_ORDER,
     DiffEntry,
@@ -383,6 +384,7 @@ def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
             continue
         out.append(f"<h3>{e(title)} ({len(entries)})</h3>")
         out.append(_tested_rows(entries, decides=title == "Inconclusive"))
+    out.append(_cost_regressions(diff))
     before, after = diff.overall
     out.append(
         f'<p class="noise">overall graded pass rate {_pct(before)} → {_pct(after)}'
@@ -394,6 +396,27 @@ def _diff_section(diff: FailingSetDiff | None, how_chosen: str) -> str:
         + f". {e(NOISE_NOTE)}.</p>"
     )
     return "".join(out)
+
+
+def _cost_regressions(diff: FailingSetDiff) -> str:
+    """The cases whose agent tokens or time per trial rose (apart from the pass/fail changes;
+    they decide nothing); empty when none did."""
+    found = getattr(diff, "cost_regressions", None) or []
+    if not found:
+        return ""
+    rows = "".join(
+        f'<tr><td><a href="#{_anchor(r.case_id)}">{e(r.case_id)}</a></td><td>{e(r.priority)}</td>'
+        f"<td>{e(r.measure)}</td><td>{e(r.text().split(': ', 1)[1])}</td></tr>"
+        for r in found
+    )
+    return (
+        f"<h3>Cost and latency regressions ({len(found)})</h3>"
+        f'<p class="note">median per trial against the pooled history, Mann–Whitney one-sided '
+        f"p &lt; {diff.level:g} and a rise of at least {MIN_COST_RISE:.0%}; listed apart, they "
+        "do not change the exit status (a case's budget does)</p>"
+        "<table><tr><th>case</th><th>priority</th><th>measure</th><th>baseline → this run</th>"
+        f"</tr>{rows}</table>"
+    )
 
 
 def _strip_html(run: RunRecord, history: History | None, case_id: str, rate: Any) -> str:
@@ -962,7 +985,8 @@ def cost_ratios(a: RunCost, b: RunCost) -> str:
     elif pa["calls"] is not None and pb["calls"] is not None:
         parts.append("agent cost per trial not compared (a price is unknown)")
     la, lb = a.agent_s, b.agent_s
-    if la and lb is not None:
+    # below a hundredth of a second both agents did no work worth a ratio (scripted agents)
+    if la is not None and lb is not None and max(la, lb) >= 0.01 and la > 0:
         parts.append(f"{lb / la:.2f}× its agent time per trial")
     return "; ".join(parts)
 

@@ -420,6 +420,9 @@ class _Gatherer:
                 f"the run's budget ran out ({payload['reason']}); trials not started: "
                 f"{sum(g.not_started for g in summary.sets.values())} (their sets are UNDECIDED)"
             )
+            config.hook.pytest_commerce_evals_trial_not_started(
+                config=config, reason=payload["reason"]
+            )
             return
         data = payload if kind == "trial" else None
         if data is not None:

@@ -120,20 +120,9 @@ def shared_loop() -> Any:
 
 
 def run_coroutine(coro: Any) -> Any:
-    """Run `coro` on the shared loop and wait for it from this (non-loop) thread; the model
-    calls it makes are recorded on this thread's trial (`usage.metered`)."""
+    """Run `coro` on the shared loop and wait for it from this (non-loop) thread. The task runs
+    in a copy of this thread's context (`run_coroutine_threadsafe` schedules it so), so the
+    model calls it makes are recorded on this thread's trial (`usage.metered`)."""
     import asyncio
 
-    from ..usage import current_meter
-
-    here = current_meter()
-    if here is not None:
-        coro = _metered(coro, here)
     return asyncio.run_coroutine_threadsafe(coro, shared_loop()).result()
-
-
-async def _metered(coro: Any, here: Any) -> Any:
-    from ..usage import metered
-
-    with metered(*here):
-        return await coro

@@ -156,6 +156,12 @@ def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: TrialRec
         recorder.add(record)
 
 
+def pytest_commerce_evals_trial_not_started(config: pytest.Config, reason: str) -> None:
+    recorder = config.stash.get(RECORDER, None)
+    if recorder is not None:
+        recorder.stopped = reason
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
     result = yield

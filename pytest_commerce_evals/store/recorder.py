@@ -130,6 +130,7 @@ class RunRecorder:
     """The run being recorded: written to the store as trials arrive, finished at session end."""
 
     def __init__(self, config: pytest.Config) -> None:
+        self.stopped: str | None = None  # why trials were left unstarted (the run's budget)
         from ..settings import run_config
 
         self.config = config
@@ -290,6 +291,7 @@ class RunRecorder:
             and not session.shouldfail
             and not session.shouldstop
             and bool(self.trials)  # a run that finished no trial is no baseline
+            and self.stopped is None  # the run's budget left trials unstarted
         )
         self.flush()
         self._name_the_agent()

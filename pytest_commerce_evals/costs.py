@@ -38,6 +38,8 @@ class Tally:
     cost: Decimal | None = None
     unpriced: int = 0
     models: list[str] = field(default_factory=list)
+    servers: dict[str, str | None] = field(default_factory=dict)
+    """Where each model's first call went, for the price source the reports name."""
 
     def add_trial(
         self,
@@ -48,10 +50,18 @@ class Tally:
     ) -> None:
         """Count one trial's calls of this purpose (`priced`: each call's price by `id`, when
         the caller priced them once for several tallies)."""
-        mine = [c for c in calls if c.purpose == self.purpose]
+        mine = [c for c in calls if c.purpose == self.purpose] if calls else []
+        self._add(mine, sum(turn_s) if self.purpose == "agent" else 0.0, priced, book)
+
+    def _add(
+        self,
+        mine: list[ModelCall],
+        seconds: float,
+        priced: dict[int, Decimal | None] | None,
+        book: PriceBook,
+    ) -> None:
         self.trials += 1
-        if self.purpose == "agent":
-            self.agent_s += sum(turn_s)
+        self.agent_s += seconds
         if not mine:
             return
         self.reported += 1
@@ -64,6 +74,7 @@ class Tally:
             self.latency_s += call.latency_s or 0.0
             if call.model and call.model not in self.models:
                 self.models.append(call.model)
+                self.servers[call.model] = call.server
             price = priced[id(call)] if priced is not None else book.cost(call)
             if price is None:
                 self.unpriced += 1
@@ -174,14 +185,29 @@ class CostSummary:
         self.run: dict[Purpose, Tally] = {p: Tally(p) for p in PURPOSES}
 
     def add(self, trial: Any) -> None:
-        priced = {id(c): self.book.cost(c) for c in trial.calls}  # once, for all three groups
+        # the trial's calls split by purpose and priced once, for all three groups
+        book = self.book
+        split: dict[str, list[ModelCall]] = {}
+        priced: dict[int, Decimal | None] = {}
+        for call in trial.calls:
+            split.setdefault(call.purpose, []).append(call)
+            priced[id(call)] = book.cost(call)
+        seconds = sum(trial.turn_s)
+        empty: list[ModelCall] = []
         for group in (
-            self.cases.setdefault(trial.case_id, {p: Tally(p) for p in PURPOSES}),
-            self.sets.setdefault(trial.set_name, {p: Tally(p) for p in PURPOSES}),
+            self.cases.get(trial.case_id)
+            or self.cases.setdefault(trial.case_id, {p: Tally(p) for p in PURPOSES}),
+            self.sets.get(trial.set_name)
+            or self.sets.setdefault(trial.set_name, {p: Tally(p) for p in PURPOSES}),
             self.run,
         ):
-            for t in group.values():
-                t.add_trial(trial.calls, self.book, trial.turn_s, priced)
+            for purpose, t in group.items():
+                t._add(
+                    split.get(purpose, empty),
+                    seconds if purpose == "agent" else 0.0,
+                    priced,
+                    book,
+                )
 
     @classmethod
     def of(cls, trials: Iterable[Any], book: PriceBook) -> CostSummary:
@@ -200,13 +226,20 @@ class CostSummary:
         unpriced = sum(t.unpriced for t in self.run.values())
         return (sum(costs, Decimal(0)) if costs else None), unpriced
 
+    def sources(self) -> dict[str, str | None]:
+        """Each model the run's calls name, and where its price came from (None: none)."""
+        servers: dict[str, str | None] = {}
+        for t in self.run.values():
+            for m in t.models:
+                servers.setdefault(m, t.servers.get(m))
+        return {m: self.book.source(m, servers[m]) for m in sorted(servers)}
+
     def to_json(self) -> dict[str, Any]:
         """The run's cost as the JSON record carries it (money as decimal strings, in USD)."""
-        models = sorted({m for t in self.run.values() for m in t.models})
         total, unpriced = self.total()
         return {
             "currency": "USD",
-            "prices": {m: self.book.source(m) for m in models},
+            "prices": self.sources(),
             "total_usd": None if total is None else str(_round(total)),
             "unpriced_calls": unpriced,
             "run": {p: t.to_json() for p, t in self.run.items()},
@@ -236,11 +269,7 @@ class CostSummary:
             out.append(f"  agent time {agent.agent_s:.1f} s over {agent.trials} trial(s)")
         if total is not None or unpriced:
             out.append(f"  total    {money(total, unpriced)}")
-        unknown = [
-            m
-            for m in sorted({m for t in self.run.values() for m in t.models})
-            if self.book.source(m) is None
-        ]
+        unknown = [m for m, source in self.sources().items() if source is None]
         if unknown:
             out.append(
                 f"  no price for {', '.join(unknown)}: cost unknown (add it to commerce_prices: "

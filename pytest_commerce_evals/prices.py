@@ -19,7 +19,7 @@ from typing import Any
 from .errors import ConfigurationError
 from .usage import ModelCall
 
-__all__ = ["PER_TOKENS", "Price", "PriceBook", "money", "parse_price_table"]
+__all__ = ["PER_TOKENS", "Price", "PriceBook", "money", "own_server", "parse_price_table"]
 
 PER_TOKENS = Decimal(1_000_000)
 """Prices are per million tokens."""
@@ -112,22 +112,24 @@ class PriceBook:
         self.table = dict(table or {})
         self.free = set(free)
         self.library = library
-        self._known: dict[str, bool] = {}
+        self._known: dict[tuple[str, str | None], bool] = {}
         self._lock = threading.Lock()
 
-    def source(self, model: str | None) -> str | None:
-        """Where `model`'s price comes from (`commerce_prices`, `genai-prices`, `embedded`), or
-        None when it has none."""
+    def source(self, model: str | None, server: str | None = None) -> str | None:
+        """Where `model`'s price comes from (`commerce_prices`, `genai-prices`, `embedded`) for
+        a call to `server`, or None when it has none."""
         if not model:
             return None
         if model in self.table:
             return "commerce_prices"
         if model in self.free:
             return "embedded"
-        return "genai-prices" if self._library_knows(model) else None
+        return "genai-prices" if self._library_knows(model, server) else None
 
     def cost(self, call: ModelCall) -> Decimal | None:
-        """The call's price in US dollars; None when the model or its tokens are unknown."""
+        """The call's price in US dollars; None when the model or its tokens are unknown. A call
+        to a server of one's own (loopback or a private network) has no public price: only the
+        table prices it."""
         model = call.model
         if not model or call.input_tokens is None or call.output_tokens is None:
             return None
@@ -136,20 +138,42 @@ class PriceBook:
             return price.cost(call)
         if model in self.free:
             return Decimal(0)
-        if not self._library_knows(model):
+        if not self._library_knows(model, call.server):
             return None
         return _library_cost(call)
 
-    def _library_knows(self, model: str) -> bool:
-        if not self.library:
-            return False
+    def _library_knows(self, model: str, server: str | None = None) -> bool:
+        """genai-prices has `model`'s price for a call to `server` (never for a server of
+        one's own, so a self-hosted run never loads the library); asked once per pair."""
+        key = (model, server)
         with self._lock:
-            known = self._known.get(model)
+            known = self._known.get(key)
         if known is None:
-            known = _library_cost(ModelCall("agent", model, 1000, 1000)) is not None
+            known = (
+                self.library
+                and not own_server(server)
+                and _library_cost(ModelCall("agent", model, 1000, 1000, server=server)) is not None
+            )
             with self._lock:
-                self._known[model] = known
+                self._known[key] = known
         return known
+
+
+def own_server(server: str | None) -> bool:
+    """A server on this machine or a private network (`http://127.0.0.1`, `http://10.0.0.5`,
+    `http://gpu-box.local`): self-hosted, so no provider's price list has its model's price."""
+    if not server:
+        return False
+    host = server.split("://", 1)[-1].strip("[]").lower()
+    if host == "localhost" or host.endswith((".local", ".internal", ".localhost")):
+        return True
+    import ipaddress
+
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def _library_cost(call: ModelCall) -> Decimal | None:
@@ -162,9 +186,18 @@ def _library_cost(call: ModelCall) -> Decimal | None:
         output_tokens=call.output_tokens,
         cache_read_tokens=min(call.cached_tokens or 0, call.input_tokens or 0),
     )
-    try:
-        found = genai_prices.calc_price(usage, model_ref=str(call.model))
-    except Exception:  # LookupError for an unknown model; anything else is no price either
-        return None
+    found = None
+    if call.server:  # the provider the call went to, when genai-prices knows its address
+        try:
+            found = genai_prices.calc_price(
+                usage, model_ref=str(call.model), provider_api_url=call.server
+            )
+        except Exception:  # a gateway or proxy it does not know: priced by the model alone
+            found = None
+    if found is None:
+        try:
+            found = genai_prices.calc_price(usage, model_ref=str(call.model))
+        except Exception:  # LookupError for an unknown model; anything else is no price either
+            return None
     total = getattr(found, "total_price", None)
     return total if isinstance(total, Decimal) else None

@@ -49,7 +49,9 @@ class ModelCall:
     not reported); `input_tokens` includes `cached_tokens`, as OpenAI counts them. `latency_s` is
     the wall time of the answered attempt (a retried call's failed attempts are not in it).
     `turn` is the agent's turn the call was made in (None for the judge). `source` is `client`
-    (measured by a plugin client) or `agent` (reported by the agent or an adapter)."""
+    (measured by a plugin client) or `agent` (reported by the agent or an adapter). `server`
+    is the scheme and host the call went to (`https://api.openai.com`; None when not known),
+    which prices a call by its provider and tells a server of one's own."""
 
     purpose: Purpose
     model: str | None = None
@@ -59,6 +61,7 @@ class ModelCall:
     latency_s: float | None = None
     turn: int | None = None
     source: Source = "client"
+    server: str | None = None
 
     @property
     def tokens(self) -> int | None:
@@ -195,16 +198,35 @@ def record_call(
     return True
 
 
-def record_response(response: Any, started: float, model: str | None = None) -> None:
+def server_of(base_url: str | None) -> str | None:
+    """The scheme and host of `base_url` (no credentials, port or path); None for None."""
+    if not base_url:
+        return None
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    host = parts.hostname
+    return f"{parts.scheme}://{host}" if parts.scheme and host else None
+
+
+def record_response(
+    response: Any, started: float, model: str | None = None, server: str | None = None
+) -> None:
     """Record a chat completion a plugin client received (`started`: `time.perf_counter()` when
-    the call was sent), its tokens read from its `usage`."""
+    the call was sent; `server`: `server_of` the endpoint), its tokens read from its `usage`."""
     here = _CURRENT.get()
     if here is None:
         return
     latency = time.perf_counter() - started
     data = response._data if hasattr(response, "_data") else response
     usage = _field(data, "usage")
-    inp, out, cached = tokens_of(usage)
+    if type(usage) is dict and "prompt_tokens" in usage:  # a chat completion as JSON: the most
+        inp = _count(usage.get("prompt_tokens"))  # common reply, read without the search
+        out = _count(usage.get("completion_tokens"))
+        details = usage.get("prompt_tokens_details")
+        cached = _count(details.get("cached_tokens")) if type(details) is dict else None
+    else:
+        inp, out, cached = tokens_of(usage)
     here[0].add(
         ModelCall(
             purpose=here[1],
@@ -214,5 +236,6 @@ def record_response(response: Any, started: float, model: str | None = None) -> 
             cached_tokens=cached,
             latency_s=latency,
             source="client",
+            server=server,
         )
     )

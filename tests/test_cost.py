@@ -128,6 +128,7 @@ def test_the_summary_shows_what_the_run_cost_and_not_reported_is_not_zero(suite)
             "latency_s": pytest.approx(0.5, abs=0.05),
             "turn": 0,
             "source": "client",
+            "server": None,  # a FakeClient goes to no server
         }
     ]
     assert "calls" not in stored["chat-003-silent"]  # written only when some were recorded
@@ -330,6 +331,7 @@ def test_a_plugin_http_client_records_each_answered_call(monkeypatch):
             client.chat.completions.create(model="served-model", messages=[])
     (call,) = meter.calls()
     assert call.purpose == "user" and call.source == "client"
+    assert call.server == "http://127.0.0.1"
     assert (call.input_tokens, call.output_tokens) == (0, 0)  # the server reported zeros
     assert call.latency_s is not None and call.latency_s >= 0
 
@@ -392,3 +394,22 @@ def test_async_agents_and_the_judge_are_counted_apart(pytester):
     result.stdout.fnmatch_lines(
         ["  agent    1 call(s), 300 in / 1 out tokens*", "  judge    1 call(s), 40 in*"]
     )
+
+
+def test_a_server_of_ones_own_has_no_public_price():
+    from pytest_commerce_evals.prices import own_server
+
+    for own in ("http://127.0.0.1", "http://localhost", "http://10.1.2.3", "http://gpu.local"):
+        assert own_server(own), own
+    for hosted in ("https://api.openai.com", "https://llm-gateway.example.com", None):
+        assert not own_server(hosted), hosted
+    book = PriceBook({"served-here": Price(Decimal("1"), Decimal("1"))})
+    hosted = ModelCall("agent", "gpt-4o-mini", 1000, 100, server="https://api.openai.com")
+    assert isinstance(book.cost(hosted), Decimal) and book.cost(hosted) > 0
+    # the same model name on one's own server: no price list has it
+    assert (
+        book.cost(ModelCall("agent", "gpt-4o-mini", 1000, 100, server="http://127.0.0.1")) is None
+    )
+    # the table still prices it
+    own = ModelCall("agent", "served-here", 1000, 0, server="http://127.0.0.1")
+    assert book.cost(own) == Decimal("0.001")

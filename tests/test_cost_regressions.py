@@ -290,6 +290,9 @@ def test_agent_time_per_trial_is_the_latency_measure():
     assert found.text() == (
         "search-001: latency 0.61 s → 1.52 s per trial (2.50×, p=0.00058, 7 vs 6 trials)"
     )
+    # microseconds doubled (a scripted agent): a rise no customer waits for is not listed
+    quick = timed([0.0004, 0.0004, 0.0005, 0.0004, 0.0005, 0.0004, 0.0004], day=1)
+    assert diff_failing_sets(quick, timed([0.0009] * 6, day=2)).cost_regressions == []
     # not reported (no turn times): not tested
     untimed = run([costly("search-001", 1000 + i, n=i + 1) for i in range(6)], run_id="x-1")
     assert diff_failing_sets(before, untimed).cost_regressions == []
@@ -458,5 +461,5 @@ def test_a_run_whose_agent_spends_more_tokens_lists_it_apart_from_the_failing_se
     assert record["diff"]["newly_failing"] == []
     # the HTML report's diff lists them apart too
     page = html.read_text()
-    assert "Cost and latency regressions (3)" in page
+    assert "Cost and latency regressions (3)" in page  # tokens; the agent time is microseconds
     assert "tokens 1,900 → 4,900 per trial (2.58×, p=0.002, 5 vs 5 trials)" in page

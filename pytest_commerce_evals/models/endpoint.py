@@ -41,7 +41,7 @@ import tenacity
 
 from ..agent import InfraError
 from ..settings import BY_NAME, settings
-from ..usage import record_response
+from ..usage import record_response, server_of
 from .http_client import NO_KEY, AsyncHTTPChatClient, HTTPChatClient
 
 if TYPE_CHECKING:
@@ -589,6 +589,13 @@ def _as_remembered(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> tuple[s
     return server, kwargs
 
 
+def _server(endpoint: Endpoint | None) -> str | None:
+    """Where an endpoint's calls go, as a call records it (hosted OpenAI when no base URL)."""
+    if endpoint is None:
+        return None
+    return server_of(endpoint.base_url or HOSTED_BASE_URL)
+
+
 def _create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> Any:
     """One call; a server of one's own that refuses a `json_schema` response format is asked
     again at once with it in llama.cpp's form, and so for the rest of the session. A client
@@ -604,7 +611,7 @@ def _create(client: Any, endpoint: Endpoint | None, kwargs: dict[str, Any]) -> A
         started = time.perf_counter()
         reply = client.chat.completions.create(**_json_object(kwargs))
     if not getattr(client, "meters_usage", False):
-        record_response(reply, started, kwargs.get("model"))
+        record_response(reply, started, kwargs.get("model"), _server(endpoint))
     return reply
 
 
@@ -621,7 +628,7 @@ async def _async_create(client: Any, endpoint: Endpoint | None, kwargs: dict[str
         started = time.perf_counter()
         reply = await client.chat.completions.create(**_json_object(kwargs))
     if not getattr(client, "meters_usage", False):
-        record_response(reply, started, kwargs.get("model"))
+        record_response(reply, started, kwargs.get("model"), _server(endpoint))
     return reply
 
 

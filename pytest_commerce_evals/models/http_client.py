@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..settings import BY_NAME
-from ..usage import record_response
+from ..usage import record_response, server_of
 from .loopback import LoopbackPoster, Reply
 from .replies import Record
 
@@ -155,6 +155,7 @@ class _ChatClientBase:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"base_url must be an http(s) URL; found {base_url!r}")
         self.base_url = base_url.rstrip("/")
+        self._server = server_of(self.base_url)
         self.api_key = api_key or NO_KEY
         self.timeout = timeout
         self.connect_timeout = min(connect_timeout, timeout)
@@ -327,7 +328,7 @@ class HTTPChatClient(_ChatClientBase):
                 record = self._reply(response)
         except self._transport_errors() as exc:
             raise self._transport_error(exc) from exc
-        record_response(record, started, kwargs.get("model"))
+        record_response(record, started, kwargs.get("model"), self._server)
         return record
 
     @property
@@ -371,7 +372,7 @@ class AsyncHTTPChatClient(_ChatClientBase):
         except self._transport_errors() as exc:
             raise self._transport_error(exc) from exc
         record = self._reply(response)
-        record_response(record, started, kwargs.get("model"))
+        record_response(record, started, kwargs.get("model"), self._server)
         return record
 
     @property

@@ -868,8 +868,9 @@ def _cost_section(run: RunRecord, prices: PriceBook) -> str:
     summary = CostSummary.of(run.trials, prices)
     total, unpriced = summary.total()
     mean_s, timed = _agent_time(run.trials)
-    models = sorted({m for t in summary.run.values() for m in t.models})
-    priced = ", ".join(f"{m} ({prices.source(m) or 'no price: cost unknown'})" for m in models)
+    priced = ", ".join(
+        f"{m} ({source or 'no price: cost unknown'})" for m, source in summary.sources().items()
+    )
     agent_time = (
         f"agent time over its turns: {mean_s:.2f} s per trial ({timed} of {len(run.trials)} "
         "trials timed)"

@@ -48,6 +48,7 @@ __all__ = [
     "COST_MEASURES",
     "MIN_COST_RISE",
     "MIN_COST_TRIALS",
+    "MIN_LATENCY_RISE_S",
     "CaseRate",
     "CostRegression",
     "DiffEntry",
@@ -613,6 +614,10 @@ or the judge's."""
 MIN_COST_RISE = 0.10
 """A significant rise is listed only when the median per trial rose by at least this share: with
 many trials the test finds shifts too small to matter."""
+MIN_LATENCY_RISE_S = 0.05
+"""Agent time is listed only when its median per trial also rose by at least this many seconds:
+below it, the rise is the machine's noise (a scripted agent answers in microseconds), not a wait
+a customer notices."""
 MIN_COST_TRIALS = 3
 """Trials with the value reported that each side needs before a case is tested."""
 
@@ -689,6 +694,8 @@ def cost_regression(
         return None
     base_median, median = statistics.median(base_values), statistics.median(values)
     if median <= base_median or median < base_median * (1 + MIN_COST_RISE):
+        return None
+    if measure == "latency" and median - base_median < MIN_LATENCY_RISE_S:
         return None
     p = mann_whitney_greater_p(values, base_values)
     if p >= level:

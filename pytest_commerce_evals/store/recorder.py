@@ -305,7 +305,9 @@ class RunRecorder:
         baseline, pooled = self._baseline(case_ids)
         self._store_finished(complete, status, baseline.run_id if baseline is not None else None)
         assert self.finished is not None
-        self.finished = with_cases(self.finished, self.history, price_book(self.config))
+        # what the cases cost goes in the JSON record (the HTML report prices its own)
+        prices = price_book(self.config) if found.json else None
+        self.finished = with_cases(self.finished, self.history, prices, costs=bool(found.json))
         if baseline is not None:
             self._diff(baseline, pooled, found.diff_level)
         self._write_reports()
@@ -562,7 +564,11 @@ def _case_markup(line: str) -> dict[str, bool]:
 
 
 def with_cases(
-    record: RunRecord, history: History | None, prices: PriceBook | None = None
+    record: RunRecord,
+    history: History | None,
+    prices: PriceBook | None = None,
+    *,
+    costs: bool = True,
 ) -> RunRecord:
     """The record with its per-case results (rate, interval, the strip when there is history,
     what each case's trials cost) and the run's cost, for the JSON record and the reports."""
@@ -572,12 +578,12 @@ def with_cases(
         strips = {c: strip(history, c, rate) for c, rate in current.items()}
         flaky = [c for c, rate in current.items() if flaky_case(history, c, rate)]
     cases = case_results(record.trials, strips, flaky)
-    if not any(t.calls or t.turn_s for t in record.trials):
+    if not costs or not any(t.calls or t.turn_s for t in record.trials):
         return record.model_copy(update={"cases": cases})
-    costs = CostSummary.of(record.trials, prices or PriceBook())
+    spent = CostSummary.of(record.trials, prices or PriceBook())
     for case in cases:
-        case.cost = costs.case_json(case.case_id)
-    return record.model_copy(update={"cases": cases, "cost": costs.to_json()})
+        case.cost = spent.case_json(case.case_id)
+    return record.model_copy(update={"cases": cases, "cost": spent.to_json()})
 
 
 def _targeted(baseline: RunRecord, run: RunRecord) -> bool:

@@ -46,7 +46,7 @@ class DamagedRun(StoreError):
 def trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
     """The trial as the values of a `trials` row, in the table's column order."""
     # the typed grader results, verdicts and events as the JSON the columns hold
-    data = t.model_dump(include={"grader_results", "verdicts", "turns", "snapshot", "calls"})
+    data = t.model_dump(include={"grader_results", "verdicts", "turns", "snapshot"})
     return (
         run_id,
         t.case_id,
@@ -70,7 +70,8 @@ def trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
         t.line,
         t.stopping.model_dump_json() if t.stopping is not None else None,
         t.ended,
-        json.dumps(data.get("calls", [])) if t.calls else None,
+        # plain dataclasses of plain values: their fields are the JSON, no serializer needed
+        json.dumps([vars(c) for c in t.calls], ensure_ascii=False) if t.calls else None,
         json.dumps(t.turn_s) if t.turn_s else None,
     )
 

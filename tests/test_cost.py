@@ -413,3 +413,32 @@ def test_a_server_of_ones_own_has_no_public_price():
     # the table still prices it
     own = ModelCall("agent", "served-here", 1000, 0, server="http://127.0.0.1")
     assert book.cost(own) == Decimal("0.001")
+
+
+def test_under_xdist_each_worker_holds_a_share_of_the_runs_budget(pytester):
+    pytest.importorskip("xdist")
+    helpers = Path(__file__).parent / "helpers.py"
+    pytester.makepyfile(helpers=helpers.read_text())
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "suite.yaml").write_text(
+        "".join(
+            f"- {{id: chat-00{n}-costly, priority: high, difficulty: easy, turns: [hi], "
+            "expected: {reply_includes: [hello]}}\n"
+            for n in range(1, 7)
+        )
+    )
+    pytester.makeconftest(
+        CONFTEST.replace('"c-costly"', '"x"')
+        .replace("if case.id not in USAGE:", "if False:")
+        .replace("USAGE[case.id]", 'USAGE["chat-001-costly"]')
+    )
+    result = pytester.runpytest(
+        "cases", "-n", "2", "--commerce-store=none", "--commerce-budget=tokens:1000"
+    )
+    # 500 tokens a worker: each worker's first trial (4,200 tokens) spends its share
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 2 and outcomes.get("unstarted") == 4, outcomes
+    result.stdout.fnmatch_lines(
+        ["*UNDECIDED cases*", "run stopped early: the run's budget ran out*"]
+    )
+    assert result.ret == 1

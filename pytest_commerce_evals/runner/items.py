@@ -53,12 +53,12 @@ class CaseItem(pytest.Item):
     """One trial of one case."""
 
     records_trial = True
+    """Whether the item's reports carry a trial record (`results.REPORT_KINDS`); a subclass
+    that runs something else (the vacuity check) says no."""
     commerce_decided: str | None = None
     """Set when adaptive trials decided the case before this trial ran: why it is not needed."""
     commerce_not_started: str | None = None
     """Set when the run's budget (`--commerce-budget`) was spent before this trial started."""
-    """Whether the item's reports carry a trial record (`results.REPORT_KINDS`); a subclass
-    that runs something else (the vacuity check) says no."""
 
     def __init__(
         self,
@@ -124,11 +124,9 @@ class CaseItem(pytest.Item):
                 line=self.line,
             )
         spend = run_spend(self.config)
-        if spend is not None:
-            spent = spend.exhausted()
-            if spent is not None:
-                self.commerce_not_started = spend.text()
-                return None  # type: ignore[return-value]  # runtest skips it
+        if spend is not None and spend.exhausted() is not None:
+            self.commerce_not_started = spend.text()
+            return None  # type: ignore[return-value]  # runtest skips it
         result = run_trial(
             self.config,
             self.case,

@@ -71,7 +71,7 @@ def test_the_cost_section_shows_tokens_money_unknown_prices_and_what_was_not_rep
     # the agent over the run: 3 calls of 4 trials, 6,000 in / 2,000 out; money is a lower bound
     assert "agent 3/4 3 6,000 2,000 0 1.50 s 2,667 unknown ≥ $0.0024 (1 call(s) unpriced)" in text
     assert "judge 1/4 1 100 10 0 0.20 s 110 $0.0003 $0.0003" in text
-    assert "simulated customer 0/4 not reported" in text
+    assert "simulated customer 0/4 no calls" in text  # the plugin's own: none made
     assert "total ≥ $0.0027 (1 call(s) unpriced)" in text
     assert "agent time over its turns: 1.50 s per trial (3 of 4 trials timed)" in text
     assert (

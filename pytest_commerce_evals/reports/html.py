@@ -748,7 +748,9 @@ def _purpose_table(summary: CostSummary) -> str:
         t = summary.run[purpose]  # type: ignore[index]
         head = f'<tr><td>{e(label)}</td><td class="num">{t.reported}/{t.trials}</td>'
         if not t.reported:
-            out.append(f'{head}<td colspan="8" class="note">not reported</td></tr>')
+            # the judge and the customer are the plugin's own calls: none made, none reported
+            what = "not reported" if purpose == "agent" else "no calls"
+            out.append(f'{head}<td colspan="8" class="note">{what}</td></tr>')
             continue
         per = t.per_trial()
         tokens = "not reported" if per["tokens"] is None else f"{per['tokens']:,.0f}"

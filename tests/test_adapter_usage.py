@@ -76,13 +76,13 @@ def test_pydantic_ai_reports_each_responses_usage_and_model(pai):
 
 def test_pydantic_ai_responses_without_usage_record_nothing(pai):
     messages, usage, adapter = pai
+    try:
+        unmeasured = usage.RequestUsage(unmeasured_requests=1)
+    except TypeError:  # a pydantic-ai before `unmeasured_requests`: a detail and no tokens
+        unmeasured = usage.RequestUsage(details={"commerce_evals_not_reported": 1})
     turn = [
         messages.ModelResponse(parts=[messages.TextPart("a")], model_name="m"),  # RequestUsage()
-        messages.ModelResponse(
-            parts=[messages.TextPart("b")],
-            usage=usage.RequestUsage(unmeasured_requests=1),
-            model_name="m",
-        ),
+        messages.ModelResponse(parts=[messages.TextPart("b")], usage=unmeasured, model_name="m"),
     ]
     meter, events = in_trial(adapter.events_from_pydantic_ai, turn)
     assert meter.calls() == []

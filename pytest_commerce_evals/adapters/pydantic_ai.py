@@ -235,8 +235,11 @@ def _request_usage(completion: Any) -> Any:
     if inp is None and out is None:
         try:
             return RequestUsage(unmeasured_requests=1)
-        except TypeError:  # a pydantic-ai without `unmeasured_requests`
-            return RequestUsage()
+        except TypeError:
+            # a pydantic-ai without `unmeasured_requests`: a detail so that its FunctionModel
+            # does not estimate tokens for it (it does for a usage without values); no tokens,
+            # so the converter reports none
+            return RequestUsage(details={"commerce_evals_not_reported": 1})
     return RequestUsage(
         input_tokens=inp or 0, output_tokens=out or 0, cache_read_tokens=cached or 0
     )

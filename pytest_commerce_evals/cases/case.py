@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from ..events import CartLine, Change
 from ..rubrics import STANDARD
@@ -104,7 +111,22 @@ class Budget(_Strict):
 
     calls: int | None = Field(default=None, ge=0)
     tokens: int | None = Field(default=None, ge=0)
-    cost: Decimal | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cost: (
+        Annotated[
+            Decimal,
+            # written out, so the shipped schema is the same under every pydantic release
+            WithJsonSchema(
+                {
+                    "anyOf": [
+                        {"type": "number", "minimum": 0},
+                        {"type": "string", "pattern": "^\\s*\\$?\\s*[0-9]+(\\.[0-9]+)?\\s*$"},
+                    ],
+                    "description": "US dollars",
+                }
+            ),
+        ]
+        | None
+    ) = Field(default=None, ge=0, allow_inf_nan=False)
     latency_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     per: Literal["trial", "conversation", "turn"] = "trial"
 

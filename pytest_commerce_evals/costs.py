@@ -16,7 +16,7 @@ from typing import Any
 from .prices import PriceBook, money
 from .usage import PURPOSES, ModelCall, Purpose
 
-__all__ = ["CostSummary", "Tally", "per_trial_values", "tally"]
+__all__ = ["CostSummary", "Tally", "per_trial_values"]
 
 
 @dataclass
@@ -42,24 +42,10 @@ class Tally:
     """Where each model's first call went, for the price source the reports name."""
 
     def add_trial(
-        self,
-        calls: Iterable[ModelCall],
-        book: PriceBook,
-        turn_s: Iterable[float],
-        priced: dict[int, Decimal | None] | None = None,
+        self, mine: list[ModelCall], seconds: float, priced: dict[int, Decimal | None]
     ) -> None:
-        """Count one trial's calls of this purpose (`priced`: each call's price by `id`, when
-        the caller priced them once for several tallies)."""
-        mine = [c for c in calls if c.purpose == self.purpose] if calls else []
-        self._add(mine, sum(turn_s) if self.purpose == "agent" else 0.0, priced, book)
-
-    def _add(
-        self,
-        mine: list[ModelCall],
-        seconds: float,
-        priced: dict[int, Decimal | None] | None,
-        book: PriceBook,
-    ) -> None:
+        """Count one trial: its calls of this purpose (`mine`), the agent's time in it, and
+        each call's price by `id` (priced once for the case, set and run tallies)."""
         self.trials += 1
         self.agent_s += seconds
         if not mine:
@@ -75,7 +61,7 @@ class Tally:
             if call.model and call.model not in self.models:
                 self.models.append(call.model)
                 self.servers[call.model] = call.server
-            price = priced[id(call)] if priced is not None else book.cost(call)
+            price = priced[id(call)]
             if price is None:
                 self.unpriced += 1
             else:
@@ -146,29 +132,15 @@ def _plus(total: int | None, value: int | None) -> int | None:
     return None if total is None or value is None else total + value
 
 
-def tally(trials: Iterable[Any], book: PriceBook) -> dict[Purpose, Tally]:
-    """Each purpose's `Tally` over `trials` (trial records)."""
-    out = {p: Tally(p) for p in PURPOSES}
-    for t in trials:
-        for t_ in out.values():
-            t_.add_trial(t.calls, book, t.turn_s)
-    return out
-
-
 def per_trial_values(trial: Any, what: str, purpose: Purpose = "agent") -> float | None:
-    """One trial's `what` (`tokens`, `calls`, `latency_s`: the purpose's call latency, or
-    `agent_s`: the agent's time over its turns) for the regression test; None when the trial
-    did not report it."""
+    """One trial's `what` (`tokens`: the purpose's input plus output tokens, or `agent_s`: the
+    agent's time over its turns) for the regression test; None when the trial did not report
+    it."""
     if what == "agent_s":
         return float(sum(trial.turn_s)) if trial.turn_s else None
     mine = [c for c in trial.calls if c.purpose == purpose]
     if not mine:
         return None
-    if what == "calls":
-        return float(len(mine))
-    if what == "latency_s":
-        values = [c.latency_s for c in mine]
-        return None if any(v is None for v in values) else float(sum(v or 0.0 for v in values))
     if what == "tokens":
         tokens = [c.tokens for c in mine]
         return None if any(v is None for v in tokens) else float(sum(v or 0 for v in tokens))
@@ -202,11 +174,8 @@ class CostSummary:
             self.run,
         ):
             for purpose, t in group.items():
-                t._add(
-                    split.get(purpose, empty),
-                    seconds if purpose == "agent" else 0.0,
-                    priced,
-                    book,
+                t.add_trial(
+                    split.get(purpose, empty), seconds if purpose == "agent" else 0.0, priced
                 )
 
     @classmethod

@@ -307,7 +307,7 @@ class RunRecorder:
         assert self.finished is not None
         # what the cases cost goes in the JSON record (the HTML report prices its own)
         prices = price_book(self.config) if found.json else None
-        self.finished = with_cases(self.finished, self.history, prices, costs=bool(found.json))
+        self.finished = with_cases(self.finished, self.history, prices)
         if baseline is not None:
             self._diff(baseline, pooled, found.diff_level)
         self._write_reports()
@@ -567,20 +567,19 @@ def with_cases(
     record: RunRecord,
     history: History | None,
     prices: PriceBook | None = None,
-    *,
-    costs: bool = True,
 ) -> RunRecord:
     """The record with its per-case results (rate, interval, the strip when there is history,
-    what each case's trials cost) and the run's cost, for the JSON record and the reports."""
+    what each case's trials cost, priced by `prices`; none without them) and the run's cost, for
+    the JSON record and the reports."""
     strips, flaky = None, []
     if history is not None:
         current = case_rates(record)
         strips = {c: strip(history, c, rate) for c, rate in current.items()}
         flaky = [c for c, rate in current.items() if flaky_case(history, c, rate)]
     cases = case_results(record.trials, strips, flaky)
-    if not costs or not any(t.calls or t.turn_s for t in record.trials):
+    if prices is None or not any(t.calls or t.turn_s for t in record.trials):
         return record.model_copy(update={"cases": cases})
-    spent = CostSummary.of(record.trials, prices or PriceBook())
+    spent = CostSummary.of(record.trials, prices)
     for case in cases:
         case.cost = spent.case_json(case.case_id)
     return record.model_copy(update={"cases": cases, "cost": spent.to_json()})

@@ -1,8 +1,17 @@
 """commerce-evals: regression evals for LLM commerce agents, as a pytest plugin.
 
-The top level exports what a `conftest.py` needs to wire an agent and a backend.
+The top level exports what a `conftest.py` needs to wire an agent and a backend: the
+integrations (one per framework, `adapters`), the backend's `Snapshot`, the events, and the
+scripted test doubles.
 """
 
+from .adapters import (
+    AgentsSDKAgent,
+    LangGraphAgent,
+    OpenAIChatAgent,
+    PydanticAIAgent,
+    requires_approval,
+)
 from .agent import Agent, AgentSession, InfraError
 from .backend import Backend, Snapshot
 from .cases.case import Case, CaseFileWarning, Expected, State
@@ -19,13 +28,16 @@ from .events import (
     Ui,
 )
 from .results import GraderResult, RubricVerdict, TrialRecord
+from .testing.customer import BriefCustomer, ScriptedCustomer
 from .testing.fake import AsyncFakeClient, FakeClient, text_reply, tool_reply
 
 __all__ = [
     "Agent",
     "AgentSession",
+    "AgentsSDKAgent",
     "AsyncFakeClient",
     "Backend",
+    "BriefCustomer",
     "CartLine",
     "CartUpdate",
     "Case",
@@ -38,7 +50,11 @@ __all__ = [
     "FakeClient",
     "GraderResult",
     "InfraError",
+    "LangGraphAgent",
+    "OpenAIChatAgent",
+    "PydanticAIAgent",
     "RubricVerdict",
+    "ScriptedCustomer",
     "Snapshot",
     "State",
     "Text",
@@ -47,6 +63,7 @@ __all__ = [
     "TrialRecord",
     "TurnEnd",
     "Ui",
+    "requires_approval",
     "text_reply",
     "tool_reply",
 ]

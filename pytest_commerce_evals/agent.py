@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .backend import Backend
-from .cases.case import Case
+from .cases.case import Approval, Case
 from .errors import CommerceEvalsError
 
 __all__ = ["Agent", "AgentSession", "InfraError"]
@@ -33,6 +33,15 @@ class AgentSession:
     seen_products: list[str] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     scratch: dict[str, Any] = field(default_factory=dict)
+    approve_all: bool = False
+    """Every call is approved, whatever the case's `approvals` say (a gold replay's session)."""
+
+    def approval(self, tool: str) -> Approval:
+        """What the person decides about a call of `tool` that needs approval: the case's
+        `approvals` (`Case.approval_for`), `approve` for everything under `approve_all`."""
+        if self.approve_all:
+            return Approval(decision="approve")
+        return self.case.approval_for(tool)
 
     def record_call(
         self,

@@ -34,18 +34,21 @@ class Snapshot:
     def from_data(
         cls,
         *,
-        cart: Iterable[str | Mapping[str, Any] | CartLine] = (),
+        cart: Iterable[str | Mapping[str, Any] | CartLine] | Mapping[str, int] = (),
         memory: Iterable[str] = (),
         changes: Iterable[Mapping[str, Any] | Change] = (),
         data: Mapping[str, Any] | None = None,
     ) -> Snapshot:
         """A snapshot from plain data, as a backend keeps it: cart lines as product IDs or
-        mappings (`{"product_id": "shoe-1", "quantity": 2}`), memory as strings, changes as
-        mappings, the domain's other state as a mapping. Raises `pydantic.ValidationError`
+        mappings (`{"product_id": "shoe-1", "quantity": 2}`), or the whole cart as a mapping of
+        product ID to quantity (`{"shoe-1": 2}`); memory as strings, changes as mappings, the
+        domain's other state as a mapping. Raises `pydantic.ValidationError`
         naming the bad field (`TypeError` for memory that is not text or data that is not a
         mapping)."""
         if data is not None and not isinstance(data, Mapping):
             raise TypeError(f"data is a mapping; got {type(data).__name__}")
+        if isinstance(cart, Mapping):
+            cart = [{"product_id": pid, "quantity": quantity} for pid, quantity in cart.items()]
         lines = [
             line
             if isinstance(line, CartLine)

@@ -228,9 +228,9 @@ def test_a_broken_scripted_agent_hook_is_one_line_not_a_traceback(pytester):
 
 
 def test_a_simulated_customer_case_meets_a_customer_that_says_its_brief():
-    from pytest_commerce_evals.authoring.vacuity import BriefCustomer
     from pytest_commerce_evals.cases.case import Case
     from pytest_commerce_evals.customer import CustomerMessage
+    from pytest_commerce_evals.testing import BriefCustomer
 
     case = Case.model_validate(
         {

@@ -30,6 +30,7 @@ A call to a presentation tool is also a `Ui` event (see `ConvertOptions.ui_tools
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -61,10 +62,19 @@ def _message(item: Any) -> Any:
 
 @converter
 def events_from_chat_messages(
-    messages: Iterable[Any], *, options: ConvertOptions | None = None
+    messages: Iterable[Any],
+    *,
+    options: ConvertOptions | None = None,
+    waiting: Iterable[str] = (),
+    refused: Iterable[str] = (),
 ) -> list[Event]:
-    """The events of a chat-completions message list, in order (see the module's docstring)."""
+    """The events of a chat-completions message list, in order (see the module's docstring).
+
+    `waiting` holds the ids of calls a person has not decided on when the turn ends (`blocked`,
+    `core.PENDING_APPROVAL`); `refused` the ids of calls a person refused, whose `tool` message
+    reads `blocked` (`approval: <content>`), as in the other converters."""
     builder = EventBuilder(options)
+    refusals = {str(i) for i in refused}
     for index, item in enumerate(messages):
         message = _message(item)
         role = field(message, "role")
@@ -74,8 +84,15 @@ def events_from_chat_messages(
             _assistant(builder, message)
         elif role == "tool":
             content = tool_output(field(message, "content"))
+            call_id = field(message, "tool_call_id")
+            if call_id is not None and str(call_id) in refusals:
+                text = content if isinstance(content, str) else json.dumps(content)
+                builder.result(
+                    call_id, content, name=field(message, "name"), blocked=f"approval: {text}"
+                )
+                continue
             builder.result(
-                field(message, "tool_call_id"),
+                call_id,
                 content,
                 name=field(message, "name"),
                 error=failure(message, content),
@@ -92,6 +109,8 @@ def events_from_chat_messages(
                 f"events_from_chat_messages: message {index} has {found}; expected a chat "
                 f"message (a dict or the SDK's message object) with role one of {', '.join(_ROLES)}"
             )
+    for call_id in waiting:
+        builder.wait(call_id)
     return builder.finish()
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..testing import BriefCustomer
 from ..testing.fake import FakeClient, FakeReply
 
 __all__ = ["DEGENERATE", "VacuityReport", "degenerate_script"]
@@ -299,22 +300,14 @@ class VacuityReport:
     findings: list[str] = field(default_factory=list)
 
 
-class BriefCustomer:
-    """The customer of a `user:` case under the vacuity check, with no model: its first message
-    (when neither `turns` nor `opening` gives one) is the scenario itself, the next what it
-    knows, then it ends the conversation. Every degenerate agent hears the whole brief."""
+def _scripted_integration(config: Any, case: Any, backend: Any, client: Any) -> Any:
+    """The conftest's agent driven by `client`, when it is one of the integrations (it can run
+    on a scripted model: `scripted(client)`); None for any other agent."""
+    from ..runner.trial import make_agent
 
-    def __init__(self) -> None:
-        self.told = False
-
-    def reply(self, case: Any, conversation: Any) -> str:
-        spec = case.user
-        if not any(m.role == "customer" for m in conversation):
-            return spec.instructions
-        if not self.told and spec.knows:
-            self.told = True
-            return spec.knows
-        return spec.stop
+    agent = make_agent(config, case, backend)
+    scripted = getattr(agent, "scripted", None)
+    return scripted(client) if callable(scripted) else None
 
 
 def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
@@ -345,9 +338,13 @@ def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
                     "your agent driven by `client`"
                 ) from None
             if agent is None:
+                agent = _scripted_integration(config, case, backend, client)
+            if agent is None:
                 raise ConfigurationError(
-                    "the vacuity check needs pytest_commerce_evals_make_scripted_agent(config, "
-                    "case, backend, client) in conftest.py: your agent, driven by `client`"
+                    "the vacuity check needs your agent driven by a scripted client: return one "
+                    "of the integrations (pytest_commerce_evals.adapters) from "
+                    "pytest_commerce_evals_make_agent, or implement "
+                    "pytest_commerce_evals_make_scripted_agent(config, case, backend, client)"
                 )
             return agent
 

@@ -20,7 +20,10 @@ from ..rubrics import STANDARD
 
 __all__ = [
     "CASE_ID_PATTERN",
+    "DEFAULT_REFUSAL",
     "DEFAULT_STOP",
+    "Approval",
+    "Refusal",
     "CallSpec",
     "Case",
     "CaseFileWarning",
@@ -152,6 +155,37 @@ class GoldAction(_Strict):
 
     tool: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+DEFAULT_REFUSAL = "A person refused this action."
+"""What a refusal says when the case gives no words of its own (`approvals: {tool: refuse}`)."""
+
+
+class Refusal(_Strict):
+    """A person's refusal in their own words: `{refuse: "not this week"}`."""
+
+    refuse: str = Field(min_length=1)
+
+    @field_validator("refuse")
+    @classmethod
+    def _words(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a refusal's words are empty: write them, or write plain refuse")
+        return value
+
+
+Decision = Literal["approve", "refuse", "wait"] | Refusal
+
+
+class Approval(BaseModel):
+    """What the person decides about one call of a tool that needs approval: `approve`,
+    `refuse` (with `message`, what they say) or `wait` (not decided yet: the call stays
+    blocked, waiting)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decision: Literal["approve", "refuse", "wait"]
+    message: str | None = None
 
 
 DEFAULT_STOP = "###STOP###"
@@ -291,6 +325,10 @@ class Case(_Strict):
     state: State = Field(default_factory=State)
     turns: list[str] = Field(default_factory=list)
     user: UserSpec | None = None
+    approvals: dict[str, Decision] | None = None
+    """What the person decides about each tool that needs approval, by tool name: `approve`,
+    `refuse`, `{refuse: "their words"}` or `wait`; `default` for every other tool (unless
+    given: `wait`). The integrations (`adapters`) apply it; `approval_for(tool)` reads it."""
     scope: Literal["turn", "conversation"] = Field(
         default=None,  # type: ignore[arg-type]  # resolved by _someone_speaks
         json_schema_extra=_no_default,
@@ -348,6 +386,53 @@ class Case(_Strict):
         if self.scope is None:
             self.scope = "conversation" if self.user is not None else "turn"
         return self
+
+    @field_validator("approvals", mode="before")
+    @classmethod
+    def _decisions(cls, value: Any) -> Any:
+        """One clear sentence per bad decision, instead of one per branch of the union."""
+        if not isinstance(value, dict):
+            return value
+        for name, decision in value.items():
+            ok = decision in ("approve", "refuse", "wait") or (
+                isinstance(decision, dict)
+                and set(decision) == {"refuse"}
+                and isinstance(decision["refuse"], str)
+                and decision["refuse"].strip()
+            )
+            if not ok and not isinstance(decision, Refusal):
+                raise ValueError(
+                    f"approvals.{name}: found {decision!r:.80}; allowed: approve, refuse, wait, "
+                    "or {refuse: <what the person says>} (words not empty)"
+                )
+        return value
+
+    @field_validator("approvals")
+    @classmethod
+    def _approvals_name_tools(cls, value: dict[str, Decision] | None) -> dict[str, Decision] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError(
+                "approvals is empty: name a tool and what the person decides (approve, refuse, "
+                "{refuse: <their words>}, wait), or leave the key out"
+            )
+        for name in value:
+            if not name.strip():
+                raise ValueError(f"approvals names a tool with an empty name (found {name!r})")
+        return value
+
+    def approval_for(self, tool: str) -> Approval:
+        """What the person decides about a call of `tool`: the case's `approvals` for the tool,
+        else its `default`, else `wait`."""
+        decision = (self.approvals or {}).get(tool)
+        if decision is None:
+            decision = (self.approvals or {}).get("default", "wait")
+        if isinstance(decision, Refusal):
+            return Approval(decision="refuse", message=decision.refuse)
+        if decision == "refuse":
+            return Approval(decision="refuse", message=DEFAULT_REFUSAL)
+        return Approval(decision=decision)
 
     @field_validator("skip")
     @classmethod

@@ -23,7 +23,7 @@ from ..models.pricing import price_book
 from ..results import GraderResult, TrialRecord, fold_outcome
 from ..usage import Meter, metered
 from ._scheduler import run_coroutine
-from .gold import replay
+from .gold import replay, replay_through_agent
 
 _PLUGIN_DIR = Path(__file__).resolve().parents[1]  # the package: its frames are not user code
 _SKIPPED_DIRS = (
@@ -356,11 +356,18 @@ def grade_trial(
     `result.outcome`, and why it failed (`failures`). A regression trial (`run_trial`), a
     regraded one and a sampled live conversation all end here. Returns `result`, graded in
     place."""
+    try:
+        gold = replay_gold(config, case)
+    except ConfigurationError as exc:  # the glue cannot replay: not the agent's failure
+        result.outcome = "error"
+        result.error = f"commerce-evals glue error (not counted against the agent): {exc}"
+        result.grader_results = []
+        return result.settle()
     observation = Observation(
         result.turns,
         result.snapshot,
         case.state,
-        gold=replay_gold(config, case),
+        gold=gold,
         calls=result.calls,
         turn_s=result.turn_s,
         prices=price_book(config) if case.expected.budget is not None else None,
@@ -387,8 +394,10 @@ def grade_trial(
 
 def replay_gold(config: pytest.Config, case: Case) -> GoldState | None:
     """The final state the case's gold actions (`same_state_as`) produce on a fresh backend
-    with the case's `state`; None when the case has none. A backend that cannot be made or
-    loaded leaves `error` saying why, and the grader fails on it."""
+    with the case's `state`; None when the case has none. Through the agent's own tools when the
+    agent is an integration (`runner.gold`), else the backend's `call_tool`. Raises
+    `ConfigurationError` when the replay cannot be made (the backend or agent cannot be made or
+    loaded, or neither can replay): the glue's problem, not the agent's."""
     actions = case.expected.same_state_as
     if actions is None:
         return None
@@ -396,13 +405,32 @@ def replay_gold(config: pytest.Config, case: Case) -> GoldState | None:
     try:
         backend = make_backend(config, case)
         _load_state(backend, case)
-        return replay(backend, actions, lambda: _snapshot(backend))
+        if callable(getattr(backend, "call_tool", None)):
+            agent = None
+        else:
+            agent = make_agent(config, case, backend)
+        with metered(Meter(), "agent"):  # the replay's calls are no trial's
+            if agent is not None and callable(getattr(agent, "scripted", None)):
+                return replay_through_agent(
+                    agent, case, backend, actions, _replay_turn, lambda: _snapshot(backend)
+                )
+            return replay(backend, actions, lambda: _snapshot(backend))
     except ConfigurationError as exc:
-        return GoldState(None, error=f"the gold actions' backend failed: {exc}")
+        raise ConfigurationError(
+            f"the gold actions (same_state_as) could not be replayed: {exc}"
+        ) from exc
     finally:
         close = getattr(backend, "close", None)
         if callable(close):
             close()
+
+
+def _replay_turn(agent: Any, session: AgentSession, message: str) -> list[Any]:
+    runner = _TurnRunner(agent)
+    try:
+        return runner(session, message)
+    finally:
+        runner.close()
 
 
 def conversation_ending(case: Case, result: TrialRecord) -> GraderResult | None:

@@ -1,10 +1,10 @@
 """Test doubles for teams and for this package's own tests: the scripted `FakeClient` (`fake`), a
-scripted simulated customer (`ScriptedCustomer`, `customer`) and
+scripted simulated customers (`ScriptedCustomer`, `BriefCustomer`, `customer`) and
 a loopback OpenAI-compatible mock server (`mock_server`, imported from there: it also runs as
 `python -m pytest_commerce_evals.testing.mock_server`).
 """
 
-from .customer import ScriptedCustomer
+from .customer import BriefCustomer, ScriptedCustomer
 from .fake import (
     AsyncFakeClient,
     FakeClient,
@@ -16,6 +16,7 @@ from .fake import (
 
 __all__ = [
     "AsyncFakeClient",
+    "BriefCustomer",
     "FakeClient",
     "FakeClientExhausted",
     "FakeReply",

@@ -1,12 +1,13 @@
-"""A scripted simulated customer, for tests and for running conversational cases without a model:
-its messages in order, then the case's stop marker."""
+"""Scripted simulated customers, for tests and for running conversational cases without a model:
+`ScriptedCustomer` says its messages in order, then the case's stop marker; `BriefCustomer`
+says what the case's own `user:` block says, so nothing is kept apart from the case."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["ScriptedCustomer"]
+__all__ = ["BriefCustomer", "ScriptedCustomer"]
 
 
 class ScriptedCustomer:
@@ -27,3 +28,23 @@ class ScriptedCustomer:
         if self.said <= len(script):
             return script[self.said - 1]
         return case.user.stop
+
+
+class BriefCustomer:
+    """A customer with no model that plays the case's own brief: its first message (when neither
+    `turns` nor `opening` gives one) is `user.instructions`, the next `user.knows` (when the
+    case has it), then it ends the conversation (`user.stop`). The vacuity check plays every
+    degenerate agent against it; a team's offline runs and tests can too, with nothing to keep
+    in step with the case. Make one per trial."""
+
+    def __init__(self) -> None:
+        self.told = False
+
+    def reply(self, case: Any, conversation: Sequence[Any]) -> str:
+        spec = case.user
+        if not any(m.role == "customer" for m in conversation):
+            return str(spec.instructions)
+        if not self.told and spec.knows:
+            self.told = True
+            return str(spec.knows)
+        return str(spec.stop)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -178,3 +180,28 @@ def pytest_commerce_evals_write_reports(
     against the baseline, chosen as `how_chosen` says, and the cases' `history`): append
     ``(label, path)`` to `written` for each report written and a sentence to `errors` for each
     that could not be. The run is stored already; a report never fails the run."""
+
+
+# -- who implements a hook ------------------------------------------------------------------------
+
+
+def implemented_by_user(config: pytest.Config, name: str) -> str | None:
+    """Where a hook is implemented outside this package (a `conftest.py`, a plugin of the
+    team's): `conftest.py:27` (relative to the rootdir when under it); None when only the
+    plugin's own implementation, or none, answers it. Not a hook itself."""
+    caller = getattr(config.hook, name, None)
+    for impl in reversed(caller.get_hookimpls() if caller is not None else []):
+        module = getattr(impl.plugin, "__name__", "") or ""
+        if module.split(".")[0] == "pytest_commerce_evals":
+            continue
+        try:
+            file = Path(inspect.getsourcefile(impl.function) or "")
+            line = inspect.getsourcelines(impl.function)[1]
+        except (OSError, TypeError):
+            return impl.plugin_name
+        try:
+            file = file.resolve().relative_to(config.rootpath)
+        except ValueError:
+            pass
+        return f"{file.as_posix()}:{line}"
+    return None

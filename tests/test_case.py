@@ -136,3 +136,58 @@ def test_cart_shorthand_and_blank_skip():
     assert case.state.cart[0].quantity == 1
     with pytest.raises(ValidationError, match="skip needs a reason"):
         Case(id="cart-001-x", priority="low", difficulty="easy", turns=["x"], skip="  ")
+
+
+def _approving(approvals):
+    from pytest_commerce_evals.cases.case import Case
+
+    return Case.model_validate(
+        {
+            "id": "ops-001-x",
+            "priority": "low",
+            "difficulty": "easy",
+            "turns": ["x"],
+            "approvals": approvals,
+        }
+    )
+
+
+def test_approvals_say_per_tool_what_the_person_decides_and_default_to_waiting():
+    from pytest_commerce_evals.cases.case import DEFAULT_REFUSAL, Approval
+
+    case = _approving(
+        {"apply_changes": "approve", "delete_listing": {"refuse": "not this week"}, "x": "refuse"}
+    )
+    assert case.approval_for("apply_changes") == Approval(decision="approve")
+    assert case.approval_for("delete_listing") == Approval(
+        decision="refuse", message="not this week"
+    )
+    assert case.approval_for("x") == Approval(decision="refuse", message=DEFAULT_REFUSAL)
+    assert case.approval_for("other").decision == "wait"  # no default: the person has not decided
+    assert (
+        _approving({"default": "approve", "y": "wait"}).approval_for("other").decision == "approve"
+    )
+    assert _approving({"default": "approve", "y": "wait"}).approval_for("y").decision == "wait"
+
+
+@pytest.mark.parametrize(
+    ("approvals", "found"),
+    [
+        ({"apply_changes": True}, "approvals.apply_changes: found True"),
+        ({"apply_changes": "maybe"}, "approvals.apply_changes: found 'maybe'"),
+        ({"apply_changes": {"refuse": "  "}}, "approvals.apply_changes: found {'refuse': '  '}"),
+        ({"apply_changes": {"refuse": "no", "why": "x"}}, "approvals.apply_changes: found"),
+        ({}, "approvals is empty"),
+        ({" ": "approve"}, "approvals names a tool with an empty name"),
+    ],
+)
+def test_a_bad_approval_says_what_was_found_and_what_is_allowed(approvals, found):
+    import pydantic
+
+    with pytest.raises(pydantic.ValidationError) as caught:
+        _approving(approvals)
+    assert found in str(caught.value)
+    if approvals and " " not in approvals:
+        assert "allowed: approve, refuse, wait, or {refuse: <what the person says>}" in str(
+            caught.value
+        )

@@ -358,7 +358,8 @@ def test_a_regrade_grades_the_stored_conversation_without_the_agent_or_the_custo
     assert regraded["messages"] == trial["messages"]
 
 
-def test_a_backend_without_call_tool_fails_the_gold_state_saying_why(pytester):
+def test_a_backend_that_cannot_replay_is_a_glue_error_saying_why(pytester):
+    # neither call_tool nor an integration: not the agent's failure, the glue's
     pytester.makeconftest(
         CONFTEST.replace(
             "    def call_tool(self, name, arguments):", "    def act(self, name, arguments):"
@@ -372,11 +373,12 @@ def test_a_backend_without_call_tool_fails_the_gold_state_saying_why(pytester):
         pytester.runpytest("cases", "-p", "no:cacheprovider", "--commerce-json=out.json").ret == 1
     )
     trial = json.loads((pytester.path / "out.json").read_text())["trials"][0]
-    assert trial["outcome"] == "fail"
-    assert any(
-        "same_state_as: no gold state to compare: Orders has no call_tool()" in f
-        for f in trial["failures"]
-    ), trial["failures"]
+    assert trial["outcome"] == "error"
+    assert "glue error (not counted against the agent)" in trial["error"]
+    assert (
+        "the backend Orders has no call_tool() and the agent is not one of the integrations"
+        in (trial["error"])
+    )
 
 
 def test_the_gold_replay_reports_a_failing_action_and_goes_on(pytester):

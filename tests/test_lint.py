@@ -69,11 +69,13 @@ CLEAN = [
     case(
         "refusal-001-weapons",
         tags=["refusal", "scenario:knives"],
+        approvals={"add_to_cart": {"refuse": "not knives"}},
         expected={"never_calls": ["add_to_cart"]},
     ),
     case(
         "refusal-002-chef-knife-served",
         tags=["served", "scenario:knives"],
+        approvals={"add_to_cart": "approve"},
         expected={"calls_tool": ["search_products"]},
     ),
     case(
@@ -129,6 +131,9 @@ VIOLATIONS = {
         "calls_tool"
     ),
     "skip-reason": lambda by, cases: by["orders-001-skipped"].update(skip="todo"),
+    "approval-pair": lambda by, cases: by["refusal-001-weapons"].update(
+        approvals={"add_to_cart": "approve"}
+    ),
 }
 
 
@@ -242,7 +247,7 @@ def test_lint_option_exits_by_findings(pytester):
     result.stdout.fnmatch_lines(
         [
             "*cases/a.yaml:*: [[]skip-reason[]] cart-001-x: skip reason 'no' does not say why*",
-            "*1 finding(s) over 14 rules: skip-reason 1",
+            "*1 finding(s) over 15 rules: skip-reason 1",
         ]
     )
     assert result.ret == 1

@@ -34,6 +34,8 @@ RULES = {
     "call (calls_with, same_state_as) has a "
     "negative in the same scenario",
     "refusal-pair": "a refusal case has a served counterpart in the same scenario",
+    "approval-pair": "a case where the person approves a tool has a case in the same scenario "
+    "where they refuse it or leave it waiting",
     "poisoned-twin": "a poisoned case has a served twin on a benign eval-only listing in its "
     "scenario",
     "rubric-pass-fail": "each rubric dimension states a PASS and a FAIL condition",
@@ -220,6 +222,7 @@ def _check_cases(loaded: list[tuple[Path, LoadedCase]], index: FixtureIndex) -> 
         _ids(case, index, add)
         _pairing(case, by_scenario, add)
         _refusal(case, by_scenario, add)
+        _approval_pair(case, by_scenario, add)
         _rubric(case, add)
         _sensitive(case, add)
         _preference(case, index, add)
@@ -379,6 +382,32 @@ def _refusal(case: Case, by_scenario: dict[str, list[Case]], add) -> None:
             "a refusal case has no served counterpart in its scenario",
             "add a case tagged served in the same scenario:<name> that the agent should help with",
             "tags",
+        )
+
+
+def _approval_pair(case: Case, by_scenario: dict[str, list[Case]], add) -> None:
+    approved = sorted(
+        tool
+        for tool, decision in (case.approvals or {}).items()
+        if tool != "default" and decision == "approve"
+    )
+    if not approved:
+        return
+    others = [c for c in by_scenario.get(case.scenario, []) if c.id != case.id]
+    for tool in approved:
+        if any(
+            c.approvals is not None and c.approval_for(tool).decision != "approve" for c in others
+        ):
+            continue
+        where = f"scenario {case.scenario!r}" if case.scenario else "its scenario (it names none)"
+        add(
+            "approval-pair",
+            f"the person approves {tool}; no case in {where} has them refuse it or leave it "
+            "waiting",
+            f"add a case in the same scenario:<name> with approvals: {{{tool}: refuse}} (or "
+            f"{{refuse: <their words>}}, or wait) asserting what the agent does then",
+            "approvals",
+            tool,
         )
 
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..settings import settings
+from ..hookspecs import implemented_by_user
+from ..settings import agent_label, settings
 from .simulator import SimulatedCustomer
 
 if TYPE_CHECKING:
@@ -56,3 +57,71 @@ def build_customer(config: pytest.Config) -> SimulatedCustomer:
 @pytest.hookimpl(trylast=True)
 def pytest_commerce_evals_make_user(config: pytest.Config, case: Case) -> Any:
     return build_customer(config)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A `user:` case whose customer would fall back to the embedded model while the agent runs
+    on a model of its own stops the run before any trial, saying what to set: the embedded model
+    is a poor and slow customer, and nothing asked for it."""
+    config = session.config
+    if config.option.collectonly or hasattr(config, "workerinput"):
+        return
+    trials = config.hook.pytest_commerce_evals_case_trials(items=session.items) or []
+    talking = [i for i in trials if i.case.user is not None and not i.case.skip]
+    if not talking or implemented_by_user(config, "pytest_commerce_evals_make_user"):
+        return
+    message = embedded_customer_problem(config, talking[0].case)
+    if message is not None:
+        where = getattr(talking[0], "location", None)
+        at = f" ({where[0]})" if where else ""
+        raise pytest.UsageError(f"commerce-evals: case {talking[0].case.id!r}{at}: {message}")
+
+
+def embedded_customer_problem(config: pytest.Config, case: Case) -> str | None:
+    """Why the built-in customer must not play `case`: it would run on the embedded model
+    although nothing configured one for it, and the agent runs elsewhere (it is named as
+    bringing its own client, or it is one of the integrations, on its framework's model).
+    None when nothing is wrong, or when it cannot be told before a trial."""
+    from ..models import endpoint
+
+    try:
+        customer = endpoint.resolve_endpoint(config, "user")
+        agent = endpoint.resolve_endpoint(config, "agent")
+    except endpoint.EndpointError:
+        return None  # the endpoint check says what to set
+    if not (customer.embedded and agent.source == "embedded"):
+        return None  # a customer model was configured, or the agent's endpoint was
+    label = agent_label(config)
+    if label is None and not _agent_brings_its_model(config, case):
+        return None  # the agent runs on the embedded model too (the reference wiring)
+    runs = f"the agent ({label})" if label else "the agent (an integration, on its own model)"
+    return (
+        "it has a user: block and nothing says who plays the customer: the built-in simulated "
+        f"customer would run on the embedded model while {runs} runs elsewhere. Set "
+        "--commerce-user-model (ini commerce_user_model, env COMMERCE_USER_MODEL; with "
+        "--commerce-user-base-url for a server of your own), or return a customer from "
+        "pytest_commerce_evals_make_user in conftest.py (pytest_commerce_evals.BriefCustomer "
+        "plays the case's own brief with no model)"
+    )
+
+
+def _agent_brings_its_model(config: pytest.Config, case: Case) -> bool:
+    """Whether the conftest's agent for `case` is one of the integrations (it runs on its
+    framework's model, never the plugin's). The backend and agent are made once to see; a hook
+    that fails here is left for the trial to report."""
+    backend = None
+    try:
+        backend = config.hook.pytest_commerce_evals_make_backend(config=config, case=case)
+        if backend is None:
+            return False
+        agent = config.hook.pytest_commerce_evals_make_agent(
+            config=config, case=case, backend=backend
+        )
+    except Exception:
+        return False
+    finally:
+        close = getattr(backend, "close", None)
+        if callable(close):
+            close()
+    return callable(getattr(agent, "scripted", None))

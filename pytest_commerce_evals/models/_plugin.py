@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ..hookspecs import implemented_by_user
 from ..settings import agent_label, settings
 from . import embedded as _local_model
 from .endpoint import _SETTING, EndpointError, Purpose, close_session_clients, resolve_endpoint
@@ -17,16 +18,32 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     names = {"agent": "agent model", "judge": "judge", "user": "simulated customer"}
     purposes: tuple[Purpose, ...] = ("agent", "judge", "user")
     for purpose in purposes:
+        name = names[purpose]
+        own = _played_by_hook(config, purpose)
+        if own is not None:
+            lines.append(f"commerce-evals {name}: {own}")
+            continue
         try:
             described = resolve_endpoint(config, purpose).describe()
         except EndpointError as exc:
             described = f"not usable: {exc}"  # a run that needs it stops before any trial
-        name = names[purpose]
         lines.append(
             f"commerce-evals {name}: {described}"
             + (" (when the agent asks the plugin for a client)" if purpose == "agent" else "")
         )
     return lines
+
+
+def _played_by_hook(config: pytest.Config, purpose: Purpose) -> str | None:
+    """Who plays the judge or the customer when no endpoint does: the team's hook, or no judge."""
+    if purpose == "judge" and settings(config).no_judge:
+        return "none (--commerce-no-judge: rubrics are reported as not judged)"
+    hook = {
+        "judge": "pytest_commerce_evals_grade_rubric",
+        "user": "pytest_commerce_evals_make_user",
+    }.get(purpose)
+    where = implemented_by_user(config, hook) if hook else None
+    return f"{hook} at {where}" if where else None
 
 
 @pytest.hookimpl(trylast=True)

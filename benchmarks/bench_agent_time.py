@@ -1,7 +1,7 @@
 """Agent time against concurrency: does a trial's recorded agent time measure the agent, or the
 other trials in flight beside it?
 
-    python benchmarks/bench_agent_time.py                  # 48 trials, L=0.2 s, concurrency 1 and 16
+    python benchmarks/bench_agent_time.py         # 48 trials, L=0.2 s, concurrency 1 and 16
     python benchmarks/bench_agent_time.py --trials 96 --latency 0.2 --concurrency 1 16 32
 
 A pydantic-ai shop agent (the integration `PydanticAIAgent`, on pydantic-ai's own OpenAI model

@@ -393,7 +393,8 @@ def _approval_pair(case: Case, by_scenario: dict[str, list[Case]], add) -> None:
     )
     if not approved:
         return
-    others = [c for c in by_scenario.get(case.scenario, []) if c.id != case.id]
+    in_scenario = by_scenario.get(case.scenario, []) if case.scenario else []
+    others = [c for c in in_scenario if c.id != case.id]
     for tool in approved:
         if any(
             c.approvals is not None and c.approval_for(tool).decision != "approve" for c in others

@@ -33,7 +33,8 @@ class Tally:
     input_tokens: int | None = 0
     output_tokens: int | None = 0
     cached_tokens: int | None = 0
-    latency_s: float = 0.0
+    latency_s: float | None = 0.0
+    """The calls' latency; None when a call did not report it (never 0)."""
     agent_s: float = 0.0
     cost: Decimal | None = None
     unpriced: int = 0
@@ -57,7 +58,11 @@ class Tally:
             self.output_tokens = _plus(self.output_tokens, call.output_tokens)
             # a call that says nothing of its cache had none the price could discount
             self.cached_tokens = (self.cached_tokens or 0) + (call.cached_tokens or 0)
-            self.latency_s += call.latency_s or 0.0
+            self.latency_s = (
+                None
+                if self.latency_s is None or call.latency_s is None
+                else (self.latency_s + call.latency_s)
+            )
             if call.model and call.model not in self.models:
                 self.models.append(call.model)
                 self.servers[call.model] = call.server
@@ -83,7 +88,7 @@ class Tally:
             "calls": self.calls / n,
             "tokens": None if self.tokens is None else self.tokens / n,
             "cost_usd": None if cost is None else str(_round(cost)),
-            "latency_s": self.latency_s / n,
+            "latency_s": None if self.latency_s is None else self.latency_s / n,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -94,7 +99,9 @@ class Tally:
             "input_tokens": self.input_tokens if self.reported else None,
             "output_tokens": self.output_tokens if self.reported else None,
             "cached_tokens": self.cached_tokens if self.reported else None,
-            "latency_s": round(self.latency_s, 6) if self.reported else None,
+            "latency_s": (
+                round(self.latency_s, 6) if self.reported and self.latency_s is not None else None
+            ),
             "cost_usd": None if self.cost is None else str(_round(self.cost)),
             "unpriced_calls": self.unpriced,
             "models": list(self.models),
@@ -110,7 +117,9 @@ class Tally:
             return "not reported"
         parts = [f"{self.calls} call(s)"]
         parts.append(_tokens_text(self.input_tokens, self.output_tokens, self.cached_tokens))
-        parts.append(f"{self.latency_s:.1f} s in calls")
+        parts.append(
+            "latency not reported" if self.latency_s is None else f"{self.latency_s:.1f} s in calls"
+        )
         parts.append(money(self.cost, self.unpriced) if self.cost is not None else "cost unknown")
         if self.reported < self.trials:
             parts.append(f"not reported on {self.trials - self.reported} of {self.trials} trials")
@@ -265,4 +274,5 @@ def _row(name: str, t: Tally) -> str:
         return f"{name[:24]:<24} {'not reported':>36}"
     tokens = "-" if per["tokens"] is None else f"{per['tokens']:,.0f}"
     cost = "unknown" if per["cost_usd"] is None else money(Decimal(per["cost_usd"]))
-    return f"{name[:24]:<24} {per['calls']:>6.1f} {tokens:>9} {per['latency_s']:>7.2f}s {cost:>10}"
+    latency = "-" if per["latency_s"] is None else f"{per['latency_s']:.2f}s"
+    return f"{name[:24]:<24} {per['calls']:>6.1f} {tokens:>9} {latency:>8} {cost:>10}"

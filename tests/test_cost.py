@@ -442,3 +442,24 @@ def test_under_xdist_each_worker_holds_a_share_of_the_runs_budget(pytester):
         ["*UNDECIDED cases*", "run stopped early: the run's budget ran out*"]
     )
     assert result.ret == 1
+
+
+def test_latency_a_call_did_not_report_is_not_reported_never_zero():
+    from types import SimpleNamespace
+
+    from pytest_commerce_evals.costs import Tally
+    from pytest_commerce_evals.usage import ModelCall
+
+    def trial(case, *calls):
+        return SimpleNamespace(case_id=case, set_name="s", calls=list(calls), turn_s=[0.5])
+
+    book = PriceBook({})
+    measured = ModelCall("agent", "m", 100, 10, latency_s=0.25)
+    unmeasured = ModelCall("agent", "m", 100, 10)  # an adapter's report: tokens, no latency
+    summary = CostSummary.of([trial("a", measured), trial("b", unmeasured)], book)
+    a, b = summary.cases["a"]["agent"], summary.cases["b"]["agent"]
+    assert a.per_trial()["latency_s"] == 0.25 and "0.2 s in calls" in a.text()
+    assert b.per_trial()["latency_s"] is None and b.to_json()["latency_s"] is None
+    assert "latency not reported" in b.text() and "0.0 s" not in b.text()
+    assert summary.run["agent"].latency_s is None  # one unreported call: the total is unknown
+    assert isinstance(a, Tally)

@@ -228,3 +228,71 @@ def test_a_debugger_session_runs_one_trial_at_a_time(mocked, pytester):
     )
     result.assert_outcomes(passed=4)
     assert server.stats()["max_in_flight"] == 1
+
+
+def test_waits_count_overlapping_intervals_once():
+    from pytest_commerce_evals.runner._scheduler import Waits
+
+    waits = Waits()
+    waits.add(1.0, 1.5)
+    waits.add(1.2, 1.7)  # overlaps the first: only 1.5 to 1.7 is new
+    waits.add(2.0, 2.1)
+    waits.add(2.05, 2.05)  # inside the last: nothing
+    assert waits.total == pytest.approx(0.5 + 0.2 + 0.1)
+
+
+def test_a_turn_waiting_behind_other_work_on_the_shared_loop_records_the_wait():
+    # the agent's time leaves out the time its steps stood ready while the loop ran other work
+    import asyncio
+    import time
+
+    from pytest_commerce_evals.runner._scheduler import run_coroutine, shared_loop, waited
+
+    async def turn():
+        waits = waited()
+
+        async def agent():
+            await asyncio.sleep(0)  # yields: its next step is queued behind the busy callback
+            return "done"
+
+        task = asyncio.ensure_future(agent())
+        asyncio.get_running_loop().call_soon(time.sleep, 0.05)  # another trial's CPU work
+        return await task, waits.total
+
+    result, waited_s = run_coroutine(turn())
+    assert result == "done" and waited_s >= 0.05
+    # with nothing else on the loop a step waits (almost) nothing
+    assert run_coroutine(_quiet())[1] < 0.05
+    assert shared_loop().is_running()
+
+
+async def _quiet():
+    import asyncio
+
+    from pytest_commerce_evals.runner._scheduler import waited
+
+    waits = waited()
+    await asyncio.ensure_future(asyncio.sleep(0))
+    return None, waits.total
+
+
+def test_an_async_agents_time_leaves_out_other_trials_work_on_the_loop():
+    import asyncio
+    import contextvars
+    import time
+
+    from pytest_commerce_evals.runner._scheduler import run_coroutine
+    from pytest_commerce_evals.runner.trial import _timed
+
+    async def agent():
+        loop = asyncio.get_running_loop()
+        # another trial's work, from a context of its own, queued before this agent's next step
+        contextvars.Context().run(loop.call_soon, time.sleep, 0.06)
+        await asyncio.sleep(0)
+        return "events"
+
+    took: list[float] = []
+    began = time.perf_counter()
+    assert run_coroutine(_timed(agent(), took)) == "events"
+    assert time.perf_counter() - began >= 0.06  # the turn's wall time holds the other work
+    assert took and took[0] < 0.06  # the agent's time does not

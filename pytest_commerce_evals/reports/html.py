@@ -758,12 +758,17 @@ def _purpose_table(summary: CostSummary) -> str:
             f'{head}<td class="num">{t.calls}</td><td class="num">{e(_int(t.input_tokens))}</td>'
             f'<td class="num">{e(_int(t.output_tokens))}</td>'
             f'<td class="num">{e(_int(t.cached_tokens))}</td>'
-            f'<td class="num">{t.latency_s:.2f} s</td><td class="num">{e(tokens)}</td>'
+            f'<td class="num">{_seconds(t.latency_s)}</td><td class="num">{e(tokens)}</td>'
             f'<td class="num">{e(_per_trial_money(t))}</td>'
             f'<td class="num">{e(money(t.cost, t.unpriced))}</td></tr>'
         )
     out.append("</table>")
     return "".join(out)
+
+
+def _seconds(value: float | None) -> str:
+    """A latency, or "not reported" when a call did not report one (never 0)."""
+    return "not reported" if value is None else f"{value:.2f} s"
 
 
 def _sets_cost_table(summary: CostSummary) -> str:
@@ -781,7 +786,7 @@ def _sets_cost_table(summary: CostSummary) -> str:
             tokens = "not reported" if per["tokens"] is None else f"{per['tokens']:,.0f}"
             cells = (
                 f'<td class="num">{per["calls"]:.1f}</td><td class="num">{e(tokens)}</td>'
-                f'<td class="num">{per["latency_s"]:.2f} s</td>'
+                f'<td class="num">{_seconds(per["latency_s"])}</td>'
                 f'<td class="num">{e(_per_trial_money(agent))}</td>'
             )
         others = "".join(
@@ -945,7 +950,7 @@ class RunCost:
                 else "not reported"
             ),
             "cost/trial": _per_trial_money(self.agent) if reported else "not reported",
-            "latency/trial": f"{per['latency_s']:.2f} s" if reported else "not reported",
+            "latency/trial": _seconds(per["latency_s"]) if reported else "not reported",
             "agent time/trial": (
                 "not reported" if self.agent_s is None else f"{self.agent_s:.2f} s"
             ),

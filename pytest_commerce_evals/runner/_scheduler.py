@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from concurrent.futures import Future
+from contextvars import ContextVar
 from typing import Any
 
 import pytest
 
-__all__ = ["TrialScheduler", "resolve_auto", "run_coroutine", "shared_loop"]
+__all__ = ["Waits", "TrialScheduler", "resolve_auto", "run_coroutine", "shared_loop", "waited"]
 
 AUTO_REMOTE = 8
 """Trials in flight by default against a remote endpoint; the embedded model answers one request
@@ -102,16 +104,65 @@ class TrialScheduler:
 
 _loop_lock = threading.Lock()
 _loop: Any = None
+_WAITS: ContextVar[Waits | None] = ContextVar("commerce_waits", default=None)
+
+
+class Waits:
+    """The time one turn's tasks stood ready on the shared loop while the loop ran other trials'
+    work: each step of a task whose context carries this record is timed from when it was
+    scheduled to when it ran, and the union of those intervals is `total` (overlapping waits of
+    the turn's own parallel tasks count once). An agent's time is its turn's time less this."""
+
+    __slots__ = ("_end", "total")
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._end = 0.0
+
+    def add(self, start: float, end: float) -> None:
+        start = max(start, self._end)
+        if end > start:
+            self.total += end - start
+            self._end = end
+
+
+def waited() -> Waits:
+    """A fresh record of the waits of the tasks started in this context from now on."""
+    waits = Waits()
+    _WAITS.set(waits)
+    return waits
+
+
+def _new_loop() -> Any:
+    import asyncio
+
+    class TimedLoop(asyncio.SelectorEventLoop):
+        """Times how long each step of a trial's task waits in the ready queue."""
+
+        def call_soon(  # type: ignore[override]
+            self, callback: Any, *args: Any, context: Any = None
+        ) -> Any:
+            waits = context.get(_WAITS) if context is not None else None
+            if waits is None:
+                return super().call_soon(callback, *args, context=context)
+            return super().call_soon(
+                _stepped, waits, time.perf_counter(), callback, *args, context=context
+            )
+
+    return TimedLoop()
+
+
+def _stepped(waits: Waits, scheduled: float, callback: Any, *args: Any) -> None:
+    waits.add(scheduled, time.perf_counter())
+    callback(*args)
 
 
 def shared_loop() -> Any:
     """One event loop on a daemon thread for the whole process, started on first use."""
-    import asyncio  # only for async agents: a sync run does not pay for the import
-
     global _loop
     with _loop_lock:
         if _loop is None or _loop.is_closed():
-            loop = asyncio.new_event_loop()
+            loop = _new_loop()
             threading.Thread(
                 target=loop.run_forever, name="commerce-async-agents", daemon=True
             ).start()

@@ -22,7 +22,7 @@ from ..graders.code import GoldState, Observation, grade
 from ..models.pricing import price_book
 from ..results import GraderResult, TrialRecord, fold_outcome
 from ..usage import Meter, metered
-from ._scheduler import run_coroutine
+from ._scheduler import run_coroutine, waited
 from .gold import replay, replay_through_agent
 
 _PLUGIN_DIR = Path(__file__).resolve().parents[1]  # the package: its frames are not user code
@@ -114,12 +114,20 @@ class _TurnRunner:
                 f"(defined at {defined_at(agent)})"
             )
 
+    last_s: float | None = None
+    """The agent's own time in the last turn: for an async agent, from its coroutine's start to
+    its end on the shared loop (not the time this thread waited to be scheduled and woken);
+    for a sync agent, the call itself."""
+
     def __call__(self, session: AgentSession, message: str) -> list[Any]:
+        began = time.perf_counter()
+        took: list[float] = []
         out = self._fn(session, message)
         if inspect.isawaitable(out):
-            out = run_coroutine(_awaited(out))
+            out = run_coroutine(_timed(_awaited(out), took))
         if inspect.isasyncgen(out):
-            out = run_coroutine(_drain(out))
+            out = run_coroutine(_timed(_drain(out), took))
+        self.last_s = sum(took) if took else time.perf_counter() - began
         if out is None:
             return []
         if isinstance(out, str | bytes | dict) or not hasattr(out, "__iter__"):
@@ -143,6 +151,20 @@ class _TurnRunner:
 
     def close(self) -> None:
         pass
+
+
+async def _timed(awaitable: Any, took: list[float]) -> Any:
+    """Await the agent's turn on the shared loop, recording its own time: from its start to its
+    end, less the time its steps stood ready while the loop ran other trials' work."""
+    import asyncio
+
+    waits = waited()
+    began = time.perf_counter()
+    try:
+        # a task of its own, so every step of the turn carries `waits` in its context
+        return await asyncio.ensure_future(awaitable)
+    finally:
+        took.append(max(time.perf_counter() - began - waits.total, 0.0))
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -300,12 +322,14 @@ def run_trial(
 
     def turn(message: str) -> None:
         session.turn = meter.turn = i = len(result.turns)
+        runner.last_s = None
         began = time.perf_counter()
         try:
             with metered(meter, "agent"):
                 events = runner(session, message)
         finally:
-            meter.turn_s.append(time.perf_counter() - began)
+            spent = runner.last_s
+            meter.turn_s.append(time.perf_counter() - began if spent is None else spent)
         if not events or not isinstance(events[-1], TurnEnd):
             events.append(TurnEnd(turn=i))
         result.turns.append(events)

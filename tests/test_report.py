@@ -254,3 +254,14 @@ def test_a_set_with_nothing_graded_is_undecided_in_the_report_not_short():
     assert "a set is undecided (nothing graded)" in text
     skipped = text_of(render_run_html(run([trial("cart-003-c", "skipped")]), None, "none"))
     assert "skip every case skipped" in skipped and "every set met its threshold" in skipped
+
+
+def test_the_diffs_tables_wrap_to_the_page_width():
+    # a case's notes (flaky strip, where the test decides) and its failures wrap inside the page:
+    # only the case's own name stays on one line
+    page = sample_page()
+    assert '<table class="tested">' in page
+    assert "table.tested{width:100%;max-width:100%}" in page
+    assert "table.tested td{overflow-wrap:anywhere}" in page
+    assert '<a class="nw" href="#case-cart-001-a">' in page
+    assert '<td class="nw"><a' not in page

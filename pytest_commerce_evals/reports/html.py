@@ -65,6 +65,10 @@ header .sub{color:#d0d7de;font-size:13px}
 main{padding:8px 24px 40px;max-width:1400px}
 h2{border-bottom:1px solid var(--line);padding-bottom:4px;margin-top:28px}
 table{border-collapse:collapse;margin:6px 0}
+table.tested{width:100%;max-width:100%}
+table.tested td{overflow-wrap:anywhere}
+table.tested td:first-child{min-width:14em;max-width:28em}
+table.tested td:last-child{width:40%}
 th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
 th{background:var(--bg)}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -109,7 +113,7 @@ pre{background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:
 .msg{background:#eaeef2;border-radius:4px;padding:4px 8px;margin:8px 0 4px}
 .gate{color:var(--bad);font-weight:700}
 .ok{color:var(--ok)}.bad{color:var(--bad)}
-td.nw{white-space:nowrap}
+td.nw,a.nw{white-space:nowrap}
 td.json{min-width:200px;max-width:420px}
 .cols{display:flex;gap:24px;flex-wrap:wrap}.cols>div{flex:1;min-width:420px}
 svg.chart{display:block;margin:6px 0;font-size:12px}
@@ -317,7 +321,7 @@ def _entry_rows(entries: list[DiffEntry], left: str, right: str, link: bool) -> 
         shown = "".join(f"<li>{e(r)}</li>" for r in reasons[:3])
         more = f'<li class="note">… {len(reasons) - 3} more</li>' if len(reasons) > 3 else ""
         out.append(
-            f'<tr><td class="nw">{name}</td><td>{e(entry.priority)}</td><td>'
+            f"<tr><td>{name}</td><td>{e(entry.priority)}</td><td>"
             f"{e(entry.difficulty)}</td>"
             f'<td class="nw">{e(entry.before.describe() if entry.before else "not run")}</td>'
             f'<td class="nw">{e(entry.after.describe() if entry.after else "not run")}</td>'
@@ -331,11 +335,11 @@ def _tested_rows(entries: list[DiffEntry], decides: bool = False) -> str:
     if not entries:
         return '<p class="note">none</p>'
     out = [
-        "<table><tr><th>case</th><th>priority</th><th>difficulty</th><th>baseline (95% CI)</th>"
-        "<th>this run (95% CI)</th><th>p</th><th>failures</th></tr>"
+        '<table class="tested"><tr><th>case</th><th>priority</th><th>difficulty</th>'
+        "<th>baseline (95% CI)</th><th>this run (95% CI)</th><th>p</th><th>failures</th></tr>"
     ]
     for entry in entries:
-        name = f'<a href="#{e(_anchor(entry.case_id))}">{e(entry.case_id)}</a>'
+        name = f'<a class="nw" href="#{e(_anchor(entry.case_id))}">{e(entry.case_id)}</a>'
         if entry.flaky:
             name += " " + _badge("flaky") + f' <span class="note">{e(entry.strip)}</span>'
         if entry.note:
@@ -349,7 +353,7 @@ def _tested_rows(entries: list[DiffEntry], decides: bool = False) -> str:
         more = f'<li class="note">… {len(reasons) - 3} more</li>' if len(reasons) > 3 else ""
         p = "" if entry.p is None else (f"{entry.p:.2g}" if entry.p < 0.01 else f"{entry.p:.2f}")
         out.append(
-            f'<tr><td class="nw">{name}</td><td>{e(entry.priority)}</td><td>'
+            f"<tr><td>{name}</td><td>{e(entry.priority)}</td><td>"
             f"{e(entry.difficulty)}</td>"
             f'<td class="nw">{e(entry.baseline_text())}</td>'
             f'<td class="nw">{e(entry.current_text())}</td><td class="num">{e(p)}</td>'

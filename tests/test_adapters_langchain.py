@@ -134,7 +134,7 @@ def test_something_that_is_not_a_message_is_named():
 
 # -- a real LangGraph run ---------------------------------------------------------------------
 
-# The conftest of the plugin-level test below, and the recipe in docs/plugging-in.md.
+# The conftest of the plugin-level test below, and the recipe in docs/adapters.md.
 CONFTEST = '''
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -406,14 +406,14 @@ def test_the_module_needs_no_framework_to_import():
 def test_the_recipe_in_the_docs_is_the_conftest_these_tests_run():
     from pathlib import Path
 
-    docs = (Path(__file__).parent.parent / "docs" / "plugging-in.md").read_text()
+    docs = (Path(__file__).parent.parent / "docs" / "adapters.md").read_text()
     section = docs.split("### LangChain / LangGraph", 1)[1]
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert block.strip("\n") == CONFTEST.strip("\n")
     assert CASE.strip() in section
 
 
-# -- approvals: the loop of docs/plugging-in.md ("Approvals"), run against LangGraph itself -------
+# -- approvals: the loop of docs/adapters.md ("Approvals"), run against LangGraph itself -------
 
 
 def approval_turns(graph, decide):
@@ -516,7 +516,7 @@ def test_without_the_interrupt_a_waiting_call_is_a_call_with_no_result():
 
 
 def test_the_docs_show_the_approval_loop_these_tests_run():
-    docs = (Path(__file__).parent.parent / "docs" / "plugging-in.md").read_text()
+    docs = (Path(__file__).parent.parent / "docs" / "adapters.md").read_text()
     body = inspect.getsource(approval_turns).split('"""', 2)[2]
     for line in body.strip().splitlines():
         if "import" not in line:

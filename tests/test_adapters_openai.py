@@ -607,8 +607,8 @@ def _block(text, start):
     ids=["chat", "responses"],
 )
 def test_the_recipes_are_the_code_the_tests_run(heading, source, blocks):
-    """docs/plugging-in.md shows the agent and the glue these tests run, line for line."""
-    docs = (Path(__file__).parents[1] / "docs" / "plugging-in.md").read_text()
+    """docs/adapters.md shows the agent and the glue these tests run, line for line."""
+    docs = (Path(__file__).parents[1] / "docs" / "adapters.md").read_text()
     section = docs.split(heading, 1)[1].split("\n## ", 1)[0]  # the recipe and what follows it
     for start in blocks:
         assert _block(section, start) in source

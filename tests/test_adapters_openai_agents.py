@@ -307,7 +307,7 @@ def test_agents_model_awaits_an_async_client_and_refuses_streaming():
         asyncio.run(stream())
 
 
-# The recipe in docs/plugging-in.md ("OpenAI Agents SDK") is CONFTEST; the test appends
+# The recipe in docs/adapters.md ("OpenAI Agents SDK") is CONFTEST; the test appends
 # TEAM_MODEL, which swaps the team's model for a scripted one.
 TEAM_MODEL = """
 from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
@@ -492,7 +492,7 @@ def test_agents_model_names_a_reply_that_is_not_a_chat_completion():
 def test_the_docs_recipe_is_the_conftest_tested_here():
     from pathlib import Path
 
-    docs = (Path(__file__).parent.parent / "docs" / "plugging-in.md").read_text()
+    docs = (Path(__file__).parent.parent / "docs" / "adapters.md").read_text()
     section = docs.split("### OpenAI Agents SDK", 1)[1]
     recipe = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert recipe.strip() == CONFTEST.strip()

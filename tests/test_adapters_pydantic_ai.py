@@ -180,7 +180,7 @@ def test_a_legacy_retry_prompt_answers_its_call_once():
     ]
 
 
-# -- approvals: the loop of docs/plugging-in.md ("Approvals"), run against pydantic-ai itself --
+# -- approvals: the loop of docs/adapters.md ("Approvals"), run against pydantic-ai itself --
 
 
 def approval_turns(agent, decide):
@@ -241,7 +241,7 @@ def test_without_the_runs_output_a_waiting_call_is_a_call_with_no_result():
 
 
 def test_the_docs_show_the_approval_loop_these_tests_run():
-    docs = (HERE.parent / "docs" / "plugging-in.md").read_text().replace(" ", "")
+    docs = (HERE.parent / "docs" / "adapters.md").read_text().replace(" ", "")
     body = inspect.getsource(approval_turns).split('"""', 2)[2]
     for line in body.strip().splitlines():
         assert line.replace(" ", "") in docs, line
@@ -356,7 +356,7 @@ def test_the_scripted_model_answers_with_text_and_works_async():
 
 # -- through the plugin ----------------------------------------------------------------------
 
-# the glue, as docs/plugging-in.md ("pydantic-ai") shows it
+# the glue, as docs/adapters.md ("pydantic-ai") shows it
 HOOKS = '''
 from pytest_commerce_evals.adapters.core import framework_agent
 from pytest_commerce_evals.adapters.pydantic_ai import events_from_pydantic_ai, pydantic_ai_model
@@ -456,7 +456,7 @@ def shop(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_the_recipe_in_the_docs_is_the_glue_these_tests_run():
-    docs = (HERE.parent / "docs" / "plugging-in.md").read_text()
+    docs = (HERE.parent / "docs" / "adapters.md").read_text()
     section = re.split(r"\n##+ ", docs.split("\n### pydantic-ai\n", 1)[1])[0]
     assert HOOKS.strip() in section
 

@@ -1,4 +1,4 @@
-"""Call ids read one way in every converter and live format (docs/plugging-in.md, "Call ids"):
+"""Call ids read one way in every converter and live format (docs/adapters.md, "Call ids"):
 a call without an id is numbered `#<n>`, a second call with the same id is `<id>#<k>`, a result
 answers the earliest open call with its id, and a result that answers no call is refused."""
 

@@ -2,7 +2,7 @@
 messages (or a log line, or an OTLP document) hold, a converter ends as events or as a
 `ConversionError` (a glue error naming the converter and the item), and a live reader as
 conversations and located problems; never another exception. The events keep the call-id rules
-(docs/plugging-in.md, "Call ids"): no two calls share an id, no call gets two results.
+(docs/adapters.md, "Call ids"): no two calls share an id, no call gets two results.
 
 The default run spends a bounded budget (`COMMERCE_FUZZ_EXAMPLES` examples per property, 200
 unless set); docs/fuzzing.md says how to run a long campaign.

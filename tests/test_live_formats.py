@@ -900,7 +900,7 @@ def test_a_span_without_a_conversation_id_joins_its_traces_only_conversation_nev
         assert all(getattr(e, "call_id", None) != "c9" for turn in conv.events for e in turn)
 
 
-# -- call ids in OTLP spans (the converters' rules, docs/plugging-in.md "Call ids") -------------
+# -- call ids in OTLP spans (the converters' rules, docs/adapters.md "Call ids") -------------
 
 
 def calls_and_results(conv) -> list[tuple[str, str, str | None]]:

@@ -113,7 +113,7 @@ def _unreadable(
     where = _first_unreadable(fn, messages, args, kwargs)
     return ConversionError(
         f"{fn.__name__} could not read {where}: {type(exc).__name__}: {str(exc)[:300]}; it "
-        "takes the framework's messages as the framework returns them (docs/plugging-in.md)"
+        "takes the framework's messages as the framework returns them (docs/adapters.md)"
     )
 
 

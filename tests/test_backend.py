@@ -1,0 +1,30 @@
+"""The backend's snapshot built from plain data (`Snapshot.from_data`)."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+from pytest_commerce_evals import Snapshot
+
+
+def lines(snapshot):
+    return [(c.product_id, c.quantity) for c in snapshot.cart]
+
+
+def test_a_cart_reads_from_lines_bare_ids_or_a_mapping_of_id_to_quantity():
+    listed = Snapshot.from_data(cart=[{"product_id": "shoe-001", "quantity": 2}, "bag-003"])
+    mapped = Snapshot.from_data(cart={"shoe-001": 2, "bag-003": 1})
+    assert lines(listed) == lines(mapped) == [("shoe-001", 2), ("bag-003", 1)]
+
+
+def test_a_mapping_cart_with_a_bad_quantity_names_the_field():
+    with pytest.raises(pydantic.ValidationError, match="quantity"):
+        Snapshot.from_data(cart={"shoe-001": 0})
+
+
+def test_memory_and_data_are_checked():
+    with pytest.raises(TypeError, match="memory entries are strings"):
+        Snapshot.from_data(memory=[1])
+    with pytest.raises(TypeError, match="data is a mapping"):
+        Snapshot.from_data(data=[1])  # type: ignore[arg-type]

@@ -1,0 +1,85 @@
+"""Who plays the customer is never a surprise: the header names the conftest's hook, and a `user:`
+case whose customer would fall back to the embedded model while the agent runs on a model of its
+own stops the run before any trial, saying what to set."""
+
+from __future__ import annotations
+
+import textwrap
+
+CONFTEST = """
+from pytest_commerce_evals import BriefCustomer, OpenAIChatAgent, Snapshot
+from pytest_commerce_evals.testing import FakeClient
+
+
+class Shop:
+    def load_state(self, state):
+        pass
+
+    def snapshot(self):
+        return Snapshot.from_data()
+
+
+def pytest_commerce_evals_make_backend(config, case):
+    return Shop()
+
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    return OpenAIChatAgent(FakeClient(lambda request: "Hello."), "m")
+"""
+HOOK = """
+
+def pytest_commerce_evals_make_user(config, case):
+    return BriefCustomer()
+"""
+CASE = """
+- id: chat-001-hello
+  priority: low
+  difficulty: easy
+  user:
+    instructions: Say hello, then end the conversation.
+    max_turns: 3
+  expected:
+    max_tool_calls: 0
+"""
+
+
+def _suite(pytester, conftest):
+    pytester.makeconftest(conftest)
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(textwrap.dedent(CASE))
+
+
+def test_an_integration_with_no_customer_named_stops_before_any_trial(pytester):
+    _suite(pytester, CONFTEST)
+    result = pytester.runpytest("cases", "-p", "no:cacheprovider")
+    assert result.ret == 4  # a usage error
+    result.stderr.fnmatch_lines(
+        [
+            "*case 'chat-001-hello'*nothing says who plays the customer: the built-in simulated "
+            "customer would run on the embedded model while the agent (an integration, on its own "
+            "model) runs elsewhere. Set --commerce-user-model*BriefCustomer*"
+        ]
+    )
+    assert "1 passed" not in result.stdout.str()
+
+
+def test_a_named_agent_with_no_customer_named_stops_too(pytester):
+    _suite(
+        pytester, CONFTEST.replace("OpenAIChatAgent(FakeClient", "(lambda s, m: []) or (FakeClient")
+    )
+    result = pytester.runpytest("cases", "-p", "no:cacheprovider", "--commerce-agent=shop-bot")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*while the agent (shop-bot) runs elsewhere*"])
+
+
+def test_the_conftests_customer_plays_and_the_header_says_so(pytester):
+    _suite(pytester, CONFTEST + HOOK)
+    result = pytester.runpytest("cases", "-p", "no:cacheprovider", "--commerce-no-judge")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "commerce-evals judge: none (--commerce-no-judge*",
+            "commerce-evals simulated customer: pytest_commerce_evals_make_user at conftest.py:*",
+        ]
+    )
+    result.assert_outcomes(passed=1)

@@ -100,7 +100,9 @@ def pytest_commerce_evals_make_scripted_agent(
     """Return your agent for `case`, driven by `client` (a FakeClient) instead of your model.
 
     The vacuity check runs every case against degenerate scripted models through this hook, so
-    the same tool loop, guardrails and events are exercised as in a real run.
+    the same tool loop, guardrails and events are exercised as in a real run. An agent that is
+    one of the integrations (`adapters`) needs none: without this hook the check drives
+    `make_agent`'s integration with `scripted(client)`.
     """
 
 

@@ -334,7 +334,7 @@ def test_the_plain_loop_stops_after_max_steps():
 
 def test_a_waiting_call_is_answered_as_not_run_on_the_next_turn():
     from pytest_commerce_evals.adapters import OpenAIChatAgent
-    from pytest_commerce_evals.adapters.openai_chat_agent import NOT_RUN
+    from pytest_commerce_evals.adapters.integration import NOT_RUN
 
     def cancel_order(order_id: str) -> str:
         """Cancel."""
@@ -347,3 +347,15 @@ def test_a_waiting_call_is_answered_as_not_run_on_the_next_turn():
     run(agent, session, "and now?")
     tool_answers = [m for m in client.requests[-1]["messages"] if m["role"] == "tool"]
     assert [m["content"] for m in tool_answers] == [NOT_RUN]
+
+
+def test_a_turn_after_a_call_left_waiting_goes_on(framework):
+    orders = Orders()
+    client = script(cancel(), "Anything else?", "Still here.")
+    agent = build(framework, orders).scripted(client)
+    session = AgentSession(case=case(), backend=orders)  # nobody decides: the call waits
+    first = run(agent, session, "cancel W1")
+    assert [e.status for e in first if isinstance(e, ToolResult)] == ["blocked"]
+    second = run(agent, session, "never mind")
+    assert not [e for e in second if isinstance(e, ToolResult | ToolCall)]
+    assert [e.text for e in second if isinstance(e, Text)] and orders.cancelled == []

@@ -29,10 +29,14 @@ from ..agent import AgentSession
 from ..cases.case import Approval
 from .core import Converter, ConvertOptions, FrameworkAgent
 
-__all__ = ["HISTORY", "Integration", "decisions_for"]
+__all__ = ["HISTORY", "NOT_RUN", "WAITING", "Integration", "decisions_for"]
 
 HISTORY = "commerce_evals_history"
 """The key of `session.scratch` an integration keeps its framework's conversation under."""
+WAITING = "commerce_evals_waiting"
+"""The key of `session.scratch` holding the calls a turn ended on, waiting for a person."""
+NOT_RUN = "not run: it waited for a person's approval, which did not come"
+"""What the model is told, at the next turn, of a call that was left waiting."""
 
 
 class Integration(FrameworkAgent):
@@ -42,6 +46,7 @@ class Integration(FrameworkAgent):
     framework's model answering from a scripted client."""
 
     framework = "agent"
+    model: Any = None
 
     def __init__(self, convert: Converter, options: ConvertOptions | None = None) -> None:
         super().__init__(self.turn, convert, options)
@@ -64,8 +69,6 @@ class Integration(FrameworkAgent):
         `testing.FakeClient`, or anything with `chat.completions.create` returning a chat
         completion)."""
         return self.with_model(self.scripted_model(client))
-
-    model: Any = None
 
 
 def decisions_for(session: AgentSession, tools: list[str]) -> list[Approval] | None:

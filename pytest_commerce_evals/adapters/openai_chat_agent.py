@@ -4,20 +4,22 @@ plugin's agent, in one line.
     return OpenAIChatAgent(openai.OpenAI(), "gpt-4.1-mini", tools=shop_tools(backend),
                            instructions=PROMPT, needs_approval=["apply_changes"])
 
-Each tool is a Python function (sync or async): its name is the tool's name, its docstring the
-description, its annotated parameters the JSON schema (pydantic), and the model's arguments are
-validated against them before it runs. A tool that raises answers the model with
-`{"error": "<type>: <message>"}` and reads as a failed call; arguments that do not validate
-answer the same way without running it. A tool in `needs_approval` is decided as the case's
-`approvals` say: approved it runs, refused the model is told the person's words (the call reads
-`blocked`, gate `approval`), left waiting the turn ends there (the call reads blocked, waiting;
-the next turn tells the model it was not run). The loop keeps the messages between turns, stops
-after `max_steps` model calls in a turn, and each completion's usage and model are recorded.
-`scripted(client)` runs the same loop against a `FakeClient`.
+Each tool is a Python function (sync or async; a sync one, like a sync client's call, runs on a
+thread, so it never holds up the other trials on the shared event loop): its name is the tool's
+name, its docstring the description, its annotated parameters the JSON schema (pydantic), and
+the model's arguments are validated against them before it runs. A tool that raises answers the
+model with `{"error": "<type>: <message>"}` and reads as a failed call; arguments that do not
+validate answer the same way without running it. A tool in `needs_approval` is decided as the
+case's `approvals` say: approved it runs, refused the model is told the person's words (the call
+reads `blocked`, gate `approval`), left waiting the turn ends there (the call reads blocked,
+waiting; the next turn tells the model it was not run). The loop keeps the messages between
+turns, stops after `max_steps` model calls in a turn, and each completion's usage and model are
+recorded. `scripted(client)` runs the same loop against a `FakeClient`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import Callable, Iterable
@@ -26,12 +28,10 @@ from typing import Any
 from ..agent import AgentSession
 from ._openai import field
 from .core import ConvertOptions, TurnMessages
-from .integration import HISTORY, Integration, decisions_for
+from .integration import HISTORY, NOT_RUN, WAITING, Integration, decisions_for
 from .openai_chat import events_from_chat_messages
 
 __all__ = ["OpenAIChatAgent", "Tool"]
-
-NOT_RUN = "not run: it waited for a person's approval, which did not come"
 
 
 class Tool:
@@ -74,9 +74,13 @@ class Tool:
             if not isinstance(arguments, dict):
                 raise ValueError(f"the arguments are not a JSON object: {raw!r:.80}")
             checked = self.arguments.model_validate(arguments)
-            out = self.fn(**{k: getattr(checked, k) for k in type(checked).model_fields})
-            if inspect.isawaitable(out):
-                out = await out
+            values = {k: getattr(checked, k) for k in type(checked).model_fields}
+            if inspect.iscoroutinefunction(self.fn):
+                out = await self.fn(**values)
+            else:  # on a thread: a tool that blocks never holds up the other trials' turns
+                out = await asyncio.to_thread(self.fn, **values)
+                if inspect.isawaitable(out):
+                    out = await out
         except Exception as exc:  # the tool's own failure: the model is told, the call is failed
             return {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
         return out
@@ -148,7 +152,11 @@ class OpenAIChatAgent(Integration):
         request: dict[str, Any] = {"model": self.model, "messages": messages, **self.create_options}
         if self.tools:
             request["tools"] = [tool.schema() for tool in self.tools.values()]
-        completion = self.client.chat.completions.create(**request)
+        create = self.client.chat.completions.create
+        if inspect.iscoroutinefunction(create):
+            return await create(**request)
+        # a sync client (openai.OpenAI) waits on a thread, not on the loop every trial shares
+        completion = await asyncio.to_thread(create, **request)
         if inspect.isawaitable(completion):
             completion = await completion
         return completion
@@ -157,7 +165,7 @@ class OpenAIChatAgent(Integration):
         messages: list[Any] = session.scratch.setdefault(HISTORY, [])
         if not messages and self.instructions:
             messages.append({"role": "system", "content": self.instructions})
-        for call_id in session.scratch.pop("commerce_evals_waiting", []):
+        for call_id in session.scratch.pop(WAITING, []):
             messages.append({"role": "tool", "tool_call_id": call_id, "content": NOT_RUN})
         messages.append({"role": "user", "content": message})
         read: list[Any] = []  # what the converter reads: completions (with usage) and tool answers
@@ -190,7 +198,7 @@ class OpenAIChatAgent(Integration):
                 messages.append(answer)
                 read.append(answer)
             if waiting:
-                session.scratch["commerce_evals_waiting"] = waiting
+                session.scratch[WAITING] = waiting
                 break
         return TurnMessages(read, waiting=waiting, refused=refused)
 

@@ -5,10 +5,11 @@
 
 Each turn is `agent.run(message, message_history=...)`, the history kept between turns; a tool
 with `requires_approval=True` is decided as the case's `approvals` say (`DeferredToolResults`:
-approved, or `ToolDenied` with the person's words; a call left waiting reads blocked) and the
-run resumed. `DeferredToolRequests` is added to the run's output types when the agent's own do
-not name it. The turn reads as `events_from_pydantic_ai` reads it, usage and model name
-included; `scripted(client)` runs the same agent on `pydantic_ai_model(client)`.
+approved, or `ToolDenied` with the person's words; a call left waiting reads blocked, and the
+next turn tells the model it was not run) and the run resumed. `DeferredToolRequests` is added
+to the run's output types when the agent's own do not name it. The turn reads as
+`events_from_pydantic_ai` reads it, usage and model name included; `scripted(client)` runs the
+same agent on `pydantic_ai_model(client)`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..agent import AgentSession
 from .core import ConvertOptions, TurnMessages
-from .integration import HISTORY, Integration, decisions_for
+from .integration import HISTORY, NOT_RUN, WAITING, Integration, decisions_for
 from .pydantic_ai import events_from_pydantic_ai, pydantic_ai_model
 
 __all__ = ["PydanticAIAgent"]
@@ -62,6 +63,12 @@ class PydanticAIAgent(Integration):
         from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
 
         history = list(session.scratch.get(HISTORY) or [])
+        left = session.scratch.pop(WAITING, None)
+        if left:  # calls the last turn ended on: the model is told they were not run
+            from pydantic_ai.messages import ModelRequest, ToolReturnPart
+
+            parts = [ToolReturnPart(tool_name=n, content=NOT_RUN, tool_call_id=i) for n, i in left]
+            history.append(ModelRequest(parts=parts))
         options: dict[str, Any] = {"output_type": self._output_type()}
         if self.deps is not None:
             options["deps"] = self.deps
@@ -71,8 +78,9 @@ class PydanticAIAgent(Integration):
         while isinstance(result.output, DeferredToolRequests) and result.output.approvals:
             waiting = result.output.approvals
             decided = decisions_for(session, [c.tool_name for c in waiting])
-            if decided is None:
-                break  # a person has not decided: the calls read blocked, waiting
+            if decided is None:  # a person has not decided: the calls read blocked, waiting
+                session.scratch[WAITING] = [(c.tool_name, c.tool_call_id) for c in waiting]
+                break
             approvals: dict[str, Any] = {
                 c.tool_call_id: True if d.decision == "approve" else ToolDenied(d.message or "")
                 for c, d in zip(waiting, decided, strict=True)

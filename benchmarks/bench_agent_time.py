@@ -5,12 +5,12 @@ other trials in flight beside it?
     python benchmarks/bench_agent_time.py --trials 96 --latency 0.2 --concurrency 1 16 32
 
 A pydantic-ai shop agent (the integration `PydanticAIAgent`, on pydantic-ai's own OpenAI model
-and an `AsyncOpenAI` client) runs against a loopback mock OpenAI-compatible server in its own
-process that answers every call after L seconds: search, add to cart, a text reply (three model
-calls a trial). Each configuration runs `pytest` in a fresh process and reads the JSON record:
-the mean agent time per trial (the sum of `turn_s`), the wall time, and the ratio of the agent
-time at each concurrency to that at concurrency 1 (1.00 = the agent's own time, whatever runs
-beside it; the ideal is 3 x L).
+and an `AsyncOpenAI` client; `--sync`: a sync agent looping over `openai.OpenAI`) runs against a
+loopback mock OpenAI-compatible server in its own process that answers every call after L
+seconds: search, add to cart, a text reply (three model calls a trial). Each configuration runs
+`pytest` in a fresh process and reads the JSON record: the mean agent time per trial (the sum of
+`turn_s`), the wall time, and the ratio of the agent time at each concurrency to that at
+concurrency 1 (1.00 = the agent's own time, whatever runs beside it; the ideal is 3 x L).
 """
 
 from __future__ import annotations
@@ -62,6 +62,51 @@ def pytest_commerce_evals_make_agent(config, case, backend):
         return "added"
 
     return PydanticAIAgent(agent)
+"""
+
+SYNC_CONFTEST = """
+import os
+
+import openai
+
+from pytest_commerce_evals import Snapshot
+from pytest_commerce_evals.adapters.core import framework_agent
+from pytest_commerce_evals.adapters.openai_chat import events_from_chat_messages
+
+CLIENT = openai.OpenAI(base_url=os.environ["BENCH_BASE_URL"], api_key="none")
+TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+    for n in ("search_products", "add_to_cart")
+]
+
+
+class Shop:
+    def load_state(self, state):
+        self.cart = {}
+
+    def snapshot(self):
+        return Snapshot.from_data(cart=self.cart)
+
+
+def pytest_commerce_evals_make_backend(config, case):
+    return Shop()
+
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    def run(session, message):
+        messages = [{"role": "user", "content": message}]
+        while True:
+            reply = CLIENT.chat.completions.create(model="mock", messages=messages, tools=TOOLS)
+            said = reply.choices[0].message
+            messages.append(said.model_dump(exclude_none=True))
+            if not said.tool_calls:
+                return messages[1:]
+            for call in said.tool_calls:
+                if call.function.name == "add_to_cart":
+                    backend.cart["shoe-001"] = 1
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": "ok"})
+
+    return framework_agent(run, events_from_chat_messages)
 """
 
 SCRIPT = [
@@ -124,13 +169,16 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--rounds", type=int, default=2, help="alternate the configurations")
+    parser.add_argument(
+        "--sync", action="store_true", help="a sync agent (openai.OpenAI in its own loop)"
+    )
     args = parser.parse_args()
     from pytest_commerce_evals.testing.mock_server import MockServer
 
     script = [{**step} for step in SCRIPT]
     with tempfile.TemporaryDirectory() as tmp, MockServer(script, latency_s=args.latency) as mock:
         folder = Path(tmp)
-        (folder / "conftest.py").write_text(CONFTEST)
+        (folder / "conftest.py").write_text(SYNC_CONFTEST if args.sync else CONFTEST)
         (folder / "cases").mkdir()
         (folder / "cases" / "a.yaml").write_text(cases(args.trials))
         (folder / "pytest.ini").write_text("[pytest]\ncommerce_case_dirs = cases\n")

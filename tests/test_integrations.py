@@ -359,3 +359,30 @@ def test_a_turn_after_a_call_left_waiting_goes_on(framework):
     second = run(agent, session, "never mind")
     assert not [e for e in second if isinstance(e, ToolResult | ToolCall)]
     assert [e.text for e in second if isinstance(e, Text)] and orders.cancelled == []
+
+
+def test_gold_actions_replay_through_the_agents_own_tools_every_approval_given(framework):
+    from pytest_commerce_evals.cases.case import GoldAction
+    from pytest_commerce_evals.runner.gold import replay_through_agent
+
+    orders = Orders()
+    agent = build(framework, orders)
+    actions = [
+        GoldAction(tool="cancel_order", arguments={"order_id": "W1"}),  # needs an approval
+        GoldAction(tool="cancel_order", arguments={"order_id": "W9"}),  # the tool refuses it
+        GoldAction(tool="refund_order", arguments={"order_id": "W1"}),  # no such tool
+    ]
+    gold = replay_through_agent(
+        agent,
+        case(approvals={"default": "wait"}),  # the case's own approvals do not hold up a replay
+        orders,
+        actions,
+        lambda a, s, m: run(a, s, m),
+        lambda: list(orders.cancelled),
+    )
+    assert gold.snapshot == ["W1"]
+    assert [f.split(":")[0] for f in gold.failed] == [
+        "action 2 (cancel_order)",
+        "action 3 (refund_order)",
+    ], gold.failed
+    assert "W9" in gold.failed[0] or framework == "openai-agents"  # the SDK hides the text

@@ -45,7 +45,6 @@ class Integration(FrameworkAgent):
     the same integration on another framework model; `scripted_model(client)` is the
     framework's model answering from a scripted client."""
 
-    framework = "agent"
     model: Any = None
 
     def __init__(self, convert: Converter, options: ConvertOptions | None = None) -> None:

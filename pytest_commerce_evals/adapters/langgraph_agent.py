@@ -74,7 +74,6 @@ class LangGraphAgent(Integration):
     has `messages`, or `build(model)` returning one (then `model` is the team's chat model);
     `config` is merged into every invocation's config (the thread id is the integration's)."""
 
-
     def __init__(
         self,
         graph: Any,

@@ -43,7 +43,6 @@ class AgentsSDKAgent(Integration):
     name or an `agents.Model`); `run_config` the team's own `RunConfig` (tracing is turned off
     in it)."""
 
-
     def __init__(
         self,
         agent: Any,

@@ -110,7 +110,6 @@ class OpenAIChatAgent(Integration):
     plugin's clients); `tools` the team's tool functions; `create_options` go to each
     `chat.completions.create` (temperature, ...)."""
 
-
     def __init__(
         self,
         client: Any,

@@ -30,7 +30,6 @@ class PydanticAIAgent(Integration):
     replaces the agent's own model (a name or a pydantic-ai `Model`). Pass `options`
     (`ConvertOptions`) to mark gates' outputs or presentation tools."""
 
-
     def __init__(
         self,
         agent: Any,

@@ -404,7 +404,8 @@ def test_agent_errors_infra_errors_and_missing_wiring(suite, pytester):
             mode = config.getoption("--mode")
             def agent(session, message):
                 if mode == "infra":
-                    raise openai.APIConnectionError(request=None)
+                    from pytest_commerce_evals.models.http_client import http_library
+                    raise openai.APIConnectionError(request=http_library().Request("POST", "http://127.0.0.1/v1/chat/completions"))
                 if mode == "crash":
                     raise KeyError("price")
                 return []

@@ -41,7 +41,11 @@ def test_function_script_sees_the_request():
 
 
 def test_exceptions_are_raised_and_mappings_accepted():
-    err = openai.APIConnectionError(request=None)
+    from pytest_commerce_evals.models.http_client import http_library
+
+    err = openai.APIConnectionError(
+        request=http_library().Request("POST", "http://127.0.0.1/v1/chat/completions")
+    )
     client = FakeClient(
         [
             err,

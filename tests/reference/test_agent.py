@@ -231,7 +231,16 @@ def test_skills_load_on_demand():
 
 
 def test_endpoint_failures_become_infra_errors():
-    client = FakeClient([openai.APIConnectionError(request=None)] * 2)
+    from pytest_commerce_evals.models.http_client import http_library
+
+    client = FakeClient(
+        [
+            openai.APIConnectionError(
+                request=http_library().Request("POST", "http://127.0.0.1/v1/chat/completions")
+            )
+        ]
+        * 2
+    )
     with pytest.raises(InfraError, match="failed 2 times"):
         run_turn(client, retries=2)
     assert len(client.requests) == 2

@@ -19,7 +19,16 @@ from typing import Any
 from .errors import ConfigurationError
 from .usage import ModelCall
 
-__all__ = ["PER_TOKENS", "Price", "PriceBook", "money", "own_server", "parse_price_table"]
+__all__ = [
+    "MAX_DOLLARS",
+    "PER_TOKENS",
+    "Price",
+    "PriceBook",
+    "dollars",
+    "money",
+    "own_server",
+    "parse_price_table",
+]
 
 PER_TOKENS = Decimal(1_000_000)
 """Prices are per million tokens."""
@@ -49,15 +58,26 @@ class Price:
         ) / PER_TOKENS
 
 
+_AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]+)?|\.[0-9]+")
+MAX_DOLLARS = 10**9
+"""The largest amount of US dollars a budget or a price may name: past it a number is a typo."""
+
+
+def dollars(text: str) -> Decimal | None:
+    """An amount written in ASCII digits with an optional decimal part (`5`, `0.02`, `.5`), at
+    most `MAX_DOLLARS`; None for anything else (other scripts' digits, `1_000`, `1e3`, `nan`)."""
+    if not _AMOUNT.fullmatch(text):
+        return None
+    amount = Decimal(text)
+    return amount if amount <= MAX_DOLLARS else None
+
+
 def _decimal(text: str, where: str) -> Decimal:
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        value = Decimal("NaN")
-    if not value.is_finite() or value < 0:
+    value = dollars(text)
+    if value is None:
         raise ConfigurationError(
             f"{where}: {text!r} is not a price; write US dollars per million tokens as a "
-            "number of 0 or more, e.g. 0.15"
+            f"number of 0 to {MAX_DOLLARS:,} in ASCII digits, e.g. 0.15"
         )
     return value
 
@@ -67,6 +87,7 @@ def parse_price_table(lines: Iterable[str], where: str = "commerce_prices") -> d
     per million tokens; `#` starts a comment). A line that is not one raises
     `ConfigurationError` naming it."""
     table: dict[str, Price] = {}
+    lines_of: dict[str, int] = {}
     for n, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -80,9 +101,13 @@ def parse_price_table(lines: Iterable[str], where: str = "commerce_prices") -> d
                 "(e.g. gpt-4.1-mini = 0.40 1.60 0.10)"
             )
         values = [_decimal(p, at) for p in parts]
-        table[match.group("model")] = Price(
-            values[0], values[1], values[2] if len(values) == 3 else None
-        )
+        model = match.group("model")
+        if model in table:
+            raise ConfigurationError(
+                f"{at}: {model!r} is priced twice (line {lines_of[model]} too); keep one line"
+            )
+        lines_of[model] = n
+        table[model] = Price(values[0], values[1], values[2] if len(values) == 3 else None)
     return table
 
 
@@ -92,7 +117,10 @@ def money(value: Decimal | None, unpriced: int = 0) -> str:
     if value is None:
         return "unknown"
     places = Decimal("0.01") if abs(value) >= 1 else Decimal("0.0001")
-    text = f"${value.quantize(places, rounding=ROUND_HALF_UP):,}"
+    try:
+        text = f"${value.quantize(places, rounding=ROUND_HALF_UP):,}"
+    except InvalidOperation:  # more digits than the context holds: written as a power of ten
+        text = f"${value:.4e}"
     if value and value < Decimal("0.0001"):
         text = f"${value:.2e}"
     return f"≥ {text} ({unpriced} call(s) unpriced)" if unpriced else text

@@ -191,3 +191,37 @@ def test_a_bad_approval_says_what_was_found_and_what_is_allowed(approvals, found
         assert "allowed: approve, refuse, wait, or {refuse: <what the person says>}" in str(
             caught.value
         )
+
+
+@pytest.mark.parametrize(
+    ("cost", "amount"), [(5, "5"), ("$0.02", "0.02"), (" $ 1.50 ", "1.50"), (0.02, "0.02")]
+)
+def test_a_budgets_cost_is_a_number_or_a_dollar_string_also_read_strictly(cost, amount):
+    from decimal import Decimal
+
+    case = Case.model_validate(
+        {
+            "id": "a-001-b",
+            "priority": "low",
+            "difficulty": "easy",
+            "turns": ["x"],
+            "expected": {"budget": {"cost": cost}},
+        },
+        strict=True,
+    )
+    assert case.expected.budget.cost == Decimal(amount)
+
+
+@pytest.mark.parametrize("cost", ["1e30", 1.0e30, "١", "1_000", True, -1])
+def test_a_budgets_cost_out_of_range_or_unreadable_is_refused(cost):
+    with pytest.raises(ValidationError, match="budget.cost"):
+        Case.model_validate(
+            {
+                "id": "a-001-b",
+                "priority": "low",
+                "difficulty": "easy",
+                "turns": ["x"],
+                "expected": {"budget": {"cost": cost}},
+            },
+            strict=True,
+        )

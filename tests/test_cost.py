@@ -235,11 +235,25 @@ def test_the_price_table_refuses_a_line_it_cannot_read():
             parse_price_table([bad])
 
 
+@pytest.mark.parametrize(
+    "bad", ["m = ١ ٢", "m = 1e30 1e30", "m = 1_000 1", "m = 1 2000000001", "m = inf 1"]
+)
+def test_a_price_is_ascii_digits_up_to_a_billion(bad):
+    with pytest.raises(ConfigurationError, match=r"line 1 .* is not a price.*ASCII digits"):
+        parse_price_table([bad])
+
+
+def test_a_model_priced_twice_is_refused_naming_both_lines():
+    with pytest.raises(ConfigurationError, match=r"line 3 .*'m' is priced twice \(line 1 too\)"):
+        parse_price_table(["m = 1 2", "n = 1 1", "m = 3 4"])
+
+
 def test_money_is_written_as_dollars_and_unknown_as_unknown():
     assert money(Decimal("0.00404")) == "$0.0040"
     assert money(Decimal("12.345")) == "$12.35"
     assert money(None) == "unknown"
     assert money(Decimal("0.5"), unpriced=2) == "≥ $0.5000 (2 call(s) unpriced)"
+    assert money(Decimal("1e40")) == "$1.0000e+40"  # past the context's digits: never an error
 
 
 def test_a_run_budget_is_read_or_refused():
@@ -249,6 +263,25 @@ def test_a_run_budget_is_read_or_refused():
     for bad in ("", "calls:0", "cost:-1", "time:5", "calls:1,calls:2", "tokens:1.5"):
         with pytest.raises(BudgetError):
             parse_run_budget(bad)
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ("calls:²", "calls:² is not a whole number of 1 or more (ASCII digits"),
+        ("calls:١", "calls:١ is not a whole number"),
+        ("tokens:𝟓", "tokens:𝟓 is not a whole number"),
+        ("cost:1_000", "cost:1_000 is not an amount of US dollars"),
+        ("cost:1e3", "cost:1e3 is not an amount of US dollars"),
+        ("cost:2000000000", "at most 1,000,000,000"),
+        ("CALLS:5", "write the keyword in lower case (calls:...)"),
+        ("Cost:5", "write the keyword in lower case (cost:...)"),
+    ],
+)
+def test_a_run_budget_takes_ascii_digits_and_lower_case_keywords(bad, says):
+    with pytest.raises(BudgetError) as caught:
+        parse_run_budget(bad)
+    assert says in str(caught.value)
 
 
 def test_costs_add_up_per_case_and_leave_unreported_trials_out_of_the_means():

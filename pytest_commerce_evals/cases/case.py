@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from ..events import CartLine, Change
+from ..prices import MAX_DOLLARS, dollars
 from ..rubrics import STANDARD
 
 __all__ = [
@@ -121,7 +122,7 @@ class Budget(_Strict):
             WithJsonSchema(
                 {
                     "anyOf": [
-                        {"type": "number", "minimum": 0},
+                        {"type": "number", "minimum": 0, "maximum": MAX_DOLLARS},
                         {"type": "string", "pattern": "^\\s*\\$?\\s*[0-9]+(\\.[0-9]+)?\\s*$"},
                     ],
                     "description": "US dollars",
@@ -129,18 +130,28 @@ class Budget(_Strict):
             ),
         ]
         | None
-    ) = Field(default=None, ge=0, allow_inf_nan=False)
+    ) = Field(default=None, ge=0, le=MAX_DOLLARS, allow_inf_nan=False)
     latency_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     per: Literal["trial", "conversation", "turn"] = "trial"
 
     @field_validator("cost", mode="before")
     @classmethod
     def _decimal(cls, value: Any) -> Any:
-        # YAML reads 0.02 as a float: its shortest text is the amount the author wrote
-        if isinstance(value, float):
+        # a number or a string, as the schema and docs allow, also when the file is read strictly
+        if isinstance(value, bool):
+            return value  # refused below: true is not an amount
+        if isinstance(value, float):  # YAML reads 0.02 as a float: its shortest text is the amount
             return Decimal(repr(value))
+        if isinstance(value, int):
+            return Decimal(value)
         if isinstance(value, str):
-            return value.strip().lstrip("$")
+            amount = dollars(value.strip().removeprefix("$").strip())
+            if amount is None:
+                raise ValueError(
+                    f"cost {value!r} is not an amount of US dollars: write a number, or a string "
+                    'of ASCII digits such as "$0.02"'
+                )
+            return amount
         return value
 
     @model_validator(mode="after")

@@ -178,9 +178,10 @@ TABLE: tuple[Setting, ...] = (
     Setting(
         "budget",
         "budget",
-        "stop starting new trials once the run's agent has spent this much: calls:N, tokens:N "
-        "or cost:USD, comma-separated (what ran is recorded; sets that could not finish are "
-        "UNDECIDED)",
+        "stop starting new trials once the run's model calls (the agent's, the judge's and the "
+        "simulated customer's: the bill) have spent this much: calls:N, tokens:N or cost:USD, "
+        "comma-separated, lower-case keywords and ASCII digits (what ran is recorded; sets that "
+        "could not finish are UNDECIDED)",
         option="--commerce-budget",
         ini="commerce_budget",
         metavar="SPEND",

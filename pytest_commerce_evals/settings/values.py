@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from ..errors import CommerceEvalsError
-from ..prices import money
+from ..prices import MAX_DOLLARS, dollars, money
 
 __all__ = ["BudgetError", "MinKappaError", "RunBudget", "parse_min_kappa", "parse_run_budget"]
 
@@ -68,15 +68,22 @@ class RunBudget:
         )
 
 
+_WHOLE = re.compile(r"[0-9]+")
+
+
 def parse_run_budget(text: str) -> RunBudget:
-    """`calls:500,tokens:2000000,cost:5.00` (any of them, each once)."""
+    """`calls:500,tokens:2000000,cost:5.00` (any of them, each once): lower-case keywords, whole
+    numbers and amounts in ASCII digits (no other scripts' digits, no `_` separators, no
+    exponents); a cost of at most `MAX_DOLLARS`."""
     found: dict[str, Any] = {}
     items = [p.strip() for p in text.split(",") if p.strip()]
     if not items:
         raise BudgetError("empty; write calls:N, tokens:N or cost:USD (comma-separated)")
     for item in items:
         key, sep, value = item.partition(":")
-        key, value = key.strip().lower(), value.strip()
+        key, value = key.strip(), value.strip()
+        if sep and key not in _RUN_KEYS and key.lower() in _RUN_KEYS:
+            raise BudgetError(f"{item!r}: write the keyword in lower case ({key.lower()}:...)")
         if not sep or key not in _RUN_KEYS:
             raise BudgetError(
                 f"{item!r} is not a limit; write calls:N, tokens:N or cost:USD (comma-separated)"
@@ -84,15 +91,18 @@ def parse_run_budget(text: str) -> RunBudget:
         if key in found:
             raise BudgetError(f"{key} is given twice")
         if key == "cost":
-            try:
-                amount = Decimal(value.lstrip("$"))
-            except InvalidOperation:
-                amount = Decimal("NaN")
-            if not amount.is_finite() or amount <= 0:
-                raise BudgetError(f"cost:{value} is not an amount of US dollars above 0")
+            amount = dollars(value.removeprefix("$").strip())
+            if amount is None or amount <= 0:
+                raise BudgetError(
+                    f"cost:{value} is not an amount of US dollars above 0 and at most "
+                    f"{MAX_DOLLARS:,} (ASCII digits, e.g. cost:5.00)"
+                )
             found[key] = amount
         else:
-            if not value.isdigit() or int(value) < 1:
-                raise BudgetError(f"{key}:{value} is not a whole number of 1 or more")
+            if not _WHOLE.fullmatch(value) or int(value) < 1:
+                raise BudgetError(
+                    f"{key}:{value} is not a whole number of 1 or more (ASCII digits, e.g. "
+                    f"{key}:500)"
+                )
             found[key] = int(value)
     return RunBudget(**found)

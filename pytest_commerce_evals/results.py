@@ -469,8 +469,15 @@ class TrialRecord(BaseModel):
 
     def settle(self) -> TrialRecord:
         """Say why the trial failed (`failures`) from its grader results, verdicts and error;
-        the runner calls it when the trial is graded or ends early. Returns the record."""
-        self.failures = failure_lines(self.grader_results, self.error, self.verdicts)
+        the runner calls it when the trial is graded or ends early. What looks like a secret in
+        the error and the failures is masked (`errors.redact`). Returns the record."""
+        from .errors import redact
+
+        if self.error:  # an endpoint's error body may echo a key: never shown or stored
+            self.error = redact(self.error)
+        self.failures = [
+            redact(line) for line in failure_lines(self.grader_results, self.error, self.verdicts)
+        ]
         return self
 
     def clean(self) -> TrialRecord:

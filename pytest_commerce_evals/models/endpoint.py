@@ -40,6 +40,7 @@ import pytest
 import tenacity
 
 from ..agent import InfraError
+from ..errors import shown_url
 from ..settings import BY_NAME, settings
 from ..usage import record_response, server_of
 from .http_client import NO_KEY, AsyncHTTPChatClient, HTTPChatClient
@@ -137,9 +138,9 @@ class Endpoint:
     def describe(self) -> str:
         """One line for headers and reports, e.g. `gpt-4o-mini at https://api.openai.com/v1`."""
         if self.is_local:
-            where = self.base_url or "an embedded llama.cpp server, started on first use"
+            where = shown_url(self.base_url) or "an embedded llama.cpp server, started on first use"
             return f"{self.model} (embedded) at {where}"
-        return f"{self.model} at {self.base_url or HOSTED_BASE_URL}"
+        return f"{self.model} at {shown_url(self.base_url) or HOSTED_BASE_URL}"
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ def _pick(config: Any, purpose: str, field: str) -> tuple[str, str] | None:
 def _check_url(url: str, purpose: str, source: str) -> str:
     if not url.startswith(("http://", "https://")):
         raise EndpointError(
-            f"{purpose} base URL {url!r} (from {source}) is not an http(s) URL; "
+            f"{purpose} base URL {shown_url(url)!r} (from {source}) is not an http(s) URL; "
             "give the server's OpenAI-compatible root, e.g. http://localhost:11434/v1"
         )
     return url.rstrip("/")

@@ -51,6 +51,7 @@ from importlib.metadata import PackageNotFoundError, requires, version
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..errors import redact
 from ..settings import BY_NAME
 from ..usage import record_response, server_of
 from .loopback import LoopbackPoster, Reply
@@ -452,7 +453,7 @@ def status_error(response: Any) -> openai.APIStatusError:
     error = body.get("error", body) if isinstance(body, dict) else body
     detail = error.get("message") if isinstance(error, dict) else None
     if isinstance(detail, str) and detail:
-        message += f" - {detail}"
+        message += f" - {redact(detail)}"
     cls = _STATUS_ERRORS.get(status)
     if cls is None:
         cls = "InternalServerError" if status >= 500 else "APIStatusError"

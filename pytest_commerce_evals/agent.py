@@ -52,11 +52,15 @@ class AgentSession:
         cached_tokens: int | None = None,
         latency_s: float | None = None,
         usage: Any = None,
+        server: str | None = None,
     ) -> None:
         """Report one model call the agent made in this turn, for an agent whose model client
         is not the plugin's: its tokens, or `usage` as the framework or SDK gave it (OpenAI's
         chat or Responses `usage`, pydantic-ai's, LangChain's `usage_metadata`). What the agent
-        reports replaces what the plugin's clients measured for it in the trial."""
+        reports replaces what the plugin's clients measured for it in the trial. `server` is
+        the base URL the call went to; without it the call is taken to go where the agent
+        endpoint's settings point (`--commerce-base-url`, hosted OpenAI for a model alone), and
+        with neither it has no public price."""
         from .usage import record_call
 
         record_call(
@@ -68,6 +72,7 @@ class AgentSession:
             usage=usage,
             purpose="agent",
             source="agent",
+            server=server,
         )
 
 

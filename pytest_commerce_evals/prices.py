@@ -156,8 +156,8 @@ class PriceBook:
 
     def cost(self, call: ModelCall) -> Decimal | None:
         """The call's price in US dollars; None when the model or its tokens are unknown. A call
-        to a server of one's own (loopback or a private network) has no public price: only the
-        table prices it."""
+        to a server of one's own (loopback or a private network), or to a server not known, has
+        no public price: only the table prices it."""
         model = call.model
         if not model or call.input_tokens is None or call.output_tokens is None:
             return None
@@ -171,14 +171,16 @@ class PriceBook:
         return _library_cost(call)
 
     def _library_knows(self, model: str, server: str | None = None) -> bool:
-        """genai-prices has `model`'s price for a call to `server` (never for a server of
-        one's own, so a self-hosted run never loads the library); asked once per pair."""
+        """genai-prices has `model`'s price for a call to `server`: only a server known to be
+        a provider's (never one of one's own, so a self-hosted run never loads the library, nor
+        a call whose server is not known); asked once per pair."""
         key = (model, server)
         with self._lock:
             known = self._known.get(key)
         if known is None:
             known = (
                 self.library
+                and server is not None  # a call whose server is not known is not priced publicly
                 and not own_server(server)
                 and _library_cost(ModelCall("agent", model, 1000, 1000, server=server)) is not None
             )
@@ -187,21 +189,66 @@ class PriceBook:
         return known
 
 
+_OWN_SUFFIXES = (
+    ".local",
+    ".localhost",
+    ".internal",
+    ".intranet",
+    ".lan",
+    ".home",
+    ".home.arpa",
+    ".corp",
+    ".private",
+)
+_SHARED = None  # 100.64.0.0/10, carrier-grade NAT and tailnets: not a provider's address
+
+
 def own_server(server: str | None) -> bool:
-    """A server on this machine or a private network (`http://127.0.0.1`, `http://10.0.0.5`,
-    `http://gpu-box.local`): self-hosted, so no provider's price list has its model's price."""
+    """A server on this machine or a private network (`http://127.0.0.1`, `http://127.1`,
+    `http://10.0.0.5`, `http://100.100.1.2`, `http://gpu-box.local`, `http://nas.home.arpa`,
+    `http://vllm`, a name with no dot): self-hosted, so no provider's price list has its
+    model's price."""
+    global _SHARED
     if not server:
         return False
-    host = server.split("://", 1)[-1].strip("[]").lower()
-    if host == "localhost" or host.endswith((".local", ".internal", ".localhost")):
-        return True
     import ipaddress
 
+    host = server.split("://", 1)[-1].split("/", 1)[0].rpartition("@")[2]
+    if host.startswith("["):
+        host = host[1:].partition("]")[0]
+    elif host.count(":") == 1:
+        host = host.partition(":")[0]
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(_OWN_SUFFIXES):
+        return True
     try:
-        address = ipaddress.ip_address(host)
+        address: Any = ipaddress.ip_address(host)
     except ValueError:
-        return False
-    return address.is_loopback or address.is_private or address.is_link_local
+        address = _shorthand_ipv4(host)
+        if address is None:
+            return "." not in host  # a single-label name (`vllm`, `ollama`): a local network's
+    if _SHARED is None:
+        _SHARED = ipaddress.ip_network("100.64.0.0/10")
+    return bool(
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or (address.version == 4 and address in _SHARED)
+    )
+
+
+def _shorthand_ipv4(host: str) -> Any:
+    """`127.1`, `10.1.2` or a single number, as the C library reads an IPv4 address; None when
+    the host is not one."""
+    import ipaddress
+    import socket
+
+    if not host or not all(part.isascii() and part.isdigit() for part in host.split(".")):
+        return None
+    try:
+        return ipaddress.ip_address(socket.inet_aton(host))
+    except (OSError, ValueError):
+        return None
 
 
 def _library_cost(call: ModelCall) -> Decimal | None:

@@ -170,11 +170,14 @@ def record_call(
     usage: Any = None,
     purpose: Purpose | None = None,
     source: Source = "agent",
+    server: str | None = None,
 ) -> bool:
     """Record one model call on the trial running here: the tokens given, or read from `usage`
     (any of the shapes `tokens_of` reads). Counted as the calls being made here are (the
-    agent's, in an agent's turn) unless `purpose` says otherwise. Returns False when no trial is
-    running here (nothing is recorded)."""
+    agent's, in an agent's turn) unless `purpose` says otherwise. `server` is the base URL the
+    call went to (kept as its scheme and host; without it an agent's call is taken to go where
+    the agent endpoint's settings point). Returns False when no trial is running here (nothing
+    is recorded)."""
     here = _CURRENT.get()
     if here is None:
         return False
@@ -193,6 +196,7 @@ def record_call(
             cached_tokens=_count(cached_tokens),
             latency_s=latency_s if latency_s is None or latency_s >= 0 else None,
             source=source,
+            server=server_of(server),
         )
     )
     return True

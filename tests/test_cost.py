@@ -221,9 +221,13 @@ def test_prices_come_from_the_table_then_the_library_and_unknown_is_none():
     assert book.cost(ModelCall("agent", "local-model", 10, 10)) == Decimal(0)
     assert book.cost(ModelCall("agent", "no-such-model-xyz", 10, 10)) is None
     assert book.cost(ModelCall("agent", "mine", None, 10)) is None  # tokens not reported
-    library = book.cost(ModelCall("agent", "gpt-4o-mini", 1_000_000, 0))
+    openai = "https://api.openai.com"
+    library = book.cost(ModelCall("agent", "gpt-4o-mini", 1_000_000, 0, server=openai))
     assert isinstance(library, Decimal) and library > 0
-    assert book.source("gpt-4o-mini") == "genai-prices"
+    assert book.source("gpt-4o-mini", openai) == "genai-prices"
+    # a call whose server is not known is not priced from the public list
+    assert book.cost(ModelCall("agent", "gpt-4o-mini", 1_000_000, 0)) is None
+    assert book.source("gpt-4o-mini") is None
     assert PriceBook(library=False).cost(ModelCall("agent", "gpt-4o-mini", 10, 10)) is None
 
 
@@ -432,9 +436,27 @@ def test_async_agents_and_the_judge_are_counted_apart(pytester):
 def test_a_server_of_ones_own_has_no_public_price():
     from pytest_commerce_evals.prices import own_server
 
-    for own in ("http://127.0.0.1", "http://localhost", "http://10.1.2.3", "http://gpu.local"):
+    for own in (
+        "http://127.0.0.1",
+        "http://localhost",
+        "http://10.1.2.3",
+        "http://gpu.local",
+        "http://127.1",  # the C library's shorthand for 127.0.0.1
+        "http://2130706433",  # the same, as one number
+        "http://vllm",  # a name with no dot: a local network's
+        "http://ollama:11434",
+        "http://gpu.lan",
+        "http://nas.home.arpa",
+        "http://100.64.1.2",  # carrier-grade NAT, tailnets
+        "http://[::1]:8000",
+    ):
         assert own_server(own), own
-    for hosted in ("https://api.openai.com", "https://llm-gateway.example.com", None):
+    for hosted in (
+        "https://api.openai.com",
+        "https://llm-gateway.example.com",
+        "http://100.128.0.1",  # past 100.64.0.0/10
+        None,
+    ):
         assert not own_server(hosted), hosted
     book = PriceBook({"served-here": Price(Decimal("1"), Decimal("1"))})
     hosted = ModelCall("agent", "gpt-4o-mini", 1000, 100, server="https://api.openai.com")
@@ -496,3 +518,59 @@ def test_latency_a_call_did_not_report_is_not_reported_never_zero():
     assert "latency not reported" in b.text() and "0.0 s" not in b.text()
     assert summary.run["agent"].latency_s is None  # one unreported call: the total is unknown
     assert isinstance(a, Tally)
+
+
+def test_an_agents_reported_calls_go_where_the_agent_endpoint_points(pytester, monkeypatch):
+    # a self-hosted agent's own calls (record_call, the adapters) are not priced from the public
+    # list: they inherit the agent endpoint's server; with no endpoint configured, no server
+    pytester.makeconftest(
+        """
+from pytest_commerce_evals import Snapshot, Text
+
+
+class Shop:
+    def load_state(self, state):
+        pass
+
+    def snapshot(self):
+        return Snapshot.from_data()
+
+
+def pytest_commerce_evals_make_backend(config, case):
+    return Shop()
+
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    def run_turn(session, message):
+        session.record_call(model="gpt-4.1", input_tokens=1000, output_tokens=100)
+        return [Text(text="hi")]
+
+    return run_turn
+"""
+    )
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(
+        "- {id: chat-001-x, priority: low, difficulty: easy, turns: [hi], "
+        "expected: {max_tool_calls: 0}}\n"
+    )
+
+    def calls(*args):
+        result = pytester.runpytest(
+            "cases", "-p", "no:cacheprovider", "--commerce-json=r.json", *args
+        )
+        assert result.ret == 0, result.stdout.str()
+        return json.loads((pytester.path / "r.json").read_text())["trials"][0]["calls"]
+
+    [own] = calls("--commerce-base-url=http://127.0.0.1:9/v1", "--commerce-model=gpt-4.1")
+    assert own["server"] == "http://127.0.0.1"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # hosted OpenAI is a usable endpoint
+    [hosted] = calls("--commerce-model=gpt-4.1")
+    assert hosted["server"] == "https://api.openai.com"
+    [unknown] = calls()
+    assert unknown.get("server") is None
+    book = PriceBook()
+
+    def priced(call):
+        return book.cost(ModelCall("agent", "gpt-4.1", 1000, 100, server=call.get("server")))
+
+    assert priced(own) is None and priced(unknown) is None and priced(hosted) > 0

@@ -590,6 +590,19 @@ def _as_remembered(endpoint: Endpoint | None, kwargs: dict[str, Any]) -> tuple[s
     return server, kwargs
 
 
+def agent_server(config: pytest.Config) -> str | None:
+    """Where the agent endpoint's settings send its calls (scheme and host): the server an
+    agent's own reported calls are taken to go to. None when nothing configures the agent's
+    endpoint (the embedded default: an agent on its own client may be anywhere)."""
+    try:
+        endpoint = resolve_endpoint(config, "agent")
+    except EndpointError:
+        return None
+    if endpoint.source == "embedded" and endpoint.is_local:
+        return None
+    return _server(endpoint)
+
+
 def _server(endpoint: Endpoint | None) -> str | None:
     """Where an endpoint's calls go, as a call records it (hosted OpenAI when no base URL)."""
     if endpoint is None:

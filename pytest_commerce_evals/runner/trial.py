@@ -357,7 +357,7 @@ def run_trial(
             )
     finally:
         runner.close()
-        result.calls = meter.calls()
+        result.calls = _with_servers(config, meter.calls())
         result.turn_s = meter.turn_s
     if result.outcome == "pass":
         try:
@@ -370,6 +370,23 @@ def run_trial(
         close()
     result.duration_s = time.perf_counter() - started
     return result.settle()
+
+
+def _with_servers(config: pytest.Config, calls: list[Any]) -> list[Any]:
+    """The agent's reported calls that name no server go where the agent endpoint's settings
+    point (none when nothing configures it: then they have no public price)."""
+    if not any(c.server is None and c.source == "agent" for c in calls):
+        return calls
+    from dataclasses import replace
+
+    from ..models.endpoint import agent_server
+
+    server = agent_server(config)
+    if server is None:
+        return calls
+    return [
+        replace(c, server=server) if c.server is None and c.source == "agent" else c for c in calls
+    ]
 
 
 def grade_trial(

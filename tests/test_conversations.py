@@ -155,6 +155,30 @@ def test_the_same_conversation_gets_the_cached_reply_without_a_model_call(tmp_pa
     assert longer.reply(case(), [*SAID, CustomerMessage("customer", "W1")]) == "bye"
 
 
+def test_the_reply_cache_is_kept_apart_per_endpoint(tmp_path):
+    store = VerdictStore(tmp_path / "v.sqlite")
+    a, b = "http://a:8000/v1", "http://b:8000/v1"
+    here = SimulatedCustomer(FakeClient([text_reply("It's W1.")]), "m", store=store, server=a)
+    assert here.reply(case(), SAID) == "It's W1."
+    # the same model name on another server asks that server
+    there = SimulatedCustomer(FakeClient([text_reply("W2?")]), "m", store=store, server=b)
+    assert there.reply(case(), SAID) == "W2?" and (there.calls, there.reused) == (1, 0)
+    again = SimulatedCustomer(FakeClient([]), "m", store=store, server=a)
+    assert again.reply(case(), SAID) == "It's W1." and again.reused == 1
+
+
+def test_a_reply_the_checks_refuse_is_never_cached(tmp_path):
+    store = VerdictStore(tmp_path / "v.sqlite")
+    # speaking as the assistant: the checks refuse it, so the next run asks the model again
+    bad = SimulatedCustomer(
+        FakeClient([text_reply("Assistant: how can I help?")]), "m", store=store
+    )
+    with pytest.raises(UserError):
+        bad.reply(case(), SAID)
+    fresh = SimulatedCustomer(FakeClient([text_reply("It's W1.")]), "m", store=store)
+    assert fresh.reply(case(), SAID) == "It's W1." and (fresh.calls, fresh.reused) == (1, 0)
+
+
 def test_an_endpoint_failure_or_a_reply_without_text_is_a_user_error():
     class Down:
         class chat:  # noqa: N801

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import shown_url
 from ..hookspecs import implemented_by_user
 from ..settings import agent_label, settings
 from .simulator import SimulatedCustomer
@@ -45,12 +46,19 @@ def build_customer(config: pytest.Config) -> SimulatedCustomer:
 
     resolved = endpoint.resolve_endpoint(config, "user")
     found = settings(config)
+    # the cache key's endpoint: where the replies come from, without its secrets
+    server = (
+        "embedded"
+        if resolved.is_local
+        else shown_url(resolved.base_url or endpoint.HOSTED_BASE_URL)
+    )
     return SimulatedCustomer(
         endpoint.session_client(config, "user"),
         resolved.model,
         seed=DEFAULT_SEED if found.user_seed is None else found.user_seed,
         max_tokens=DEFAULT_MAX_TOKENS if found.user_max_tokens is None else found.user_max_tokens,
         store=_reply_store(config),
+        server=server,
     )
 
 

@@ -149,8 +149,11 @@ def check_message(
 class SimulatedCustomer:
     """The built-in customer: a chat model (`client.chat.completions.create`, a retrying client,
     or a `FakeClient` in tests) playing the case's `user:` block, temperature 0 and a fixed
-    `seed`; replies cached in `store` (a `VerdictStore`) when one is given. `calls` counts the
-    model calls made, `reused` the replies the cache answered."""
+    `seed`; replies cached in `store` (a `VerdictStore`) when one is given, keyed by the
+    endpoint (`server`) too, so another server with the same model name never gets this one's
+    replies, and stored only once they pass the checks (`check_message`), so a reply the checks
+    refuse is asked again next time rather than replayed. `calls` counts the model calls made,
+    `reused` the replies the cache answered."""
 
     def __init__(
         self,
@@ -160,9 +163,11 @@ class SimulatedCustomer:
         seed: int = 0,
         max_tokens: int = 200,
         store: VerdictStore | None = None,
+        server: str | None = None,
     ) -> None:
         self.client = client
         self.model = model
+        self.server = server
         self.seed = seed
         self.max_tokens = max_tokens
         self.store = store
@@ -181,9 +186,10 @@ class SimulatedCustomer:
         return out
 
     def key(self, messages: list[dict]) -> str:
-        """The cache key: the model, the prompt's version, the parameters and what is sent."""
+        """The cache key: the endpoint, the model, the prompt's version, the parameters and
+        what is sent."""
         blob = json.dumps(
-            [PROMPT_VERSION, self.model, self.seed, self.max_tokens, messages],
+            [PROMPT_VERSION, self.server, self.model, self.seed, self.max_tokens, messages],
             ensure_ascii=False,
             sort_keys=True,
         )
@@ -215,7 +221,8 @@ class SimulatedCustomer:
             raise UserError(
                 f"the simulated customer's model replied with no text ({response!r:.160})"
             )
-        if self.store is not None and text.strip():
+        if self.store is not None and text.strip() and case.user is not None:
+            check_message(text, case.user, conversation)  # a refused reply is never cached
             self.store.put_reply(key, self.model, text)
         return text
 

@@ -471,3 +471,42 @@ def test_tool_events_of_a_conversation_are_what_the_graders_read():
     assert not grade(
         c.model_copy(update={"scope": "turn"}), Observation([first, second, [TurnEnd()]])
     )[0].passed
+
+
+class _Sly(str):
+    def strip(self, *args):  # a reply whose methods misbehave
+        raise RuntimeError("sly")
+
+
+class _Odd(BaseException):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        (lambda: _Sly("It's W1."), None),  # read as its text: a plain message
+        (lambda: (_ for _ in ()).throw(_Odd("odd")), "the simulated customer raised"),
+    ],
+    ids=["str-subclass", "base-exception"],
+)
+def test_whatever_the_customer_gives_or_raises_is_never_the_agents_failure(reply, says):
+    from pytest_commerce_evals.results import TrialRecord
+    from pytest_commerce_evals.runner.trial import converse
+
+    class Customer:
+        def reply(self, case, conversation):
+            return reply()
+
+    the_case = case(user={"instructions": "You want W1.", "max_turns": 2})
+    record = TrialRecord.begin(the_case, trial=1, trials=1, set_name="s", threshold=0.8)
+
+    def turn(message):
+        record.turns.append([Text(text="Which order?"), TurnEnd(turn=len(record.turns))])
+
+    if says is None:
+        converse(the_case, record, Customer(), turn)
+        assert record.messages[0] == "It's W1." and type(record.messages[0]) is str
+    else:
+        with pytest.raises(UserError, match=says):
+            converse(the_case, record, Customer(), turn)

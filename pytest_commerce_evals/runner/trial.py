@@ -241,14 +241,18 @@ def converse(
             try:
                 with metered(meter, "user"):
                     raw = customer.reply(case, conversation)
+                if isinstance(raw, str) and type(raw) is not str:
+                    raw = str.__getitem__(raw, slice(None))  # the text, not a subclass's methods
+                message, ends = check_message(raw, spec, conversation)
             except UserError:
                 raise
-            except Exception as exc:
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # whatever the customer raised: its fault, not the agent's
                 raise UserError(
                     "the simulated customer raised "
                     + "".join(traceback.format_exception_only(type(exc), exc)).strip()
                 ) from exc
-            message, ends = check_message(raw, spec, conversation)
         result.messages.append(message)
         if ends:
             result.ended = "customer"

@@ -1190,3 +1190,21 @@ def test_a_schema_5_store_migrates_to_6_and_records_a_trials_model_calls(tmp_pat
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
             "6",
         )
+
+
+def test_a_schema_5_store_left_half_way_gets_the_missing_column_too(tmp_path):
+    # a store at 5 that has `calls` but not `turn_s` (a migration stopped between the two)
+    folder = tmp_path / "runs"
+    store = RunStore(folder)
+    store.import_record(run([trial("cart-001-a")], run_id="20250101-000000-000001"))
+    store.close()
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
+        conn.execute("ALTER TABLE trials DROP COLUMN turn_s")
+        conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    store = RunStore(folder)
+    spent = trial("cart-001-b").model_copy(update={"turn_s": [0.5]})
+    store.import_record(run([spent], run_id="20250101-000000-000002"))
+    assert store.load_run("20250101-000000-000002").trials[0].turn_s == [0.5]
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(trials)")}
+    assert {"calls", "turn_s"} <= columns

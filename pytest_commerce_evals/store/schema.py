@@ -101,11 +101,12 @@ _MIGRATE_3_TO_4 = "ALTER TABLE trials ADD COLUMN stopping TEXT"
 # schema 4 -> 5: a conversation with a simulated customer records why it ended
 _MIGRATE_4_TO_5 = "ALTER TABLE trials ADD COLUMN ended TEXT"
 
-# schema 5 -> 6: a trial records its model calls and the agent's time per turn
-_MIGRATE_5_TO_6 = (
-    "ALTER TABLE trials ADD COLUMN calls TEXT",
-    "ALTER TABLE trials ADD COLUMN turn_s TEXT",
-)
+# schema 5 -> 6: a trial records its model calls and the agent's time per turn (each column
+# added when it is missing: a store a migration left half-way has one and not the other)
+_MIGRATE_5_TO_6 = {
+    "calls": "ALTER TABLE trials ADD COLUMN calls TEXT",
+    "turn_s": "ALTER TABLE trials ADD COLUMN turn_s TEXT",
+}
 
 # schema 1 -> 2, applied in one transaction when an older store is opened
 _MIGRATE_1_TO_2 = """
@@ -273,12 +274,15 @@ class StoreSchema:
                 lambda c: c.execute(_MIGRATE_4_TO_5),
                 f"meta.schema_version is {version} but the trials table does not migrate to 5",
             )
-        if version < 6 and "calls" not in self.columns(conn, "trials"):
-            self._step(
-                conn,
-                lambda c: [c.execute(statement) for statement in _MIGRATE_5_TO_6],
-                f"meta.schema_version is {version} but the trials table does not migrate to 6",
-            )
+        if version < 6:
+            present = self.columns(conn, "trials")
+            wanted = [sql for column, sql in _MIGRATE_5_TO_6.items() if column not in present]
+            if wanted:
+                self._step(
+                    conn,
+                    lambda c: [c.execute(statement) for statement in wanted],
+                    f"meta.schema_version is {version} but the trials table does not migrate to 6",
+                )
         missing = {"trials", "set_results"} - self.tables(conn)
         if missing:
             raise self._damage(f"table(s) {', '.join(sorted(missing))} missing")

@@ -510,3 +510,10 @@ def test_whatever_the_customer_gives_or_raises_is_never_the_agents_failure(reply
     else:
         with pytest.raises(UserError, match=says):
             converse(the_case, record, Customer(), turn)
+
+
+def test_an_echo_of_twenty_characters_passes_and_of_twenty_one_is_refused():
+    twenty, twenty_one = "a" * 20, "b" * 21
+    assert check_message(twenty, SPEC, [*SAID[:1], CustomerMessage("agent", twenty)])[0] == twenty
+    with pytest.raises(UserError, match="repeated the assistant's reply"):
+        check_message(twenty_one, SPEC, [*SAID[:1], CustomerMessage("agent", twenty_one)])

@@ -1,0 +1,119 @@
+"""Rules whose one-line mutation no other test noticed: each test here fails when its rule is
+broken (a multiset compared as a set, a limit spent exactly, whose calls a budget counts, the
+reply cache's key and overwrite, a YAML float read as its text, ...)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from pytest_commerce_evals import Snapshot, State, ToolCall, TurnEnd
+from pytest_commerce_evals.cases.case import Budget, CallSpec, Case
+from pytest_commerce_evals.graders.code import GRADERS, Observation
+from pytest_commerce_evals.prices import Price, PriceBook
+from pytest_commerce_evals.usage import ModelCall
+
+
+def observed(*events, data=None, calls=(), turn_s=(1.0,), prices=None) -> Observation:
+    o = Observation([[*events, TurnEnd()]], Snapshot(data=data or {}), State())
+    o.calls, o.turn_s, o.prices = list(calls), list(turn_s), prices
+    return o
+
+
+def test_any_order_is_a_multiset_not_a_set():
+    made = observed(ToolCall(call_id="1", name="compare", arguments={"ids": ["a", "b", "b"]}))
+    spec = [CallSpec(tool="compare", arguments={"ids": ["a", "a", "b"]}, any_order=["ids"])]
+    assert not GRADERS["calls_with"](spec, made).passed  # the same set, not the same multiset
+    same = [CallSpec(tool="compare", arguments={"ids": ["b", "a", "b"]}, any_order=["ids"])]
+    assert GRADERS["calls_with"](same, made).passed
+
+
+def test_state_at_an_index_past_the_list_fails_saying_so():
+    o = observed(data={"items": [1, 2]})
+    result = GRADERS["state_at"]({"items.5": 1}, o)
+    assert not result.passed and "items.5" in result.message
+
+
+def test_a_budget_spent_exactly_is_met_and_one_more_is_not():
+    prices = PriceBook({"m": Price(Decimal("1"), Decimal("1"))})
+    calls = [ModelCall("agent", "m", 600, 400, 0, 0.1, turn=0)]
+    assert GRADERS["budget"](Budget(tokens=1000), observed(calls=calls, prices=prices)).passed
+    assert not GRADERS["budget"](Budget(tokens=999), observed(calls=calls, prices=prices)).passed
+    assert GRADERS["budget"](Budget(calls=1), observed(calls=calls, prices=prices)).passed
+    # 1,000 tokens at $1 a million: exactly $0.001
+    assert GRADERS["budget"](Budget(cost="0.001"), observed(calls=calls, prices=prices)).passed
+
+
+def test_a_budget_counts_the_agents_calls_not_the_customers_or_the_judges():
+    prices = PriceBook({"m": Price(Decimal("1"), Decimal("1"))})
+    calls = [
+        ModelCall("agent", "m", 100, 10, 0, 0.1, turn=0),
+        ModelCall("user", "m", 5000, 500, 0, 0.1),
+        ModelCall("judge", "m", 5000, 500, 0, 0.1),
+    ]
+    budget = Budget(calls=1, tokens=110)
+    assert GRADERS["budget"](budget, observed(calls=calls, prices=prices)).passed
+
+
+def test_a_cost_budget_with_a_call_that_has_no_price_is_not_met():
+    prices = PriceBook({"m": Price(Decimal("1"), Decimal("1"))}, library=False)
+    calls = [
+        ModelCall("agent", "m", 100, 10, 0, 0.1, turn=0),
+        ModelCall("agent", "unpriced-model", 100, 10, 0, 0.1, turn=0),
+    ]
+    result = GRADERS["budget"](Budget(cost="5"), observed(calls=calls, prices=prices))
+    assert not result.passed and "cost unknown" in result.message
+
+
+def test_a_yaml_float_cost_is_the_amount_written_not_its_binary():
+    case = Case.model_validate(
+        {
+            "id": "a-001-b",
+            "priority": "low",
+            "difficulty": "easy",
+            "turns": ["x"],
+            "expected": {"budget": {"cost": 0.1}},
+        }
+    )
+    assert case.expected.budget.cost == Decimal("0.1")  # not 0.1000000000000000055511151231...
+
+
+def test_the_reply_cache_key_holds_the_seed_and_a_new_reply_replaces_the_old(tmp_path):
+    from pytest_commerce_evals.customer import SimulatedCustomer
+    from pytest_commerce_evals.judge.verdict_store import VerdictStore
+    from pytest_commerce_evals.testing import FakeClient
+
+    messages = [{"role": "user", "content": "hi"}]
+    one = SimulatedCustomer(FakeClient([]), "m", seed=1).key(messages)
+    two = SimulatedCustomer(FakeClient([]), "m", seed=2).key(messages)
+    assert one != two
+    store = VerdictStore(tmp_path / "v.sqlite")
+    store.put_reply("k", "m", "first")
+    store.put_reply("k", "m", "second")
+    assert store.get_reply("k") == "second"
+    store.close()
+
+
+@pytest.mark.parametrize("key", ["same_state_as", "calls_with"])
+def test_lint_checks_the_ids_a_gold_action_or_a_call_names(tmp_path, key):
+    import yaml
+
+    from pytest_commerce_evals.authoring.lint import FixtureIndex, lint_paths
+
+    action = {"tool": "cancel_order", "arguments": {"order_id": "ord-ghost-404"}}
+    case = {
+        "id": "orders-001-x",
+        "priority": "low",
+        "difficulty": "easy",
+        "turns": ["x"],
+        "expected": {key: [action]},
+    }
+    folder = tmp_path / "cases" / "orders"
+    folder.mkdir(parents=True)
+    (folder / "a.yaml").write_text(yaml.safe_dump([case]))
+    index = FixtureIndex(ids={"shoe-001", "ord-1001"})
+    findings = [
+        f for f in lint_paths([tmp_path / "cases"], index, tmp_path) if f.rule == "fixture-ids"
+    ]
+    assert findings and "ord-ghost-404" in findings[0].message

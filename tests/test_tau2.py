@@ -99,6 +99,10 @@ def test_cancelling_a_pending_order_refunds_a_gift_card_at_once():
         ("refund_everything", {}, "Tool 'refund_everything' not found."),
         ("get_user_details", {"user": "ada_lee_1"}, "get_user_details: "),
         ("calculate", {"expression": "__import__('os')"}, "Invalid characters in expression"),
+        ("calculate", {"expression": "(" * 100_000 + "1" + ")" * 100_000}, "Error: "),
+        ("calculate", {"expression": "-" * 50_000 + "1"}, "nested too deeply"),
+        ("calculate", {"expression": "9" * 400 + " * 1.5"}, "Error: "),  # past a float's range
+        ("calculate", {"expression": "1e308 * 10"}, "Invalid characters"),
     ],
 )
 def test_a_tool_refuses_what_the_domain_does_not_allow(tool, arguments, message):

@@ -172,9 +172,11 @@ def calculate(b: RetailBackend, expression: str) -> str:
         raise RetailError("Invalid characters in expression")
     try:
         value = _arithmetic(ast.parse(expression, mode="eval").body)
-    except (SyntaxError, ZeroDivisionError, ValueError) as exc:
+        return str(round(float(value), 2))
+    except (SyntaxError, ZeroDivisionError, ValueError, OverflowError) as exc:
         raise RetailError(f"Error: {exc}") from None
-    return str(round(float(value), 2))
+    except (RecursionError, MemoryError):  # nested past what the parser or this walk can hold
+        raise RetailError("Error: the expression is nested too deeply") from None
 
 
 _OPERATORS: dict[type, Callable[[float, float], float]] = {

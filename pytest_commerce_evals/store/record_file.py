@@ -156,9 +156,21 @@ def record_json(record: RunRecord) -> str:
 def write_record(record: RunRecord, path: str | Path) -> Path:
     """Write the record as JSON (through a temporary file, so a reader never sees half of it);
     only an `OSError` of the file system can stop it."""
+    import os
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(record_json(record), encoding="utf-8")
-    tmp.replace(path)
+    if tmp.is_symlink():  # a link planted where the temporary file goes is never followed
+        tmp.unlink()
+    data = record_json(record).encode("utf-8")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # nothing half-written is left behind
+        raise
     return path

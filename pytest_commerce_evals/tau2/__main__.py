@@ -12,11 +12,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from .tasks import TAU2_COMMIT, TaskError, case_of
 
+CONFTEST_FIRST = '"""Written by `python -m pytest_commerce_evals.tau2 import`'
 CONFTEST = '''"""Written by `python -m pytest_commerce_evals.tau2 import`: a fresh τ²-bench
 {domain} backend per trial, over the checkout's database."""
 
@@ -43,62 +45,173 @@ def pytest_commerce_evals_make_agent(config, case, backend):
 '''
 
 
-def import_tasks(checkout: Path, domain: str, out: Path) -> int:
-    """Write the cases; returns how many. A `ValueError` names what is missing or unreadable."""
+MARK = "# Written by python -m pytest_commerce_evals.tau2 import"
+"""The first line of every file the importer writes: it writes over such files only."""
+MAX_CASE_CHARS = 1_000_000
+"""A converted task's case file at most: past it the task is skipped as unreadable."""
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:  # nested past Python's limit: not readable here
+        raise ValueError(
+            f"{path}: not JSON this importer can read ({type(exc).__name__})"
+        ) from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _out_folder(out: Path) -> Path:
+    """`--out` as a folder to write into: made when missing; never a file or a link."""
+    if out.is_symlink():
+        raise ValueError(f"--out {out}: is a link; give a folder (the importer follows no link)")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: is a file; give a folder to write the cases into")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out {out}: cannot be made ({exc.strerror or exc})") from None
+    return out
+
+
+def _dump(data: Any) -> str:
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # the C writer: a large field is fast
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _checked(case: dict[str, Any], folder: Path) -> str:
+    """The case file's text, once the plugin's own loader reads it back as a valid case."""
+    from ..cases.loader import load_case_file
+
+    text = f"{MARK}\n" + _dump(case)
+    if len(text) > MAX_CASE_CHARS:
+        raise TaskError(
+            f"its case file would be {len(text):,} characters (at most {MAX_CASE_CHARS:,})"
+        )
+    probe = folder / "probe.yaml"
+    probe.write_text(text, encoding="utf-8", errors="strict")
+    loaded = load_case_file(probe)
+    if loaded.problems or len(loaded.cases) != 1:
+        first = loaded.problems[0] if loaded.problems else None
+        why = f"{first.key}: {first.message}" if first else "no case"
+        raise TaskError(f"its case does not load as a valid case ({why[:200]})")
+    return text
+
+
+def _write_own(out: Path, name: str, text: str) -> str | None:
+    """Write `out/name` unless a file the importer did not write is there, or a link; the
+    reason it was not written, else None."""
+    target = out / name
+    if target.is_symlink():
+        return f"{target}: is a link; not followed, not written"
+    if target.exists():
+        try:
+            with target.open(encoding="utf-8", errors="replace") as existing:
+                first = existing.readline().strip()
+        except OSError as exc:
+            return f"{target}: cannot be read ({exc.strerror or exc}); not written"
+        own = first == MARK or (name == "conftest.py" and first.startswith(CONFTEST_FIRST))
+        if not own:
+            return f"{target}: a file this importer did not write is there; not written over"
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return f"{target}: cannot be written ({exc.strerror or exc})"
+    return None
+
+
+def import_tasks(checkout: Path, domain: str, out: Path) -> tuple[int, list[str]]:
+    """Write the cases; returns how many and what was skipped (a task that does not convert to
+    a valid case, a file it would not write). A `ValueError` names what is missing or
+    unreadable; nothing is written then."""
+    import tempfile
+
+    from .retail import TOOLS
+
     folder = checkout / "data" / "tau2" / "domains" / domain
     tasks_path, db_path = folder / "tasks.json", folder / "db.json"
     for path in (tasks_path, db_path):
         if not path.is_file():
             raise ValueError(f"{path}: not found; give the root of a τ²-bench checkout")
-    try:
-        tasks = json.loads(tasks_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ValueError(f"{tasks_path}: not JSON ({exc})") from None
+    tasks = _load_json(tasks_path)
     if not isinstance(tasks, list):
         raise ValueError(f"{tasks_path}: expected a list of tasks")
-    out.mkdir(parents=True, exist_ok=True)
-    problems = []
+    out = _out_folder(out)
+    problems: list[str] = []
+    files: dict[str, str] = {}
+    taken: set[str] = set()
+    with tempfile.TemporaryDirectory() as scratch:
+        for n, task in enumerate(tasks, 1):
+            try:
+                case = case_of(task, domain=domain)
+                unknown = sorted(
+                    {a["tool"] for a in case["expected"].get("same_state_as") or []} - set(TOOLS)
+                )
+                if unknown:
+                    raise TaskError(
+                        f"its gold actions name tools the {domain} backend does not have: "
+                        f"{', '.join(unknown)[:200]}"
+                    )
+                case["id"] = _unique(case["id"], taken)
+                files[case["id"].split("-", 1)[1] + ".yaml"] = _checked(case, Path(scratch))
+            except (TaskError, UnicodeError, OSError, RecursionError, ValueError) as exc:
+                problems.append(f"task {n} skipped: {str(exc)[:300]}")
+    files["_set.yaml"] = f"{MARK}\n" + _dump(
+        {
+            "threshold": 0.0,
+            "description": f"τ²-bench {domain} tasks (converted against τ²-bench "
+            f"{TAU2_COMMIT[:7]}); the threshold is yours to set.",
+        }
+    )
+    files["conftest.py"] = CONFTEST.format(
+        domain=domain, db=str(db_path.resolve()), policy=str((folder / "policy.md").resolve())
+    )
     written = 0
-    for task in tasks:
-        try:
-            case = case_of(task, domain=domain)
-        except TaskError as exc:
-            problems.append(str(exc))
-            continue
-        name = case["id"].split("-", 1)[1] + ".yaml"
-        (out / name).write_text(
-            yaml.safe_dump(case, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
-        )
-        written += 1
-    (out / "_set.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "threshold": 0.0,
-                "description": f"τ²-bench {domain} tasks (converted against τ²-bench "
-                f"{TAU2_COMMIT[:7]}); the threshold is yours to set.",
-            },
-            sort_keys=False,
-            allow_unicode=True,
-        ),
-        encoding="utf-8",
-    )
-    (out / "conftest.py").write_text(
-        CONFTEST.format(
-            domain=domain,
-            db=str(db_path.resolve()),
-            policy=str((folder / "policy.md").resolve()),
-        ),
-        encoding="utf-8",
-    )
-    for problem in problems:
-        print(f"skipped: {problem}", file=sys.stderr)
-    return written
+    for name, text in files.items():
+        why = _write_own(out, name, text)
+        if why is not None:
+            problems.append(why)
+        elif name.endswith(".yaml") and name != "_set.yaml":
+            written += 1
+    return written, problems
 
 
-def import_results(path: Path, db: Path, out: Path, set_name: str) -> tuple[int, list[str]]:
+def _unique(case_id: str, taken: set[str]) -> str:
+    """`case_id`, or with `-2`, `-3`... when an earlier task's id reads the same (ids `a b`,
+    `a-b` and `A_B` all read `a-b`): each task its own case and file."""
+    found, n = case_id, 1
+    while found in taken:
+        n += 1
+        found = f"{case_id}-{n}"
+    taken.add(found)
+    return found
+
+
+def _reward(simulation: dict[str, Any]) -> float | None:
+    """τ²'s reward for a simulation: a number, or None when it has none; anything else is not
+    a reward (`ValueError`)."""
+    info = simulation.get("reward_info") or {}
+    if not isinstance(info, dict):
+        raise ValueError(f"reward_info is {type(info).__name__}, not a mapping")
+    reward = info.get("reward")
+    if reward is None:
+        return None
+    if isinstance(reward, bool) or not isinstance(reward, int | float):
+        raise ValueError(f"reward is {str(reward)[:40]!r}, not a number")
+    return float(reward)
+
+
+def import_results(
+    path: Path, db: Path, out: Path, set_name: str, skipped: list[str] | None = None
+) -> tuple[int, list[str]]:
     """Write τ²'s results file at `path` as a run record (`--commerce-store-import` stores it):
     one trial per simulation, its outcome τ²'s reward, its final state the replay of its tool
-    calls on the database at `db`. Returns the trials written and the data defects found."""
+    calls on the database at `db`. Returns the trials written and the data defects found; a
+    simulation that cannot be read is skipped, with a line in `skipped`."""
+    skipped = [] if skipped is None else skipped
+    if out.is_dir() or out.is_symlink():
+        raise ValueError(f"--out {out}: is a folder or a link; give the path of a JSON file")
     from ..store.aggregate import set_results
     from ..store.record_file import write_record
     from ..store.records import RunRecord, Selection
@@ -109,18 +222,24 @@ def import_results(path: Path, db: Path, out: Path, set_name: str) -> tuple[int,
     trials = []
     defects: list[str] = []
     seen: dict[str, int] = {}
-    for simulation in results.simulations:
-        trial, found = trial_of(results, simulation, lambda: RetailBackend.load(db))
+    for n, simulation in enumerate(results.simulations, 1):
+        try:
+            if not isinstance(simulation, dict):
+                raise TypeError(f"a simulation is {type(simulation).__name__}, not a mapping")
+            reward = _reward(simulation)
+            trial, found = trial_of(results, simulation, lambda: RetailBackend.load(db))
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+            skipped.append(f"simulation {n} skipped: {type(exc).__name__}: {str(exc)[:200]}")
+            continue
         defects += [f"{d.kind}: simulation {d.simulation}: {d.evidence}" for d in found]
         seen[trial.case_id] = seen.get(trial.case_id, 0) + 1
-        reward = (simulation.get("reward_info") or {}).get("reward")
         trial.trial = seen[trial.case_id]
         trial.set_name = set_name
-        trial.outcome = "pass" if reward is not None and float(reward) >= 1.0 else "fail"
+        trial.outcome = "pass" if reward is not None and reward >= 1.0 else "fail"
         trials.append(trial)
     for t in trials:
         t.trials = seen[t.case_id]
-    started = str(json.loads(path.read_text(encoding="utf-8")).get("timestamp") or "")
+    started = str(_load_json(path).get("timestamp") or "")
     stem = "".join(c if c.isalnum() else "-" for c in path.stem)[:60]
     record = RunRecord(
         run_id=f"tau2-{stem}",
@@ -154,21 +273,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "import":
-            n = import_tasks(args.path, args.domain, args.out)
-            print(f"wrote {n} case(s) to {args.out}")
-            return 0
-        n, defects = import_results(args.results, args.db, args.out, args.set)
+            n, problems = import_tasks(args.path, args.domain, args.out)
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            print(
+                f"wrote {n} case(s) to {args.out}"
+                + (f"; {len(problems)} skipped" if problems else "")
+            )
+            return 1 if problems else 0
+        skipped: list[str] = []
+        n, defects = import_results(args.results, args.db, args.out, args.set, skipped)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the record could not be written
+        print(f"error: {args.out}: cannot be written ({exc.strerror or exc})", file=sys.stderr)
+        return 2
+    for line in skipped:
+        print(line, file=sys.stderr)
     for defect in defects:
         print(f"data defect: {defect}", file=sys.stderr)
     print(
         f"wrote {n} trial(s) to {args.out} ({len(defects)} data defect(s)); store it with "
         f"pytest --commerce-store-import={args.out}, then regrade with "
         f"pytest {args.set} --commerce-regrade=<its run id>"
+        + (f"; {len(skipped)} simulation(s) skipped" if skipped else "")
     )
-    return 0
+    return 1 if skipped else 0
 
 
 if __name__ == "__main__":

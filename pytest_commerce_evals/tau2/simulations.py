@@ -67,13 +67,19 @@ def load_results(path: Path | str) -> Results:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a τ² results file ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ValueError(
+            f"{path}: not a τ² results file ({type(exc).__name__}: {exc})"[:400]
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
         raise ValueError(f"{path}: not a τ² results file: no simulations list")
-    info = data.get("info") or {}
-    domain = ((info.get("environment_info") or {}).get("domain_name")) or "retail"
-    tasks = {str(t["id"]): t for t in data.get("tasks") or []}
+    raw_info = data.get("info")
+    info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
+    environment = info.get("environment_info")
+    domain = (environment.get("domain_name") if isinstance(environment, dict) else None) or "retail"
+    raw_tasks = data.get("tasks")
+    listed: list[Any] = raw_tasks if isinstance(raw_tasks, list) else []
+    tasks = {str(t["id"]): t for t in listed if isinstance(t, dict) and "id" in t}
     return Results(path, str(domain), tasks, data["simulations"], info)
 
 

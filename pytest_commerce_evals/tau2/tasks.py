@@ -23,6 +23,9 @@ MAX_TURNS = 30
 """Customer messages a converted task allows (τ² stops a simulation at 200 steps, tool calls
 included; its retail conversations run to about 20 customer messages)."""
 
+MAX_SLUG = 60
+"""Characters of a task's id kept in its case id (and so its file name)."""
+
 REWARD_BASES = {"DB", "COMMUNICATE", "NL_ASSERTION", "ACTION", "ENV_ASSERTION"}
 
 
@@ -34,9 +37,16 @@ def case_id(task_id: Any, domain: str) -> str:
     """`tau2_<domain>-<nnn>-task-<id>`: the three digits are the task's number (τ²'s retail and
     airline ids are numbers), the behaviour its id as written."""
     text = str(task_id)
-    number = int(text) if text.isdigit() else 0
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+    number = int(text) if text.isascii() and text.isdigit() else 0
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:MAX_SLUG].strip("-") or "x"
     return f"tau2_{domain}-{number % 1000:03d}-task-{slug}"
+
+
+def _listed(criteria: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = criteria.get(key) or []
+    if not isinstance(value, list):
+        raise TaskError(f"{where}: evaluation_criteria.{key} is {type(value).__name__}, not a list")
+    return value
 
 
 def _brief(instructions: Any, persona: Any) -> tuple[str, str | None, str | None]:
@@ -55,9 +65,24 @@ def _brief(instructions: Any, persona: Any) -> tuple[str, str | None, str | None
     return text, known, unknown
 
 
-def case_of(task: dict[str, Any], *, domain: str) -> dict[str, Any]:
-    """The case of one τ² task, as a mapping (`TaskError` for a task it cannot read)."""
-    where = f"task {task.get('id')!r}"
+def case_of(task: Any, *, domain: str) -> dict[str, Any]:
+    """The case of one τ² task, as a mapping (`TaskError` for a task it cannot read, whatever
+    is wrong with it: a task that is not a mapping, an action without a name, arguments that
+    are not a mapping, an unknown reward basis, values nested past Python's limit)."""
+    if not isinstance(task, dict):
+        raise TaskError(f"a task is {type(task).__name__}, not a mapping: {str(task)[:80]!r}")
+    try:
+        return _case_of(task, domain=domain)
+    except TaskError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        raise TaskError(
+            f"task {str(task.get('id'))[:80]!r}: {type(exc).__name__}: {str(exc)[:200]}"
+        ) from None
+
+
+def _case_of(task: dict[str, Any], *, domain: str) -> dict[str, Any]:
+    where = f"task {str(task.get('id'))[:80]!r}"
     try:
         scenario = task["user_scenario"]
         criteria = task.get("evaluation_criteria") or {}
@@ -66,7 +91,11 @@ def case_of(task: dict[str, Any], *, domain: str) -> dict[str, Any]:
     instructions, known, unknown = _brief(scenario.get("instructions"), scenario.get("persona"))
     if not instructions:
         raise TaskError(f"{where}: user_scenario.instructions is empty")
-    basis = list(criteria.get("reward_basis") or ["DB", "COMMUNICATE"])
+    if not isinstance(scenario, dict) or not isinstance(criteria, dict):
+        raise TaskError(f"{where}: user_scenario and evaluation_criteria are mappings")
+    basis = criteria.get("reward_basis") or ["DB", "COMMUNICATE"]
+    if not isinstance(basis, list) or not all(isinstance(b, str) for b in basis):
+        raise TaskError(f"{where}: reward_basis is {str(basis)[:40]!r}, not a list of names")
     unknown_bases = sorted(set(basis) - REWARD_BASES)
     if unknown_bases:
         raise TaskError(f"{where}: reward_basis {unknown_bases} is not one this bridge reads")
@@ -77,21 +106,25 @@ def case_of(task: dict[str, Any], *, domain: str) -> dict[str, Any]:
         user["unknown"] = unknown
     expected: dict[str, Any] = {}
     reported: list[str] = []
-    actions = [
-        {"tool": a["name"], "arguments": dict(a.get("arguments") or {})}
-        for a in criteria.get("actions") or []
-        if a.get("requestor", "assistant") == "assistant"
-    ]
+    actions = []
+    for n, a in enumerate(_listed(criteria, "actions", where), 1):
+        if not isinstance(a, dict) or not isinstance(a.get("name"), str) or not a["name"]:
+            raise TaskError(f"{where}: gold action {n} has no tool name")
+        arguments = a.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise TaskError(f"{where}: gold action {n} ({a['name']}): arguments are not a mapping")
+        if a.get("requestor", "assistant") == "assistant":
+            actions.append({"tool": a["name"], "arguments": dict(arguments)})
     if "DB" in basis:
         expected["same_state_as"] = actions
     elif actions:
         reported.append(f"gold actions (not in reward_basis): {len(actions)}")
-    info = [str(i) for i in criteria.get("communicate_info") or []]
+    info = [str(i) for i in _listed(criteria, "communicate_info", where) if str(i).strip()]
     if info and "COMMUNICATE" in basis:
         expected["communicates"] = info
     elif info:
         reported.append(f"communicate_info (not in reward_basis): {info}")
-    assertions = [str(a) for a in criteria.get("nl_assertions") or []]
+    assertions = [str(a) for a in _listed(criteria, "nl_assertions", where) if str(a).strip()]
     if assertions and "NL_ASSERTION" in basis:
         expected["rubric"] = {f"nl_assertion_{n + 1}": text for n, text in enumerate(assertions)}
     elif assertions:

@@ -15,10 +15,13 @@ if TYPE_CHECKING:
 
 
 @pytest.hookspec
-def pytest_commerce_evals_trial_not_started(config: pytest.Config, reason: str) -> None:
+def pytest_commerce_evals_trial_not_started(
+    config: pytest.Config, reason: str, case_id: str, trial: int, set_name: str, threshold: float
+) -> None:
     """Called in the controlling process for each trial the run's budget
-    (`--commerce-budget`) left unstarted, with what was spent: the run is not complete (the
-    run store records it so, and it is no baseline)."""
+    (`--commerce-budget`) left unstarted, with what was spent and which trial it was: the run
+    is not complete (the run store records it so, and it is no baseline), the trial's set is
+    undecided, and the JSON record lists it."""
 
 
 @pytest.hookspec(firstresult=True)

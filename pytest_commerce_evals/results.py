@@ -161,14 +161,21 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 SetVerdict = Literal["ok", "short", "undecided", "skipped"]
 
 
+NOT_STARTED = "not_started"
+"""The outcome a set counts for each of its trials the run's budget left unstarted."""
+
+
 def set_verdict(
     passed: int, graded: int, threshold: float, others: Mapping[str, int] | None = None
 ) -> SetVerdict:
     """A set's verdict: `ok` when its pass rate over graded (pass or fail) trials reaches the
     threshold, `short` when it does not, `undecided` when trials ran but none was graded (each
     ended in a judge, infrastructure or glue error: nothing was measured). A set whose every case
-    carries `skip` is `skipped`: deliberately not run, it neither passes nor fails the run.
-    `short` and `undecided` fail the run."""
+    carries `skip` is `skipped`: deliberately not run, it neither passes nor fails the run. A set
+    with trials the run's budget left unstarted (`not_started` among `others`) is `undecided`
+    whatever its rate: it could not finish. `short` and `undecided` fail the run."""
+    if (others or {}).get(NOT_STARTED):
+        return "undecided"
     if graded <= 0:
         ran = any(n for outcome, n in (others or {}).items() if outcome != "skipped")
         return "undecided" if ran or not others else "skipped"

@@ -165,6 +165,13 @@ def test_the_runs_budget_stops_new_trials_and_leaves_their_sets_undecided(suite)
     record = json.loads((suite.path / "run.json").read_text())
     assert [t["case_id"] for t in record["trials"]] == ["chat-001-costly"]
     assert record["complete"] is False
+    # the record agrees with the terminal: the set is not met (UNDECIDED), the unstarted listed
+    [cases] = record["sets"]
+    assert cases["met"] is False and cases["other"] == {"not_started": 2}
+    assert sorted(n["case_id"] for n in record["not_started"]) == [
+        "chat-002-cheap",
+        "chat-003-silent",
+    ]
 
 
 def test_a_bad_budget_or_price_table_is_a_usage_error_naming_it(suite):
@@ -574,3 +581,14 @@ def pytest_commerce_evals_make_agent(config, case, backend):
         return book.cost(ModelCall("agent", "gpt-4.1", 1000, 100, server=call.get("server")))
 
     assert priced(own) is None and priced(unknown) is None and priced(hosted) > 0
+
+
+def test_a_set_with_unstarted_trials_is_undecided_and_one_never_started_is_listed():
+    from pytest_commerce_evals.results import set_verdict
+    from pytest_commerce_evals.store.aggregate import set_results
+
+    assert set_verdict(5, 5, 0.8, {"not_started": 1}) == "undecided"  # whatever its rate
+    assert set_verdict(5, 5, 0.8, {}) == "ok"
+    sets = {s.name: s for s in set_results([], [("cases/a", 0.8), ("cases/b", 0.9)])}
+    assert set(sets) == {"cases/a", "cases/b"}
+    assert all(s.verdict == "undecided" and not s.met for s in sets.values())

@@ -277,6 +277,8 @@ def _trial_report(item: CaseItem, report: pytest.TestReport) -> None:
                 report,
                 "not_started",
                 reason=item.commerce_not_started,
+                case_id=item.case.id,
+                trial=item.trial,
                 set_name=item.set_name,
                 threshold=item.threshold,
             )
@@ -421,7 +423,12 @@ class _Gatherer:
                 f"{sum(g.not_started for g in summary.sets.values())} (their sets are UNDECIDED)"
             )
             config.hook.pytest_commerce_evals_trial_not_started(
-                config=config, reason=payload["reason"]
+                config=config,
+                reason=payload["reason"],
+                case_id=payload.get("case_id", ""),
+                trial=payload.get("trial", 0),
+                set_name=payload["set_name"],
+                threshold=payload["threshold"],
             )
             return
         data = payload if kind == "trial" else None

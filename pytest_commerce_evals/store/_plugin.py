@@ -156,10 +156,13 @@ def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: TrialRec
         recorder.add(record)
 
 
-def pytest_commerce_evals_trial_not_started(config: pytest.Config, reason: str) -> None:
+def pytest_commerce_evals_trial_not_started(
+    config: pytest.Config, reason: str, case_id: str, trial: int, set_name: str, threshold: float
+) -> None:
     recorder = config.stash.get(RECORDER, None)
     if recorder is not None:
         recorder.stopped = reason
+        recorder.not_started.append((case_id, trial, set_name, threshold))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -7,17 +7,33 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..results import GRADED, CaseTally, pass_hat_k, set_rate_counts, set_verdict
+from ..results import (
+    GRADED,
+    NOT_STARTED,
+    CaseTally,
+    pass_hat_k,
+    set_rate_counts,
+    set_verdict,
+)
 from ..stats import wilson_interval
 from .records import CaseResult, SetResult, StoredTrial
 
 __all__ = ["case_results", "judge_identity", "set_results"]
 
 
-def set_results(trials: Iterable[StoredTrial]) -> list[SetResult]:
+def set_results(
+    trials: Iterable[StoredTrial], not_started: Iterable[tuple[str, float]] = ()
+) -> list[SetResult]:
     """Per-set pass rates over graded (pass or fail) trials, with the same rule as the exit
-    status: a set with nothing graded is met only when all its trials were skipped."""
+    status: a set with nothing graded is met only when all its trials were skipped, and a set
+    with trials the run's budget left unstarted (`not_started`: their set and threshold, a set
+    none of whose trials started included) is undecided."""
     groups: dict[str, dict[str, Any]] = {}
+    for set_name, threshold in not_started:
+        g = groups.setdefault(
+            set_name, {"passed": 0, "graded": 0, "threshold": threshold, "other": {}, "cases": {}}
+        )
+        g["other"][NOT_STARTED] = g["other"].get(NOT_STARTED, 0) + 1
     for t in trials:
         g = groups.setdefault(
             t.set_name,

@@ -31,7 +31,7 @@ from .history import (
 from .identity import git_state, new_run_id, public_base_url, utc_now
 from .paths import output_path, store_folder
 from .record_file import clean_trial, write_record
-from .records import RunRecord, Selection, StoredTrial, StoreError
+from .records import NotStarted, RunRecord, Selection, StoredTrial, StoreError
 from .run_store import DEFAULT_STORE_PATH, RunStore
 
 FLUSH_EVERY_TRIALS = 20
@@ -131,6 +131,7 @@ class RunRecorder:
 
     def __init__(self, config: pytest.Config) -> None:
         self.stopped: str | None = None  # why trials were left unstarted (the run's budget)
+        self.not_started: list[tuple[str, int, str, float]] = []  # case, trial, set, threshold
         from ..settings import run_config
 
         self.config = config
@@ -254,8 +255,11 @@ class RunRecorder:
                 "exit_status": exit_status,
                 "judge_model": judge_model,
                 "judge_fingerprints": prints,
-                "sets": set_results(self.trials),
+                "sets": set_results(self.trials, [(s, t) for _, _, s, t in self.not_started]),
                 "trials": list(self.trials),
+                "not_started": [
+                    NotStarted(case_id=c, trial=n, set_name=s) for c, n, s, _ in self.not_started
+                ],
             }
         )
 

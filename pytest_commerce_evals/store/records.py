@@ -18,6 +18,7 @@ from ..results import TrialRecord, set_verdict
 __all__ = [
     "SCHEMA_VERSION",
     "CaseResult",
+    "NotStarted",
     "pass_k_curve",
     "RunKind",
     "RunRecord",
@@ -114,7 +115,7 @@ class SetResult(_Record):
         """`ok`, `short`, `undecided` (trials ran, none graded) or `skipped` (every case
         skipped), by the one rule the exit status uses (`results.set_verdict`); `met` holds the
         threshold's answer on `rate` (under adaptive trials the mean of per-case rates)."""
-        if self.graded <= 0:
+        if self.graded <= 0 or self.other.get("not_started"):
             return set_verdict(self.passed, self.graded, self.threshold, self.other)
         return "ok" if self.met else "short"
 
@@ -155,6 +156,14 @@ def pass_k_curve(cases: list[CaseResult]) -> dict[int, float]:
     return curve
 
 
+class NotStarted(_Record):
+    """A trial the run's budget (`--commerce-budget`) left unstarted."""
+
+    case_id: str
+    trial: int
+    set_name: str
+
+
 class RunRecord(_Record):
     """A whole run: what the database holds for it and what `--commerce-json` writes."""
 
@@ -184,6 +193,9 @@ class RunRecord(_Record):
     the price source of each model, the total in USD as a decimal string); derived from the
     trials for the JSON record, not stored in the database."""
     trials: list[StoredTrial] = Field(default_factory=list)
+    not_started: list[NotStarted] = Field(default_factory=list)
+    """The trials the run's budget left unstarted (their sets are undecided); written to the
+    JSON record, not kept by the run store (its sets keep the count, `other.not_started`)."""
 
     @property
     def signature(self) -> str:

@@ -117,3 +117,55 @@ def test_lint_checks_the_ids_a_gold_action_or_a_call_names(tmp_path, key):
         f for f in lint_paths([tmp_path / "cases"], index, tmp_path) if f.rule == "fixture-ids"
     ]
     assert findings and "ord-ghost-404" in findings[0].message
+
+
+# -- the τ² retail backend ---------------------------------------------------------------------
+
+
+def _retail():
+    from pathlib import Path
+
+    from pytest_commerce_evals.tau2.retail import RetailBackend
+
+    return RetailBackend.load(Path(__file__).parent / "data" / "tau2" / "db.json")
+
+
+@pytest.mark.parametrize(("balance", "allowed"), [(5.25, True), (5.24, False)])
+def test_a_gift_card_holding_exactly_the_difference_pays_for_an_exchange(balance, allowed):
+    from pytest_commerce_evals.tau2.retail import RetailError
+
+    b = _retail()
+    b._payment("ada_lee_1", "gift_card_1")["balance"] = balance  # 1001 -> 1002 costs 5.25 more
+    arguments = {
+        "order_id": "#W2",
+        "item_ids": ["1001"],
+        "new_item_ids": ["1002"],
+        "payment_method_id": "gift_card_1",
+    }
+    if allowed:
+        b.call_tool("exchange_delivered_order_items", arguments)
+        assert b.snapshot().data["orders"]["#W2"]["status"] == "exchange requested"
+    else:
+        with pytest.raises(RetailError, match="Insufficient gift card balance"):
+            b.call_tool("exchange_delivered_order_items", arguments)
+
+
+def test_a_return_may_go_to_a_gift_card_but_not_to_another_card():
+    from pytest_commerce_evals.tau2.retail import RetailError
+
+    b = _retail()  # #W2 was paid by credit_card_1
+    b.call_tool(
+        "return_delivered_order_items",
+        {"order_id": "#W2", "item_ids": ["1001"], "payment_method_id": "gift_card_1"},
+    )
+    assert b.snapshot().data["orders"]["#W2"]["return_payment_method_id"] == "gift_card_1"
+    other = _retail()
+    other._user("ada_lee_1")["payment_methods"]["credit_card_2"] = {
+        "source": "credit_card",
+        "id": "credit_card_2",
+    }
+    with pytest.raises(RetailError, match="original payment method"):
+        other.call_tool(
+            "return_delivered_order_items",
+            {"order_id": "#W2", "item_ids": ["1001"], "payment_method_id": "credit_card_2"},
+        )

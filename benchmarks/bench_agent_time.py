@@ -187,9 +187,10 @@ def main() -> None:
             for c in args.concurrency:
                 results[c].append(run(folder, mock.base_url, c))
         base = min(r["agent"] for r in results[args.concurrency[0]])
+        kind = "a sync agent on openai.OpenAI" if args.sync else "PydanticAIAgent, async"
         print(
-            f"{args.trials} trials, L={args.latency:g} s, 3 model calls a trial (ideal agent "
-            f"time {3 * args.latency:.2f} s)"
+            f"{kind}: {args.trials} trials, L={args.latency:g} s, 3 model calls a trial (ideal "
+            f"agent time {3 * args.latency:.2f} s)"
         )
         for c, rows in results.items():
             agent = min(r["agent"] for r in rows)

@@ -74,6 +74,28 @@ def test_pydantic_ai_reports_each_responses_usage_and_model(pai):
     assert events[-1] == Text(text="Nothing found.")  # the events are what they were
 
 
+def test_pydantic_ai_records_the_server_a_response_came_from(pai):
+    messages, usage, adapter = pai
+    response = messages.ModelResponse(
+        parts=[messages.TextPart("Hi.")],
+        usage=usage.RequestUsage(input_tokens=10, output_tokens=2),
+        model_name="gpt-4.1",
+    )
+    if not hasattr(response, "provider_url"):
+        pytest.skip("this pydantic-ai release does not say which server answered")
+    response.provider_url = "https://api.openai.com/v1"
+    meter, _ = in_trial(adapter.events_from_pydantic_ai, [response])
+    [call] = meter.calls()
+    assert call.server == "https://api.openai.com"  # priced as that provider's call
+    bare = messages.ModelResponse(
+        parts=[messages.TextPart("Hi.")],
+        usage=usage.RequestUsage(input_tokens=10, output_tokens=2),
+        model_name="gpt-4.1",
+    )
+    meter, _ = in_trial(adapter.events_from_pydantic_ai, [bare])
+    assert meter.calls()[0].server is None  # not said: where the agent endpoint points
+
+
 def test_pydantic_ai_responses_without_usage_record_nothing(pai):
     messages, usage, adapter = pai
     try:

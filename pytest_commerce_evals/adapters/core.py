@@ -509,6 +509,7 @@ class _Report:
     input_tokens: int | None
     output_tokens: int | None
     cached_tokens: int | None
+    server: str | None = None
 
 
 _PENDING: ContextVar[list[_Report] | None] = ContextVar("commerce_usage_pending", default=None)
@@ -576,6 +577,7 @@ def _commit(reports: list[_Report]) -> None:
             output_tokens=report.output_tokens,
             cached_tokens=report.cached_tokens,
             source="agent",
+            server=report.server,
         )
 
 
@@ -588,17 +590,21 @@ def report_usage(
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     cached_tokens: int | None = None,
+    server: str | None = None,
 ) -> bool:
-    """Report the usage of one model response a converter reads as the agent's call on the trial
-    running here (`usage.record_call(source="agent")`): its tokens, or those `usage` holds (any
-    shape `usage.tokens_of` reads), and its model. A response whose usage says neither input
-    nor output tokens is not reported (False): "not reported", never 0.
+    """Report the usage of one model response a converter reads as the agent's call on the
+    trial running here (`usage.record_call(source="agent")`): its tokens, or those `usage`
+    holds (any shape `usage.tokens_of` reads), its model, and the server it came from when
+    the framework says (`server`, a base URL; else the call goes where the agent endpoint's
+    settings point). A response whose usage says neither input nor output tokens is not
+    reported (False): "not reported", never 0.
 
-    `key` names the response (its id, with what else tells two responses apart; the model and
-    the tokens are added to it) so a copy of it converted in a later turn of the trial is
-    counted once; without a key the object itself is counted once. Inside a converter
+    `key` names the response (its id, with what else tells two responses apart; the model
+    and the tokens are added to it) so a copy of it converted in a later turn of the trial
+    is counted once; without a key the object itself is counted once. Inside a converter
     (`@converter`) the report is made when the conversion succeeds; a failed one reports
-    nothing. Outside a trial nothing is recorded."""
+    nothing. Outside a trial nothing is recorded.
+    """
     if usage is not None:
         got = tokens_of(usage)
         input_tokens = got[0] if input_tokens is None else input_tokens
@@ -613,7 +619,8 @@ def report_usage(
             hash(key)
         except TypeError:  # an id of an odd type: the object itself names the response
             key = None
-    report = _Report(response, key, name, input_tokens, output_tokens, cached_tokens)
+    where = server if isinstance(server, str) and server else None
+    report = _Report(response, key, name, input_tokens, output_tokens, cached_tokens, where)
     pending = _PENDING.get()
     if pending is not None:
         pending.append(report)

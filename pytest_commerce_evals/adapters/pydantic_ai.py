@@ -27,9 +27,10 @@ pydantic-ai; a typed subclass of a tool part reads as its base):
   skipped (they are the input or the model's private reasoning, not what it did).
 - a structured `output_type` arrives through an output tool (`final_result` by default), whose
   call and return read like any other tool's (a case's `max_tool_calls` counts it);
-- each `ModelResponse`'s `usage` (`input_tokens`, `output_tokens`, `cache_read_tokens`) and
-  `model_name` is reported to the running trial as one agent call (`core.report_usage`), once
-  however often the trial converts it; a response whose usage pydantic-ai did not measure
+- each `ModelResponse`'s `usage` (`input_tokens`, `output_tokens`, `cache_read_tokens`),
+  `model_name` and `provider_url` (the server it came from, which prices it) is reported to the
+  running trial as one agent call (`core.report_usage`), once however often the trial converts
+  it; a response whose usage pydantic-ai did not measure
   (`unmeasured_requests`, or the all-zero `RequestUsage()` of a response without usage) is not
   recorded.
 
@@ -88,6 +89,7 @@ def _report(message: Any) -> None:
         input_tokens=inp,
         output_tokens=out,
         cached_tokens=cached,
+        server=getattr(message, "provider_url", None),  # where the response came from
         key=(
             "pydantic-ai",
             getattr(message, "provider_response_id", None),

@@ -296,3 +296,43 @@ def test_an_async_agents_time_leaves_out_other_trials_work_on_the_loop():
     assert run_coroutine(_timed(agent(), took)) == "events"
     assert time.perf_counter() - began >= 0.06  # the turn's wall time holds the other work
     assert took and took[0] < 0.06  # the agent's time does not
+
+
+def test_a_generator_agents_time_holds_its_whole_run(pytester):
+    # the agent's code runs while its events are read: its turn is timed around that too
+    pytester.makeconftest(
+        """
+import time
+
+from pytest_commerce_evals import Snapshot, Text
+
+
+class Shop:
+    def load_state(self, state):
+        pass
+
+    def snapshot(self):
+        return Snapshot.from_data()
+
+
+def pytest_commerce_evals_make_backend(config, case):
+    return Shop()
+
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    def run_turn(session, message):
+        time.sleep(0.2)
+        yield Text(text="hi")
+
+    return run_turn
+"""
+    )
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(
+        "- {id: chat-001-x, priority: low, difficulty: easy, turns: [hi], "
+        "expected: {max_tool_calls: 0}}\n"
+    )
+    result = pytester.runpytest("cases", "-p", "no:cacheprovider", "--commerce-json=r.json")
+    assert result.ret == 0, result.stdout.str()
+    [trial] = json.loads((pytester.path / "r.json").read_text())["trials"]
+    assert trial["turn_s"][0] >= 0.2

@@ -115,19 +115,18 @@ class _TurnRunner:
             )
 
     last_s: float | None = None
-    """The agent's own time in the last turn: for an async agent, from its coroutine's start to
-    its end on the shared loop (not the time this thread waited to be scheduled and woken);
-    for a sync agent, the call itself."""
+    """An async agent's own time in the last turn: from its coroutine's start to its end on the
+    shared loop, less the time it stood ready behind other trials' work; None for a sync agent
+    (its turn is timed around the whole call, a generator's run included)."""
 
     def __call__(self, session: AgentSession, message: str) -> list[Any]:
-        began = time.perf_counter()
         took: list[float] = []
         out = self._fn(session, message)
         if inspect.isawaitable(out):
             out = run_coroutine(_timed(_awaited(out), took))
         if inspect.isasyncgen(out):
             out = run_coroutine(_timed(_drain(out), took))
-        self.last_s = sum(took) if took else time.perf_counter() - began
+        self.last_s = sum(took) if took else None
         if out is None:
             return []
         if isinstance(out, str | bytes | dict) or not hasattr(out, "__iter__"):

@@ -674,3 +674,38 @@ def test_the_empty_list_warning_reaches_the_summary_under_xdist(pytester):
     result.stdout.fnmatch_lines(
         ["*CaseFileWarning: cases/empty.yaml:1: the file holds an empty list; no cases to collect"]
     )
+
+
+# -- the newer keys: approvals and a budget's cost ---------------------------------------------
+
+decision = st.one_of(
+    st.sampled_from(["approve", "refuse", "wait", "Approve", "", "yes"]),
+    st.fixed_dictionaries({"refuse": st.one_of(plain_text, json_value)}),
+    json_value,
+)
+cost = st.one_of(
+    st.integers(),
+    st.floats(),
+    st.sampled_from(["$0.02", "5", "1e30", "١", "1_000", " $ 1.50 ", "nan", "", "$"]),
+    plain_text,
+)
+
+
+@FUZZ
+@given(
+    approvals=st.one_of(
+        st.dictionaries(st.one_of(plain_text, st.just("default")), decision, max_size=4),
+        json_value,
+    ),
+    spend=cost,
+)
+def test_approvals_and_a_budget_cost_load_or_are_a_problem_naming_the_key(folder, approvals, spend):
+    data = json.loads(json.dumps(GOOD))
+    data["approvals"] = approvals
+    data.setdefault("expected", {})["budget"] = {"cost": spend}
+    loaded = check_file(folder, json.dumps(data), ".json")
+    for problem in loaded.problems:
+        assert problem.key, problem  # every refusal names the key it is about
+    for entry in loaded.cases:  # what loads answers for every tool, as the integrations ask
+        for tool in [*(entry.case.approvals or {}), "any_other_tool"]:
+            assert entry.case.approval_for(str(tool)).decision in {"approve", "refuse", "wait"}

@@ -164,8 +164,12 @@ class CostSummary:
         self.cases: dict[str, dict[Purpose, Tally]] = {}
         self.sets: dict[str, dict[Purpose, Tally]] = {}
         self.run: dict[Purpose, Tally] = {p: Tally(p) for p in PURPOSES}
+        self.cached_messages = 0
+        """The simulated customers' messages the reply cache answered: replayed, not generated
+        in this run."""
 
     def add(self, trial: Any) -> None:
+        self.cached_messages += len(getattr(trial, "cached", ()))
         # the trial's calls split by purpose and priced once, for all three groups
         book = self.book
         split: dict[str, list[ModelCall]] = {}
@@ -242,6 +246,11 @@ class CostSummary:
             if purpose != "agent" and not t.reported:
                 continue
             out.append(f"  {label:<8} {t.text()}")
+        if self.cached_messages:
+            out.append(
+                f"  customer {self.cached_messages} message(s) from the reply cache "
+                "(--commerce-judge-store), not generated in this run"
+            )
         agent = self.run["agent"]
         if agent.trials:
             out.append(f"  agent time {agent.agent_s:.1f} s over {agent.trials} trial(s)")

@@ -16,12 +16,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeInt,
     SerializerFunctionWrapHandler,
     ValidationError,
     create_model,
     field_serializer,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from .backend import Snapshot
@@ -408,6 +410,10 @@ class TrialRecord(BaseModel):
     verdicts: list[RubricVerdict] = Field(default_factory=list)
     turns: list[list[Event]] = Field(default_factory=list)
     messages: list[str] = Field(default_factory=list)
+    cached: list[NonNegativeInt] = Field(default_factory=list)
+    """The indexes in `messages` of the simulated customer's messages the reply cache answered
+    (`--commerce-judge-store`) rather than its model: replayed, not generated in this run.
+    Written only when some."""
     ended: Ended | None = None
     """Why a conversation with a simulated customer ended (`ENDINGS`); None for scripted turns.
     Written only when set."""
@@ -452,6 +458,7 @@ class TrialRecord(BaseModel):
             tags=list(case.tags),
             outcome="pass",
             messages=list(case.turns if messages is None else messages),
+            cached=[],
             file=file,
             line=line,
             # every field given: pydantic's defaults cost an inspect.signature per factory
@@ -569,7 +576,7 @@ class TrialRecord(BaseModel):
             if data.get("ended", "") is None:
                 del data["ended"]
             # written only when reported, so a record without them is written as before
-            for key in ("calls", "turn_s"):
+            for key in ("calls", "turn_s", "cached"):
                 if key in data and not data[key]:
                     del data[key]
         return data
@@ -595,6 +602,15 @@ class TrialRecord(BaseModel):
                         if item.get(key, "") is None:
                             del item[key]
         return data
+
+    @model_validator(mode="after")
+    def _cached_are_messages(self) -> TrialRecord:
+        if self.cached and max(self.cached) >= len(self.messages):
+            raise ValueError(
+                f"cached: message {max(self.cached)} marked as cached, but the trial has "
+                f"{len(self.messages)} message(s)"
+            )
+        return self
 
     @field_validator("turns", mode="before")
     @classmethod

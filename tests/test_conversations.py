@@ -269,6 +269,15 @@ def pytest_commerce_evals_make_user(config, case):
         return ScriptedCustomer(lambda case, conversation: 1 / 0)
     if mode == "forbidden":
         raise AssertionError("the customer was asked again")
+    if mode in ("model", "cache"):
+        from pytest_commerce_evals.customer import SimulatedCustomer
+        from pytest_commerce_evals.judge.verdict_store import VerdictStore
+        from pytest_commerce_evals.testing import FakeClient, text_reply
+
+        # the second run's script is empty: a call to the model would raise
+        said = [text_reply("It's order W1."), text_reply("Thanks! ###STOP###")]
+        client = FakeClient(said if mode == "model" else [])
+        return SimulatedCustomer(client, "sim", store=VerdictStore(config.rootpath / "v.sqlite"))
     return None
 """
 
@@ -438,6 +447,46 @@ def test_the_html_report_shows_the_closing_message_and_why_it_ended(convo, pytes
     assert "customer, closing:</b> ###STOP###" in html
     assert "conversation ended: the customer ended it (2 turns)" in html
     assert "(graded)" not in html  # every turn of a conversation is graded
+
+
+def test_a_message_from_the_reply_cache_is_marked_in_the_record_terminal_html_and_store(
+    convo, pytester
+):
+    from pytest_commerce_evals.store import RunStore
+
+    result, first = convo("--customer-mode=model")
+    assert result.ret == 0, result.stdout.str()
+    assert first["messages"][1:] == ["It's order W1.", "Thanks! ###STOP###"]
+    assert "cached" not in first  # asked of the model: nothing marked
+    assert "from the reply cache" not in result.stdout.str()
+    result, again = convo(
+        "--customer-mode=cache", "--commerce-html=report.html", "--commerce-store=runs"
+    )
+    assert result.ret == 0, result.stdout.str()
+    assert again["messages"] == first["messages"]
+    assert again["cached"] == [1, 2]  # the opening is the case's own, never the cache's
+    result.stdout.fnmatch_lines(
+        ["*customer 2 message(s) from the reply cache (--commerce-judge-store)*"]
+    )
+    html = (pytester.path / "report.html").read_text()
+    assert html.count("(from the reply cache)</span>") == 2
+    assert "turn 1:</b> I want" in html  # the opening: unmarked
+    assert "customer, closing:</b> <span" in html
+    store = RunStore(pytester.path / "runs")
+    (run,) = store.runs()
+    assert store.load_run(run.run_id).trials[0].cached == [1, 2]
+
+
+def test_a_record_marking_a_message_it_does_not_hold_is_refused():
+    from pytest_commerce_evals.results import TrialRecord
+
+    data = {"case_id": "c", "trial": 1, "set_name": "s", "threshold": 1.0, "priority": "high",
+            "difficulty": "easy", "outcome": "pass", "messages": ["a", "b"]}  # fmt: skip
+    assert TrialRecord.model_validate({**data, "cached": [1]}).cached == [1]
+    with pytest.raises(ValidationError, match="message 2 marked as cached, but the trial has 2"):
+        TrialRecord.model_validate({**data, "cached": [2]})
+    with pytest.raises(ValidationError, match="greater than or equal to 0"):
+        TrialRecord.model_validate({**data, "cached": [-1]})
 
 
 def test_the_judge_reads_the_whole_conversation_as_graded():

@@ -279,7 +279,15 @@ def test_a_run_budget_is_read_or_refused():
 @pytest.mark.parametrize(
     ("bad", "says"),
     [
-        ("calls:²", "calls:² is not a whole number of 1 or more (ASCII digits"),
+        ("calls:²", "calls:² is not a whole number from 1 to 10^15 (ASCII digits"),
+        (
+            "calls:" + "9" * 5000,
+            "calls:9999999999999999999999999999999999999999… (5,000 characters) is",
+        ),
+        (
+            "tokens:1000000000000001",
+            "tokens:1000000000000001 is not a whole number from 1 to 10^15",
+        ),
         ("calls:١", "calls:١ is not a whole number"),
         ("tokens:𝟓", "tokens:𝟓 is not a whole number"),
         ("cost:1_000", "cost:1_000 is not an amount of US dollars"),

@@ -40,8 +40,9 @@ from pytest_commerce_evals.store.record_file import (
     record_json,
     write_record,
 )
-from pytest_commerce_evals.store.records import RunRecord, StoreError
+from pytest_commerce_evals.store.records import SCHEMA_VERSION, RunRecord, StoreError
 from pytest_commerce_evals.store.run_store import RunStore
+from pytest_commerce_evals.usage import ModelCall
 
 DATA = Path(__file__).parent / "data" / "bad_inputs"
 EXAMPLES = int(os.environ.get("COMMERCE_FUZZ_EXAMPLES", "200"))
@@ -425,6 +426,52 @@ def test_a_damaged_store_reads_what_it_can_or_names_itself(folder, template, ste
             read_everything(where, read_only)
 
 
+# -- a store left at an older schema, or half-way through a migration ---------------------------
+
+LATER_COLUMNS = {"stopping": 4, "ended": 5, "calls": 6, "turn_s": 6, "cached": 7}
+"""Each trial column added after schema 3, and the schema that added it."""
+
+
+@settings(FUZZ, max_examples=max(EXAMPLES // 4, 10))
+@given(
+    version=st.integers(3, SCHEMA_VERSION - 1),
+    dropped=st.sets(st.sampled_from(sorted(LATER_COLUMNS))),
+)
+def test_a_store_at_any_older_schema_or_half_migrated_opens_at_the_current_one(
+    folder, version, dropped
+):
+    # the store a version left: any of the later columns missing (all of those added after
+    # it, or some of them, as a migration stopped half-way leaves it), its runs kept
+    dropped = {c for c in dropped if LATER_COLUMNS[c] > version}
+    old = run([trial("cart-001-a")], run_id="20250101-000000-000001")
+    spent = trial("cart-001-b").model_copy(
+        update={
+            "calls": [ModelCall("agent", "m", 12, 3, 0, 0.25, turn=0)],
+            "turn_s": [0.5],
+            "ended": "customer",
+            "messages": ["hi", "bye"],
+            "cached": [1],
+        }
+    )
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        where = Path(tmp) / "runs"
+        RunStore(where).import_record(old)
+        with closing(sqlite3.connect(where / "runs.sqlite")) as conn, conn:
+            for column in sorted(dropped):
+                conn.execute(f"ALTER TABLE trials DROP COLUMN {column}")
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+        store = RunStore(where)
+        assert store.load_run(old.run_id).trials == old.trials  # kept, read as before
+        store.import_record(run([spent], run_id="20250101-000000-000002"))
+        assert store.load_run("20250101-000000-000002").trials == [spent]  # nothing lost
+        store.close()
+        with closing(sqlite3.connect(where / "runs.sqlite")) as conn:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(trials)")}
+            stored = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+            assert stored.fetchone() == (str(SCHEMA_VERSION),)
+        assert set(LATER_COLUMNS) <= columns
+
+
 # -- the worst inputs found, kept ------------------------------------------------------------------
 
 CAPTURES = {
@@ -479,12 +526,12 @@ RECORDS = {
     "nested-3000.json": "key trials.0.0.0.0.0.… 392 more ….0.0: nested deeper than 400 levels",
     "nested-3000-unclosed.json": "key trials.0.0.0.0.0.… 392 more ….0.0: nested deeper than",
     "nested-500-options.json": "key options.a.a.a.a.a.… 392 more ….a.a: nested deeper than 400",
-    "schema-version-string.json": "key schema_version: expected an integer from 1 to 6; found '2'",
-    "schema-version-float.json": "key schema_version: expected an integer from 1 to 6; found 2.0",
-    "schema-version-bool.json": "key schema_version: expected an integer from 1 to 6; found True",
-    "schema-version-zero.json": "key schema_version: expected an integer from 1 to 6; found 0",
+    "schema-version-string.json": "key schema_version: expected an integer from 1 to 7; found '2'",
+    "schema-version-float.json": "key schema_version: expected an integer from 1 to 7; found 2.0",
+    "schema-version-bool.json": "key schema_version: expected an integer from 1 to 7; found True",
+    "schema-version-zero.json": "key schema_version: expected an integer from 1 to 7; found 0",
     "schema-version-huge.json": f"schema_version 1{'0' * 29}… (41 characters) is newer",
-    "schema-version-7.json": "schema_version 7 is newer than this plugin's 6",
+    "schema-version-8.json": "schema_version 8 is newer than this plugin's 7",
     "wrong-types.json": "key trials: Input should be a valid list (found dict)",
     "missing-keys.json": "key run_id: Field required; key started_at: Field required",
     "trial-missing-keys.json": "key trials.0.outcome: Field required",

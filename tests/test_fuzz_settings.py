@@ -110,10 +110,65 @@ def test_any_store_url_is_a_store_or_a_usage_error_without_its_password(
         assert password not in shown
 
 
+DIGITS = st.sampled_from(["0", "1", "5", "9", "٣", "𝟓", "²", "½", "_", ".", "e", "-", "+", " ",
+                          "$", "0x1", "９"])  # fmt: skip
+NUMBER = st.lists(DIGITS, min_size=0, max_size=8).map("".join) | st.sampled_from(
+    ["9" * 5000, "1e30", "1_000", "nan", "inf", "0.0000001", "1000000001", "1000000000"]
+)
+KEYWORD = st.sampled_from(["calls", "tokens", "cost", "CALLS", "Cost", "cost ", " calls", "ｃalls",
+                           "money", ""])  # fmt: skip
+BUDGET = st.lists(st.tuples(KEYWORD, st.sampled_from([":", "=", ""]), NUMBER), min_size=1,
+                  max_size=3).map(lambda items: ",".join(k + s + v for k, s, v in items))  # fmt: skip
+PRICES = st.lists(
+    st.tuples(st.sampled_from(["m", "gpt-4.1", "M", "m2"]), st.lists(NUMBER, max_size=4)),
+    min_size=1,
+    max_size=3,
+).map(lambda lines: [f"{model} = {' '.join(numbers)}" for model, numbers in lines])
+
+
+def _ascii_amount(text: str) -> bool:
+    import re
+
+    return re.fullmatch(r"[0-9]*\.?[0-9]+|[0-9]+\.", text) is not None
+
+
+@FUZZ
+@given(raw=BUDGET)
+def test_any_budget_is_the_ascii_limits_it_names_or_a_usage_error(tmp_path, raw):
+    setting = next(s for s in TABLE if s.name == "budget")
+    for origin in _origins(setting):
+        found = _resolve(setting, origin, raw, tmp_path)
+        if isinstance(found, pytest.UsageError):
+            continue
+        items = [item.strip() for item in raw.split(",") if item.strip()]
+        for item in items:  # every limit accepted was written in lower case and ASCII digits
+            key, _, value = item.partition(":")
+            assert key.strip() in ("calls", "tokens", "cost"), raw
+            value = value.strip().removeprefix("$").strip()
+            assert value.isascii() and _ascii_amount(value), raw
+        assert found.cost is None or 0 < found.cost <= 10**9
+
+
+@FUZZ
+@given(lines=PRICES)
+def test_any_price_list_is_prices_in_ascii_digits_or_a_usage_error(tmp_path, lines):
+    setting = next(s for s in TABLE if s.name == "prices")
+    for origin in _origins(setting):
+        value = "\n".join(lines) if origin != "ini" else lines
+        found = _resolve(setting, origin, value, tmp_path)
+        if isinstance(found, pytest.UsageError):
+            continue
+        models = [line.split("=", 1)[0].strip() for line in lines]
+        assert len(set(models)) == len(models), lines  # a model listed twice is refused
+        for line in lines:
+            numbers = line.split("=", 1)[1].split()
+            assert 2 <= len(numbers) <= 3 and all(n.isascii() and _ascii_amount(n) for n in numbers)
+
+
 def test_the_property_tests_see_every_kind_of_setting():
     kinds = {s.kind for s in PARSED}
     assert {"int", "float", "trials", "concurrency", "min_kappa", "url", "store", "output",
-            "choice", "list", "dimensions", "patterns", "str"} <= kinds  # fmt: skip
+            "choice", "list", "dimensions", "patterns", "str", "budget", "prices"} <= kinds  # fmt: skip
     assert Path(__file__).name in (Path(__file__).parent / "..").resolve().joinpath(
         "docs", "fuzzing.md"
     ).read_text(encoding="utf-8")

@@ -169,3 +169,98 @@ def test_a_return_may_go_to_a_gift_card_but_not_to_another_card():
             "return_delivered_order_items",
             {"order_id": "#W2", "item_ids": ["1001"], "payment_method_id": "credit_card_2"},
         )
+
+
+# -- the τ² bridge ------------------------------------------------------------------------------
+
+
+def _tau2_results():
+    import copy
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "tau2" / "results.json"
+    return copy.deepcopy(json.loads(path.read_text(encoding="utf-8")))
+
+
+def test_a_gold_action_without_a_requestor_is_the_assistants_and_a_users_is_not():
+    from pytest_commerce_evals.tau2.tasks import case_of
+
+    task = _tau2_results()["tasks"][0]
+    actions = task["evaluation_criteria"]["actions"]
+    for action in actions:
+        del action["requestor"]  # τ²'s default: the assistant's
+    gold = case_of(task, domain="retail")["expected"]["same_state_as"]
+    assert [a["tool"] for a in gold] == ["find_user_id_by_name_zip", "cancel_pending_order"]
+    actions[0]["requestor"] = "user"  # the customer's own action: not the agent's to take
+    gold = case_of(task, domain="retail")["expected"]["same_state_as"]
+    assert [a["tool"] for a in gold] == ["cancel_pending_order"]
+
+
+def test_an_unflagged_error_result_is_a_defect_even_when_the_call_replays():
+    from pathlib import Path
+
+    from pytest_commerce_evals.tau2.simulations import load_results, trial_of
+
+    results = load_results(Path(__file__).parent / "data" / "tau2" / "results.json")
+    simulation = results.simulations[4]
+    # the name-and-zip lookup replays fine, yet its result says Error: and is not flagged
+    looked_up = next(m for m in simulation["messages"] if m.get("id") == "c1")
+    looked_up["content"] = "Error: the lookup timed out"
+    _, defects = trial_of(results, simulation, _retail)
+    evidence = [d.evidence for d in defects if d.kind == "unflagged-error"]
+    assert any("'Error: the lookup timed out' is not flagged" in e for e in evidence), evidence
+    assert not any("timed out" in e and "refuses it on replay" in e for e in evidence)
+
+
+@pytest.mark.parametrize(("verdicts", "relabelled"), [((True, True), True), ((True, False), None)])
+def test_a_mislabelled_simulation_is_relabelled_only_when_its_tasks_agree(
+    monkeypatch, verdicts, relabelled
+):
+    from pytest_commerce_evals.tau2 import parity
+    from pytest_commerce_evals.tau2.simulations import Defect
+
+    said = dict(zip(["2", "3"], verdicts, strict=True))
+
+    def grade(results, simulation, backend):
+        task = simulation["task_id"]
+        wrong = [Defect("task-id", "s", task, "labelled with another task's id")]
+        defects = [] if task in said else wrong
+        return parity.Verdict("s", task, said.get(task, False), True, [], defects)
+
+    monkeypatch.setattr(parity, "_grade", grade)
+    monkeypatch.setattr(parity, "graded_tasks", lambda results, simulation: ["2", "3"])
+    found = parity.grade_simulation(None, {"task_id": "1"}, _retail)  # type: ignore[arg-type]
+    assert found.relabelled is relabelled
+
+
+# -- the run's budget under pytest-xdist --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("workerinput", "share"),
+    [
+        (None, (10, 1000, Decimal("1"))),  # one process: the whole budget
+        ({"workercount": 1}, (10, 1000, Decimal("1"))),
+        ({"workercount": 4}, (2, 250, Decimal("0.25"))),  # four workers: a quarter each
+    ],
+)
+def test_each_xdist_worker_holds_an_even_share_of_the_run_budget(monkeypatch, workerinput, share):
+    import types
+
+    import pytest_commerce_evals.settings as settings_module
+    from pytest_commerce_evals.runner import spending
+    from pytest_commerce_evals.settings.values import parse_run_budget
+
+    budget = parse_run_budget("calls:10,tokens:1000,cost:1")
+    monkeypatch.setattr(
+        settings_module, "settings", lambda config: types.SimpleNamespace(budget=budget)
+    )
+    monkeypatch.setattr(spending, "price_book", lambda config: PriceBook(library=False))
+    config = types.SimpleNamespace(stash=pytest.Stash())
+    if workerinput is not None:
+        config.workerinput = workerinput
+    spend = spending.run_spend(config)  # type: ignore[arg-type]
+    assert spend is not None
+    assert (spend.budget.calls, spend.budget.tokens, spend.budget.cost) == share
+    assert spending.run_spend(config) is spend  # made once per process

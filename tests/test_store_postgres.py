@@ -231,8 +231,8 @@ def test_a_trial_written_twice_is_stored_once(url, schema):
 def test_a_newer_schema_is_refused_and_a_version_1_schema_is_migrated(url, schema):
     RunStore(url).close()
     with admin() as conn:
-        conn.execute(f"UPDATE \"{schema}\".meta SET value = '7' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match=r"schema_version 7 is newer than this plugin's 6"):
+        conn.execute(f"UPDATE \"{schema}\".meta SET value = '8' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match=r"schema_version 8 is newer than this plugin's 7"):
         RunStore(url)
     with admin() as conn:
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
@@ -269,7 +269,7 @@ def test_a_newer_schema_is_refused_and_a_version_1_schema_is_migrated(url, schem
     old = store.load_run("20240101-000000-000001")
     assert old.kind == "regression" and old.complete and old.agent_model == "old-model"
     assert [(s.passed, s.graded, s.rate, s.met) for s in old.sets] == [(1, 2, 0.5, False)]
-    assert rows(schema, "SELECT value FROM meta") == [("6",)]
+    assert rows(schema, "SELECT value FROM meta") == [("7",)]
     # schema 3 admits a regrade run
     store.import_record(
         old.model_copy(update={"run_id": "20240101-000000-000002", "kind": "regrade"})

@@ -619,22 +619,39 @@ def _timeline(trial: StoredTrial) -> str:
     out = ["<h4>Event timeline</h4>"]
     last = len(trial.turns) - 1
     whole = trial.ended is not None  # a conversation with a simulated customer: every turn read
+    cached = set(trial.cached)
     for n, events in enumerate(trial.turns):
         message = trial.messages[n] if n < len(trial.messages) else None
         graded = " (graded)" if n == last and last > 0 and not whole else ""
         if message is not None:
-            out.append(f'<div class="msg"><b>turn {n + 1}{graded}:</b> {e(message)}</div>')
+            out.append(
+                f'<div class="msg"><b>turn {n + 1}{graded}:</b>{_from_cache(n, cached)} '
+                f"{e(message)}</div>"
+            )
         elif len(trial.turns) > 1:
             out.append(f'<div class="msg"><b>turn {n + 1}{graded}</b></div>')
         out.extend(_event(ev, n + 1) for ev in events)
-    for message in trial.messages[len(trial.turns) :]:  # the customer's closing message
-        out.append(f'<div class="msg"><b>customer, closing:</b> {e(message)}</div>')
+    for n, message in enumerate(trial.messages[len(trial.turns) :], len(trial.turns)):
+        # the customer's closing message
+        out.append(
+            f'<div class="msg"><b>customer, closing:</b>{_from_cache(n, cached)} {e(message)}</div>'
+        )
     if trial.ended is not None:
         why = ENDINGS.get(trial.ended, trial.ended)
         out.append(
             f'<div class="note">conversation ended: {e(why)} ({len(trial.turns)} turns)</div>'
         )
     return "".join(out)
+
+
+def _from_cache(n: int, cached: set[int]) -> str:
+    """The mark of a customer message the reply cache answered rather than the model."""
+    if n not in cached:
+        return ""
+    return (
+        ' <span class="note cached" title="replayed from the reply cache '
+        '(--commerce-judge-store), not generated in this run">(from the reply cache)</span>'
+    )
 
 
 def _snapshot(trial: StoredTrial) -> str:

@@ -203,7 +203,9 @@ def make_customer(config: pytest.Config, case: Case) -> Any:
     customer's (`UserError`), not the agent's."""
     try:
         customer = config.hook.pytest_commerce_evals_make_user(config=config, case=case)
-    except Exception as exc:
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # whatever the hook raised: the customer's, not the agent's
         raise UserError(
             "pytest_commerce_evals_make_user raised "
             + "".join(traceback.format_exception_only(type(exc), exc)).strip()
@@ -222,9 +224,10 @@ def converse(
     """A conversation with a simulated customer: the case's scripted turns, then the
     customer's messages (its `opening` first, if fixed), each answered by the agent (`turn`),
     until the customer ends it or `max_turns` messages were answered. Every customer message is
-    recorded in `result.messages`, the closing one too; `result.ended` says why it ended. What
-    the customer raises or gives that the checks refuse raises `UserError`. The customer's
-    model calls are recorded on `meter` as the simulated customer's."""
+    recorded in `result.messages`, the closing one too, and those its reply cache answered in
+    `result.cached`; `result.ended` says why it ended. What the customer raises or gives that
+    the checks refuse raises `UserError`. The customer's model calls are recorded on `meter` as
+    the simulated customer's."""
     meter = meter or Meter()
     spec = case.user
     assert spec is not None
@@ -237,9 +240,12 @@ def converse(
             message, ends = spec.opening, False
         else:
             conversation = conversation_of(result.messages, result.turns)
+            reused = getattr(customer, "reused", None)
             try:
                 with metered(meter, "user"):
                     raw = customer.reply(case, conversation)
+                if _answered_by_cache(customer, reused):
+                    result.cached.append(len(result.messages))
                 if isinstance(raw, str) and type(raw) is not str:
                     raw = str.__getitem__(raw, slice(None))  # the text, not a subclass's methods
                 message, ends = check_message(raw, spec, conversation)
@@ -258,6 +264,13 @@ def converse(
             return
         turn(message)
     result.ended = "max_turns"
+
+
+def _answered_by_cache(customer: Any, before: Any) -> bool:
+    """Whether the customer's last reply came from its reply cache: its `reused` count (the
+    built-in customer's) went up during the call."""
+    after = getattr(customer, "reused", None)
+    return type(before) is int and type(after) is int and after > before
 
 
 def make_agent(config: pytest.Config, case: Case, backend: Backend) -> Any:

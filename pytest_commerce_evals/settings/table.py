@@ -109,7 +109,10 @@ class Setting:
             "list": "a list",
             "secret": "the key (environment only)",
             "prices": "lines 'MODEL = INPUT OUTPUT [CACHED]' (USD per million tokens)",
-            "budget": "calls:N, tokens:N or cost:USD (one or more, comma-separated)",
+            "budget": (
+                "calls:N, tokens:N (N from 1 to 10^15) or cost:USD (above 0, at most "
+                "1,000,000,000; one or more, comma-separated)"
+            ),
             "env": "text",
         }.get(self.kind, self.kind)
 

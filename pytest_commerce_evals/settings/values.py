@@ -71,10 +71,15 @@ class RunBudget:
 _WHOLE = re.compile(r"[0-9]+")
 
 
+def _cut(text: str, most: int = 40) -> str:
+    """`text` as an error shows it: at most `most` characters, the rest counted."""
+    return text if len(text) <= most else f"{text[:most]}… ({len(text):,} characters)"
+
+
 def parse_run_budget(text: str) -> RunBudget:
     """`calls:500,tokens:2000000,cost:5.00` (any of them, each once): lower-case keywords, whole
-    numbers and amounts in ASCII digits (no other scripts' digits, no `_` separators, no
-    exponents); a cost of at most `MAX_DOLLARS`."""
+    numbers (1 to 10^15) and amounts in ASCII digits (no other scripts' digits, no `_`
+    separators, no exponents); a cost of at most `MAX_DOLLARS`."""
     found: dict[str, Any] = {}
     items = [p.strip() for p in text.split(",") if p.strip()]
     if not items:
@@ -83,10 +88,13 @@ def parse_run_budget(text: str) -> RunBudget:
         key, sep, value = item.partition(":")
         key, value = key.strip(), value.strip()
         if sep and key not in _RUN_KEYS and key.lower() in _RUN_KEYS:
-            raise BudgetError(f"{item!r}: write the keyword in lower case ({key.lower()}:...)")
+            raise BudgetError(
+                f"{_cut(item)!r}: write the keyword in lower case ({key.lower()}:...)"
+            )
         if not sep or key not in _RUN_KEYS:
             raise BudgetError(
-                f"{item!r} is not a limit; write calls:N, tokens:N or cost:USD (comma-separated)"
+                f"{_cut(item)!r} is not a limit; write calls:N, tokens:N or cost:USD "
+                "(comma-separated)"
             )
         if key in found:
             raise BudgetError(f"{key} is given twice")
@@ -99,10 +107,11 @@ def parse_run_budget(text: str) -> RunBudget:
                 )
             found[key] = amount
         else:
-            if not _WHOLE.fullmatch(value) or int(value) < 1:
+            # the digits counted before int() reads them: past 4,300 it raises, past 15 a typo
+            if not _WHOLE.fullmatch(value) or len(value.lstrip("0")) > 15 or int(value) < 1:
                 raise BudgetError(
-                    f"{key}:{value} is not a whole number of 1 or more (ASCII digits, e.g. "
-                    f"{key}:500)"
+                    f"{key}:{_cut(value)} is not a whole number from 1 to 10^15 (ASCII digits, "
+                    f"e.g. {key}:500)"
                 )
             found[key] = int(value)
     return RunBudget(**found)

@@ -30,7 +30,7 @@ __all__ = [
     "validation_summary",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 RunKind = Literal["regression", "live", "regrade"]
 
 

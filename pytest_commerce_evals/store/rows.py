@@ -32,8 +32,14 @@ _TRIAL_JSON = {
     "stopping": "stopping",
     "calls": "calls",
     "turn_s": "turn_s",
+    "cached": "cached",
 }
-_LATER_COLUMNS = ("stopping", "calls", "turn_s")  # absent while a store is still migrating
+_LATER_COLUMNS = (
+    "stopping",
+    "calls",
+    "turn_s",
+    "cached",
+)  # absent while a store is still migrating
 
 
 class DamagedRun(StoreError):
@@ -73,6 +79,7 @@ def trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
         # plain dataclasses of plain values: their fields are the JSON, no serializer needed
         json.dumps([vars(c) for c in t.calls], ensure_ascii=False) if t.calls else None,
         json.dumps(t.turn_s) if t.turn_s else None,
+        json.dumps(t.cached) if t.cached else None,
     )
 
 
@@ -132,8 +139,8 @@ def read_trials(conn: sqlite3.Connection, run_id: str, path: Path | str) -> list
                 if column in _LATER_COLUMNS and column not in data:
                     continue
                 value = json_column(data.pop(column), f"trials.{column}", where, path)
-                if value is None and column in ("calls", "turn_s"):
-                    continue  # a trial stored before schema 6: none recorded
+                if value is None and column in ("calls", "turn_s", "cached"):
+                    continue  # none recorded (or a trial stored before its schema)
                 data[field] = value
             out.append(StoredTrial.model_validate(data))
         except KeyError as exc:

@@ -14,6 +14,7 @@ Schema history:
   5  adds `trials.ended`: why a conversation with a simulated customer ended.
   6  adds `trials.calls` and `trials.turn_s`: a trial's model calls (tokens, latency, whose)
      and the agent's time per turn.
+  7  adds `trials.cached`: which of a conversation's customer messages the reply cache answered.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ CREATE TABLE trials (
     ended TEXT,
     calls TEXT,
     turn_s TEXT,
+    cached TEXT,
     PRIMARY KEY (run_id, case_id, trial)
 );
 CREATE TABLE set_results (
@@ -95,17 +97,18 @@ CREATE INDEX runs_comparable ON runs (kind, signature, complete, started_at);
 CREATE INDEX runs_by_model ON runs (agent_model, kind, complete, started_at);
 """
 
-# schema 3 -> 4: a trial of an adaptive run records the rule that stopped its case
-_MIGRATE_3_TO_4 = "ALTER TABLE trials ADD COLUMN stopping TEXT"
-
-# schema 4 -> 5: a conversation with a simulated customer records why it ended
-_MIGRATE_4_TO_5 = "ALTER TABLE trials ADD COLUMN ended TEXT"
-
-# schema 5 -> 6: a trial records its model calls and the agent's time per turn (each column
-# added when it is missing: a store a migration left half-way has one and not the other)
-_MIGRATE_5_TO_6 = {
-    "calls": "ALTER TABLE trials ADD COLUMN calls TEXT",
-    "turn_s": "ALTER TABLE trials ADD COLUMN turn_s TEXT",
+# schemas 4 to 7 each add trial columns; each column is added when it is missing, so a store a
+# migration left half-way (one column and not the other) is completed, never marked done without
+# it:
+#   4: a trial of an adaptive run records the rule that stopped its case
+#   5: a conversation with a simulated customer records why it ended
+#   6: a trial records its model calls and the agent's time per turn
+#   7: a conversation records which customer messages the reply cache answered
+_ADDED_COLUMNS: dict[int, tuple[str, ...]] = {
+    4: ("stopping",),
+    5: ("ended",),
+    6: ("calls", "turn_s"),
+    7: ("cached",),
 }
 
 # schema 1 -> 2, applied in one transaction when an older store is opened
@@ -138,6 +141,17 @@ CREATE TABLE set_results (
 CREATE INDEX IF NOT EXISTS runs_comparable ON runs (kind, signature, complete, started_at);
 CREATE INDEX IF NOT EXISTS runs_by_model ON runs (agent_model, kind, complete, started_at);
 """
+
+
+def _adding(columns: list[str]) -> Callable[[Any], object]:
+    """The migration that adds `columns` (text) to the trials table."""
+
+    def add(conn: Any) -> None:
+        for column in columns:
+            conn.execute(f"ALTER TABLE trials ADD COLUMN {column} TEXT")
+
+    return add
+
 
 MOVE_ASIDE = (
     "move the file aside (keep it for inspection) and the next run starts a new store; see "
@@ -262,26 +276,17 @@ class StoreSchema:
                 self._migrate_2_to_3,
                 f"meta.schema_version is {version} but the runs table does not migrate to 3",
             )
-        if version < 4 and "stopping" not in self.columns(conn, "trials"):
-            self._step(
-                conn,
-                lambda c: c.execute(_MIGRATE_3_TO_4),
-                f"meta.schema_version is {version} but the trials table does not migrate to 4",
-            )
-        if version < 5 and "ended" not in self.columns(conn, "trials"):
-            self._step(
-                conn,
-                lambda c: c.execute(_MIGRATE_4_TO_5),
-                f"meta.schema_version is {version} but the trials table does not migrate to 5",
-            )
-        if version < 6:
+        for target, added in _ADDED_COLUMNS.items():
+            if version >= target:
+                continue
             present = self.columns(conn, "trials")
-            wanted = [sql for column, sql in _MIGRATE_5_TO_6.items() if column not in present]
+            wanted = [column for column in added if column not in present]
             if wanted:
                 self._step(
                     conn,
-                    lambda c: [c.execute(statement) for statement in wanted],
-                    f"meta.schema_version is {version} but the trials table does not migrate to 6",
+                    _adding(wanted),
+                    f"meta.schema_version is {version} but the trials table does not migrate "
+                    f"to {target}",
                 )
         missing = {"trials", "set_results"} - self.tables(conn)
         if missing:

@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from .backend import Snapshot
-from .cases.case import Difficulty, Priority
+from .cases.case import Case, Difficulty, Priority
 from .events import Event
 from .usage import ModelCall
 
@@ -39,6 +39,7 @@ __all__ = [
     "Outcome",
     "RubricVerdict",
     "TrialRecord",
+    "TrialSpec",
     "failure_lines",
     "fold_outcome",
     "meets_threshold",
@@ -379,6 +380,23 @@ def verdicts_from_json(value: Any) -> list[RubricVerdict]:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class TrialSpec:
+    """Which trial runs: the case, its number among the case's `trials`, the set it counts
+    toward and that set's threshold, and where the case was read (`file`, `line`). Built once
+    per pytest item and passed whole to whatever runs the trial (a regression run, a regrade, a
+    sampled live conversation, the vacuity check); `TrialRecord.begin` begins the record from
+    it."""
+
+    case: Case
+    trial: int = 1
+    trials: int = 1
+    set_name: str = ""
+    threshold: float = 0.0
+    file: str | None = None
+    line: int | None = None
+
+
 class TrialRecord(BaseModel):
     """One trial, from the moment the runner starts it to the stored run: the case's identity
     and the set's threshold, the transcript (typed events per turn), the backend's final state
@@ -432,35 +450,25 @@ class TrialRecord(BaseModel):
     counts it; never stored (the report carries it across processes)."""
 
     @classmethod
-    def begin(
-        cls,
-        case: Any,
-        *,
-        trial: int,
-        trials: int,
-        set_name: str,
-        threshold: float,
-        file: str | None = None,
-        line: int | None = None,
-        messages: Iterable[str] | None = None,
-    ) -> TrialRecord:
-        """The record of a trial of `case` about to run (outcome `pass` until something fails
-        it), its customer's messages the case's turns unless given. Built without validation:
-        every part comes from a validated case or the runner itself."""
+    def begin(cls, spec: TrialSpec, *, messages: Iterable[str] | None = None) -> TrialRecord:
+        """The record of the trial `spec` names, about to run (outcome `pass` until something
+        fails it), its customer's messages the case's turns unless given. Built without
+        validation: every part comes from a validated case or the runner itself."""
+        case = spec.case
         return cls.model_construct(
             case_id=case.id,
-            trial=trial,
-            trials=trials,
-            set_name=set_name,
-            threshold=threshold,
+            trial=spec.trial,
+            trials=spec.trials,
+            set_name=spec.set_name,
+            threshold=spec.threshold,
             priority=case.priority,
             difficulty=case.difficulty,
             tags=list(case.tags),
             outcome="pass",
             messages=list(case.turns if messages is None else messages),
             cached=[],
-            file=file,
-            line=line,
+            file=spec.file,
+            line=spec.line,
             # every field given: pydantic's defaults cost an inspect.signature per factory
             failures=[],
             error=None,

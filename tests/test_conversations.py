@@ -540,7 +540,7 @@ class _Odd(BaseException):
     ids=["str-subclass", "base-exception"],
 )
 def test_whatever_the_customer_gives_or_raises_is_never_the_agents_failure(reply, says):
-    from pytest_commerce_evals.results import TrialRecord
+    from pytest_commerce_evals.results import TrialRecord, TrialSpec
     from pytest_commerce_evals.runner.trial import converse
 
     class Customer:
@@ -548,7 +548,7 @@ def test_whatever_the_customer_gives_or_raises_is_never_the_agents_failure(reply
             return reply()
 
     the_case = case(user={"instructions": "You want W1.", "max_turns": 2})
-    record = TrialRecord.begin(the_case, trial=1, trials=1, set_name="s", threshold=0.8)
+    record = TrialRecord.begin(TrialSpec(the_case, trial=1, trials=1, set_name="s", threshold=0.8))
 
     def turn(message):
         record.turns.append([Text(text="Which order?"), TurnEnd(turn=len(record.turns))])

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pytest_commerce_evals import Text, TurnEnd
 from pytest_commerce_evals.cases.case import Case
 from pytest_commerce_evals.customer import UserError
-from pytest_commerce_evals.results import TrialRecord
+from pytest_commerce_evals.results import TrialRecord, TrialSpec
 from pytest_commerce_evals.runner.trial import converse, make_customer
 
 EXAMPLES = int(os.environ.get("COMMERCE_FUZZ_EXAMPLES", "200"))
@@ -105,7 +105,7 @@ def test_whatever_a_customer_says_or_raises_ends_as_the_customers(replies, count
                 raise given_back[1]
             return given_back
 
-    record = TrialRecord.begin(CASE, trial=1, trials=1, set_name="s", threshold=0.8)
+    record = TrialRecord.begin(TrialSpec(CASE, trial=1, trials=1, set_name="s", threshold=0.8))
 
     def turn(message):
         record.turns.append([Text(text="Which order?"), TurnEnd(turn=len(record.turns))])

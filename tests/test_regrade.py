@@ -15,7 +15,7 @@ from run_builders import CASES, make_suite
 from pytest_commerce_evals.judge import _plugin as _judge_plugin
 from pytest_commerce_evals.judge.judge import Judge
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
-from pytest_commerce_evals.results import RubricVerdict, TrialRecord
+from pytest_commerce_evals.results import RubricVerdict, TrialRecord, TrialSpec
 from pytest_commerce_evals.runner.regrade import regrade_trial
 from pytest_commerce_evals.runner.regrade_plan import Regrade, _judge_lines, judge_agreement
 from pytest_commerce_evals.settings import settings
@@ -415,12 +415,12 @@ def test_a_changed_customer_message_is_not_regraded(pytester):
         snapshot={"cart": [], "memory": [], "changes": []},
     )
     config = pytester.parseconfig()
-    result = regrade_trial(config, case, stored, trial=1, trials=1, set_name="s")
+    result = regrade_trial(config, TrialSpec(case, trial=1, trials=1, set_name="s"), stored)
     assert result.outcome == "error"
     assert result.error.startswith("not regraded: the case's customer messages changed since")
     # the same messages: graded (the cart is empty, so cart_contains fails)
     stored = stored.model_copy(update={"messages": ["new words"]})
-    result = regrade_trial(config, case, stored, trial=1, trials=1, set_name="s")
+    result = regrade_trial(config, TrialSpec(case, trial=1, trials=1, set_name="s"), stored)
     assert result.outcome == "fail" and result.failed_graders[0].key == "cart_contains"
 
 

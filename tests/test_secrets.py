@@ -164,12 +164,12 @@ def test_a_planted_key_is_found_nowhere(pytester, refusing, monkeypatch):
 
 def test_a_trials_error_and_failures_are_masked_when_it_settles():
     from pytest_commerce_evals.cases.case import Case
-    from pytest_commerce_evals.results import TrialRecord
+    from pytest_commerce_evals.results import TrialRecord, TrialSpec
 
     case = Case.model_validate(
         {"id": "chat-001-x", "priority": "low", "difficulty": "easy", "turns": ["x"]}
     )
-    record = TrialRecord.begin(case, trial=1, trials=1, set_name="s", threshold=0.8)
+    record = TrialRecord.begin(TrialSpec(case, trial=1, trials=1, set_name="s", threshold=0.8))
     record.outcome = "fail"
     record.error = f"the agent raised RuntimeError: bad key {KEY}"
     record.settle()

@@ -312,6 +312,7 @@ def _scripted_integration(config: Any, case: Any, backend: Any, client: Any) -> 
 
 def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
     """Run `case` once under each degenerate agent and say what it proves."""
+    from ..results import TrialSpec
     from ..runner.trial import ConfigurationError, run_trial
 
     report = VacuityReport(case.id)
@@ -350,11 +351,8 @@ def check_case(config: Any, case: Any, set_name: str) -> VacuityReport:
 
         result = run_trial(
             config,
-            unbudgeted,
-            trial=1,
-            trials=1,
-            set_name=set_name,
-            threshold=0.0,  # one trial against each degenerate agent: no set is measured
+            # one trial against each degenerate agent: no set is measured
+            TrialSpec(unbudgeted, set_name=set_name, threshold=0.0),
             agent_factory=factory,
             customer=BriefCustomer() if case.user is not None else None,
             judge=False,

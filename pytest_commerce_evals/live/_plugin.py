@@ -194,15 +194,7 @@ class LiveItem(CaseItem):
     def compute(self) -> TrialRecord:
         """The trial of a captured conversation: its events stand for the agent's turns, and
         they are graded as a regression trial's are (`runner.trial.grade_trial`)."""
-        result = TrialRecord.begin(
-            self.case,
-            trial=1,
-            trials=1,
-            set_name=self.set_name,
-            threshold=self.threshold,
-            file=self.display,
-            line=self.line,
-        )
+        result = TrialRecord.begin(self.spec)
         result.turns = self.conversation.events
         return grade_trial(self.config, self.case, result)
 

@@ -330,18 +330,10 @@ def _trial_record(item: CaseItem, report: pytest.TestReport, outcome: str) -> Tr
         return item.result
     # the customer's messages, for the report's timeline (not for a trial whose setup failed)
     messages = list(item.case.turns) if report.when == "call" or report.skipped else []
-    return TrialRecord(
-        case_id=item.case.id,
-        trial=item.trial,
-        trials=item.trials,
-        set_name=item.set_name,
-        threshold=item.threshold,
-        priority=item.case.priority,
-        difficulty=item.case.difficulty,
-        outcome=cast(Outcome, outcome),
-        messages=messages,
-        stopping=stopping,
-    )
+    record = TrialRecord.begin(item.spec, messages=messages)
+    record.outcome = cast(Outcome, outcome)
+    record.stopping = stopping
+    return record
 
 
 def _stopping(item: CaseItem) -> Stopping | None:

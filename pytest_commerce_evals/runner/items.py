@@ -10,7 +10,7 @@ from ..cases.case import Case
 from ..cases.loader import CaseProblem
 from ..cases.markers import TAG_MARKERS, reserved_marks, tag_marker
 from ..errors import ConfigurationError
-from ..results import TrialRecord
+from ..results import TrialRecord, TrialSpec
 from ._scheduler import SCHEDULER
 from .regrade import regrade_trial, stored_trial
 from .spending import run_spend
@@ -73,12 +73,8 @@ class CaseItem(pytest.Item):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.case = case
-        self.trial = trial
-        self.trials = trials
-        self.set_name = set_name
-        self.threshold = threshold
-        self.line = line
+        self.spec = TrialSpec(case, trial, trials, set_name, threshold, display, line)
+        """Which trial this item runs, passed whole to whatever runs it."""
         self.display = display
         self.result: TrialRecord | None = None
         self.add_marker(case.priority)
@@ -107,36 +103,42 @@ class CaseItem(pytest.Item):
             ("trial", f"{trial}/{trials}"),
         ]
 
+    # the trial's identity, read from its spec
+    @property
+    def case(self) -> Case:
+        return self.spec.case
+
+    @property
+    def trial(self) -> int:
+        return self.spec.trial
+
+    @property
+    def trials(self) -> int:
+        return self.spec.trials
+
+    @property
+    def set_name(self) -> str:
+        return self.spec.set_name
+
+    @property
+    def threshold(self) -> float:
+        return self.spec.threshold
+
+    @property
+    def line(self) -> int:
+        return self.spec.line or 0
+
     def compute(self) -> TrialRecord:
         """Run the trial (on a scheduler thread when trials run concurrently); in a
         `--commerce-regrade` session, grade the source run's stored trial instead."""
         stored = stored_trial(self.config, self.case.id, self.trial)
         if stored is not None:
-            return regrade_trial(
-                self.config,
-                self.case,
-                stored,
-                trial=self.trial,
-                trials=self.trials,
-                set_name=self.set_name,
-                threshold=self.threshold,
-                file=self.display,
-                line=self.line,
-            )
+            return regrade_trial(self.config, self.spec, stored)
         spend = run_spend(self.config)
         if spend is not None and spend.exhausted() is not None:
             self.commerce_not_started = spend.text()
             return None  # type: ignore[return-value]  # runtest skips it
-        result = run_trial(
-            self.config,
-            self.case,
-            trial=self.trial,
-            trials=self.trials,
-            set_name=self.set_name,
-            threshold=self.threshold,
-            file=self.display,
-            line=self.line,
-        )
+        result = run_trial(self.config, self.spec)
         if spend is not None:
             spend.add(result.calls)
         return result

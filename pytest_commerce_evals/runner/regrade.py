@@ -20,7 +20,7 @@ import time
 import pytest
 
 from ..cases.case import Case
-from ..results import TrialRecord
+from ..results import TrialRecord, TrialSpec
 from .trial import grade_trial
 
 __all__ = ["NOT_REGRADED", "STORED_TRIALS", "regrade_trial", "stored_trial"]
@@ -42,30 +42,17 @@ def stored_trial(config: pytest.Config, case_id: str, trial: int) -> TrialRecord
 
 def regrade_trial(
     config: pytest.Config,
-    case: Case,
+    spec: TrialSpec,
     stored: TrialRecord,
     *,
-    trial: int,
-    trials: int,
-    set_name: str,
-    file: str | None = None,
-    line: int | None = None,
-    threshold: float = 0.0,
     judge: bool = True,
 ) -> TrialRecord:
-    """The trial `stored` recorded, graded with `case` as it is today (its `expected` and
-    rubric) by the code graders and the judge (`judge=False` leaves rubrics ungraded), under
-    the set's `threshold` today."""
+    """The trial `stored` recorded, graded as the trial `spec` names: with its case as it is
+    today (its `expected` and rubric) by the code graders and the judge (`judge=False` leaves
+    rubrics ungraded), under the set's threshold today."""
     started = time.perf_counter()
-    result = TrialRecord.begin(
-        case,
-        trial=trial,
-        trials=trials,
-        set_name=set_name,
-        threshold=threshold,
-        file=file,
-        line=line,
-    )
+    case: Case = spec.case
+    result = TrialRecord.begin(spec)
     result.turns = [list(turn) for turn in stored.turns]
     if case.user is not None:
         # the conversation as it happened: the simulated customer is not asked again

@@ -20,7 +20,7 @@ from ..errors import ConfigurationError
 from ..events import TurnEnd, coerce_event
 from ..graders.code import GoldState, Observation, grade
 from ..models.pricing import price_book
-from ..results import GraderResult, TrialRecord, fold_outcome
+from ..results import GraderResult, TrialRecord, TrialSpec, fold_outcome
 from ..usage import Meter, metered
 from ._scheduler import run_coroutine, waited
 from .gold import replay, replay_through_agent
@@ -294,31 +294,19 @@ def make_agent(config: pytest.Config, case: Case, backend: Backend) -> Any:
 
 def run_trial(
     config: pytest.Config,
-    case: Case,
+    spec: TrialSpec,
     *,
-    trial: int,
-    trials: int,
-    set_name: str,
-    threshold: float,
-    file: str | None = None,
-    line: int | None = None,
     agent_factory: Any = None,
     customer: Any = None,
     judge: bool = True,
 ) -> TrialRecord:
-    """One trial from a fresh backend, recorded as it runs. `agent_factory(backend)` overrides
-    the conftest's agent (the vacuity check's scripted agents), `customer` the simulated
-    customer of a `user:` case; `judge=False` leaves rubrics ungraded."""
+    """The trial `spec` names, from a fresh backend, recorded as it runs.
+    `agent_factory(backend)` overrides the conftest's agent (the vacuity check's scripted
+    agents), `customer` the simulated customer of a `user:` case; `judge=False` leaves rubrics
+    ungraded."""
     started = time.perf_counter()
-    result = TrialRecord.begin(
-        case,
-        trial=trial,
-        trials=trials,
-        set_name=set_name,
-        threshold=threshold,
-        file=file,
-        line=line,
-    )
+    case: Case = spec.case
+    result = TrialRecord.begin(spec)
     backend: Any = None
     meter = Meter()
     try:
@@ -331,7 +319,7 @@ def run_trial(
     session = AgentSession(
         case=case,
         backend=backend,
-        trial=trial,
+        trial=spec.trial,
         role=case.role,
         seen_products=list(case.state.seen_products),
     )

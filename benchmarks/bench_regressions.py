@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from pytest_commerce_evals.results import meets_threshold, set_rate_counts  # noqa: E402
 from pytest_commerce_evals.runner.adaptive import DELTA, LEVEL, decide  # noqa: E402
 from pytest_commerce_evals.stats import adaptive_rate, pool_baseline  # noqa: E402
-from pytest_commerce_evals.store.history import classify  # noqa: E402
+from pytest_commerce_evals.store.diff import classify  # noqa: E402
 
 RELIABLE, FLAKY, DROPPED_FROM = 0.98, 0.8, 0.95
 SETS, PER_SET, THRESHOLD = 13, 10, 0.9
@@ -112,7 +112,7 @@ def run_auto(
 def flagged_pooled(
     now: list[tuple[int, int]], history: list[list[tuple[int, int]]], level: float
 ) -> tuple[set[int], int]:
-    """The cases the failing-set diff's own rule (`store.history.classify`) reports newly
+    """The cases the failing-set diff's own rule (`store.diff.classify`) reports newly
     failing, and how many it lists at all (newly failing, fixed or inconclusive)."""
     flagged, listed = set(), 0
     for c, (s, n) in enumerate(now):

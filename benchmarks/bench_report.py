@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from run_builders import run, synthetic_trials  # noqa: E402
 
 from pytest_commerce_evals.reports.html import render_run_html  # noqa: E402
-from pytest_commerce_evals.store.history import diff_failing_sets  # noqa: E402
+from pytest_commerce_evals.store.diff import diff_failing_sets  # noqa: E402
 
 
 def best_of(n: int, count: int) -> tuple[float, int]:

@@ -21,15 +21,13 @@ from pytest_commerce_evals.stats import (
     mann_whitney_u,
     midranks,
 )
-from pytest_commerce_evals.store.history import (
+from pytest_commerce_evals.store.cost_regressions import (
     MIN_COST_RISE,
     MIN_COST_TRIALS,
-    History,
-    case_rates,
     cost_regression,
-    diff_failing_sets,
-    load_history,
 )
+from pytest_commerce_evals.store.diff import diff_failing_sets
+from pytest_commerce_evals.store.history import History, case_rates, load_history
 from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.usage import ModelCall
 

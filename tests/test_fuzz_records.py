@@ -33,7 +33,8 @@ from pytest_commerce_evals.live.reading import read_capture
 from pytest_commerce_evals.live.redaction import Redactor
 from pytest_commerce_evals.reports.html import render_run_html
 from pytest_commerce_evals.results import TrialRecord
-from pytest_commerce_evals.store.history import compare_runs, diff_failing_sets
+from pytest_commerce_evals.store.compare import compare_runs
+from pytest_commerce_evals.store.diff import diff_failing_sets
 from pytest_commerce_evals.store.record_file import (
     clean_trial,
     load_record,

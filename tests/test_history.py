@@ -10,17 +10,15 @@ from pathlib import Path
 import pytest
 from run_builders import make_suite, run, trial
 
+from pytest_commerce_evals.store.compare import compare_runs
+from pytest_commerce_evals.store.diff import NOISE_NOTE, diff_failing_sets, what_decides
 from pytest_commerce_evals.store.history import (
-    NOISE_NOTE,
     History,
     case_lines,
-    compare_runs,
-    diff_failing_sets,
     flaky_case,
     is_flaky,
     strip,
     strip_counts,
-    what_decides,
 )
 from pytest_commerce_evals.store.record_file import load_record
 from pytest_commerce_evals.store.run_store import RunStore
@@ -659,7 +657,7 @@ def test_a_one_trial_run_is_told_it_cannot_show_a_drop():
 
 
 def test_classify_is_the_diffs_rule_on_counts():
-    from pytest_commerce_evals.store.history import classify
+    from pytest_commerce_evals.store.diff import classify
 
     assert classify(0, 5, 5, 5, was=False, level=0.01) == ("newly_failing", pytest.approx(1 / 252))
     assert classify(5, 5, 0, 5, was=True, level=0.01) == ("fixed", pytest.approx(1 / 252))

@@ -13,7 +13,8 @@ from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.events import Text, TurnEnd
 from pytest_commerce_evals.reports.html import render_comparison_html, render_run_html, write_html
-from pytest_commerce_evals.store.history import compare_runs, diff_failing_sets
+from pytest_commerce_evals.store.compare import compare_runs
+from pytest_commerce_evals.store.diff import diff_failing_sets
 
 HERE = Path(__file__).parent
 CHROMIUM = next(

@@ -13,7 +13,7 @@ from ..models.pricing import price_book
 from ..prices import PriceBook
 from ..settings import settings
 from ..store.commands import open_store, resolve_run
-from ..store.history import ModelComparison, compare_runs
+from ..store.compare import ModelComparison, compare_runs
 from ..store.paths import output_path
 from ..store.recorder import damaged_lines
 from ..store.records import StoreError

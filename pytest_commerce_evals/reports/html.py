@@ -33,14 +33,12 @@ from ..prices import PriceBook, money
 from ..results import ENDINGS, GRADED, OUTCOMES, GraderResult, RubricVerdict
 from ..stats import format_rate
 from ..store.aggregate import case_results
+from ..store.compare import ModelComparison
+from ..store.cost_regressions import MIN_COST_RISE
+from ..store.diff import NOISE_NOTE, DiffEntry, FailingSetDiff
 from ..store.history import (
-    MIN_COST_RISE,
-    NOISE_NOTE,
     PRIORITY_ORDER,
-    DiffEntry,
-    FailingSetDiff,
     History,
-    ModelComparison,
     case_rates,
     describe_run,
     flaky_case,

@@ -1,10 +1,14 @@
 """Run history: the run store (`run_store`: SQLite under `.commerce/`, or PostgreSQL), the run
-record (`records`) and its JSON file (`record_file`), failing-set diffs and model comparisons
-(`history`), and the hooks that record a run and print its diff (`_plugin`, `recorder`).
+record (`records`) and its JSON file (`record_file`), per-case rates and flaky strips
+(`history`), failing-set diffs (`diff`) with their cost regressions (`cost_regressions`), model
+comparisons (`compare`), and the hooks that record a run and print its diff (`_plugin`,
+`recorder`).
 """
 
 from .aggregate import case_results, judge_identity, set_results
-from .history import FailingSetDiff, History, ModelComparison, compare_runs, diff_failing_sets
+from .compare import ModelComparison, compare_runs
+from .diff import FailingSetDiff, diff_failing_sets
+from .history import History
 from .record_file import load_record, record_json, write_record
 from .records import (
     SCHEMA_VERSION,

@@ -18,12 +18,11 @@ from ..prices import PriceBook
 from ..results import TrialRecord
 from ..settings import agent_label, settings
 from .aggregate import case_results, judge_identity, set_results
+from .diff import FailingSetDiff, diff_failing_sets
 from .history import (
-    FailingSetDiff,
     History,
     case_lines,
     case_rates,
-    diff_failing_sets,
     flaky_case,
     load_history,
     strip,

@@ -186,7 +186,7 @@ class RunRecord(_Record):
     sets: list[SetResult] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
     diff: dict[str, Any] | None = None
-    """The failing-set diff against the run's baseline (`history.FailingSetDiff.summary`): the
+    """The failing-set diff against the run's baseline (`diff.FailingSetDiff.summary`): the
     JSON record carries it for readers; the database does not store it."""
     cost: dict[str, Any] | None = None
     """What the run spent (`costs.CostSummary.to_json`: per purpose for the run and each set,

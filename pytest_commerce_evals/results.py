@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import typing
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass
 from dataclasses import fields as dc_fields
@@ -49,6 +50,7 @@ __all__ = [
     "report_payload",
     "set_rate_counts",
     "CaseTally",
+    "tally_cases",
     "Stopping",
     "set_verdict",
     "verdicts_from_json",
@@ -220,19 +222,45 @@ class Stopping(BaseModel):
 
 
 class CaseTally:
-    """One case's trials toward its set's rate: counts, and under adaptive trials the outcomes
-    in trial order and the rule that stopped the case."""
+    """One case's trials in a run: the one per-case roll-up. The terminal summary, the exit
+    status (through its set), the run store's set and case results, the diff, the HTML report
+    and the comparison of two runs all count a case's trials here (`tally_cases`): how many were
+    recorded, graded (`GRADED`) and passed, each outcome's count (`by_outcome`, `other`), and
+    under adaptive trials the outcomes in trial order and the rule that stopped the case."""
 
-    __slots__ = ("graded", "outcomes", "passed", "recorded", "stopping", "threshold")
+    __slots__ = (
+        "by_outcome",
+        "case_id",
+        "difficulty",
+        "graded",
+        "outcomes",
+        "passed",
+        "priority",
+        "recorded",
+        "set_name",
+        "stopping",
+        "threshold",
+    )
 
-    def __init__(self) -> None:
+    def __init__(
+        self, case_id: str = "", set_name: str = "", priority: str = "", difficulty: str = ""
+    ) -> None:
+        self.case_id, self.set_name = case_id, set_name
+        self.priority, self.difficulty = priority, difficulty
         self.passed = self.graded = self.recorded = 0
+        self.by_outcome: Counter[str] = Counter()
         self.outcomes: dict[int, bool | None] = {}
         self.stopping: Stopping | None = None
         self.threshold = 0.0
 
+    @classmethod
+    def of(cls, trial: Any) -> CaseTally:
+        """An empty tally for the case of `trial` (a `TrialRecord`), named as it names it."""
+        return cls(trial.case_id, trial.set_name, trial.priority, trial.difficulty)
+
     def add(self, trial: int, outcome: str, threshold: float, stopping: Stopping | None) -> None:
         self.recorded += 1
+        self.by_outcome[outcome] += 1
         graded = outcome in GRADED
         self.graded += graded
         self.passed += outcome == "pass"
@@ -240,6 +268,26 @@ class CaseTally:
         self.threshold = threshold
         if stopping is not None:
             self.stopping = stopping
+
+    def add_trial(self, trial: Any) -> None:
+        """Count one trial (a `TrialRecord`) of this case."""
+        self.add(trial.trial, trial.outcome, trial.threshold, trial.stopping)
+
+    @property
+    def other(self) -> dict[str, int]:
+        """The count of each outcome that is not graded (skipped, errors), in outcome order."""
+        return {o: n for o in OUTCOMES if o not in GRADED and (n := self.by_outcome[o])}
+
+    @property
+    def pass_rate(self) -> float | None:
+        """passed / graded; None when nothing was graded."""
+        return self.passed / self.graded if self.graded else None
+
+    def pass_hat(self, k: int) -> float | None:
+        """pass^k over the graded trials (`pass_hat_k`); None past them."""
+        if not 1 <= k <= self.graded:
+            return None
+        return pass_hat_k(self.graded, self.passed, k)
 
     def rate(self) -> Fraction | None:
         """`stats.adaptive_rate` for a case adaptive trials stopped; None otherwise (its rate is
@@ -262,6 +310,17 @@ class CaseTally:
 
     def counts(self) -> tuple[int, int, int, Fraction | None]:
         return self.passed, self.graded, self.recorded, self.rate()
+
+
+def tally_cases(trials: Iterable[Any]) -> dict[str, CaseTally]:
+    """Each case's tally over `trials` (`TrialRecord`s), in the order the cases first appear."""
+    out: dict[str, CaseTally] = {}
+    for t in trials:
+        tally = out.get(t.case_id)
+        if tally is None:
+            tally = out[t.case_id] = CaseTally.of(t)
+        tally.add_trial(t)
+    return out
 
 
 def set_rate_counts(cases: Iterable[tuple[int, ...] | tuple[Any, ...]]) -> tuple[int, int]:

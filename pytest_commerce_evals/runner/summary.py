@@ -13,7 +13,6 @@ from ..results import (
     OUTCOMES,
     CaseTally,
     TrialRecord,
-    pass_hat_k,
     set_rate_counts,
     set_verdict,
 )
@@ -21,32 +20,6 @@ from ..settings import AutoTrials
 
 FIXED_TRIALS = 5
 """The fixed trial count an adaptive run is measured against (the every-merge run it replaces)."""
-
-
-@dataclass
-class CaseStats:
-    case_id: str
-    set_name: str
-    priority: str
-    difficulty: str
-    outcomes: Counter = field(default_factory=Counter)
-
-    @property
-    def graded(self) -> int:
-        return self.outcomes["pass"] + self.outcomes["fail"]
-
-    @property
-    def passed(self) -> int:
-        return self.outcomes["pass"]
-
-    @property
-    def rate(self) -> float | None:
-        return self.passed / self.graded if self.graded else None
-
-    def pass_hat(self, k: int) -> float | None:
-        if not 1 <= k <= self.graded:
-            return None
-        return pass_hat_k(self.graded, self.passed, k)
 
 
 @dataclass
@@ -126,7 +99,7 @@ class SetStats:
 
 class Summary:
     def __init__(self, adaptive: AutoTrials | None = None, prices: PriceBook | None = None) -> None:
-        self.cases: dict[str, CaseStats] = {}
+        self.cases: dict[str, CaseTally] = {}
         self.sets: dict[str, SetStats] = {}
         self.invalid: list[str] = []
         self.not_judged = 0
@@ -144,19 +117,14 @@ class Summary:
 
     def add(self, record: TrialRecord) -> None:
         """Count one trial toward its case and its set (held to the record's threshold)."""
-        stats = self.cases.get(record.case_id)
-        if stats is None:
-            stats = self.cases[record.case_id] = CaseStats(
-                record.case_id, record.set_name, record.priority, record.difficulty
-            )
-        stats.outcomes[record.outcome] += 1
         group = self.sets.get(record.set_name)
         if group is None:
             group = self.sets[record.set_name] = SetStats(record.set_name, record.threshold)
-        case = group.cases.get(record.case_id)
+        case = self.cases.get(record.case_id)
         if case is None:
-            case = group.cases[record.case_id] = CaseTally()
-        case.add(record.trial, record.outcome, record.threshold, record.stopping)
+            # one tally per case, the run's and its set's
+            case = self.cases[record.case_id] = group.cases[record.case_id] = CaseTally.of(record)
+        case.add_trial(record)
         if record.outcome != "skipped":
             self.costs.add(record)
         if record.outcome in GRADED:
@@ -175,12 +143,12 @@ class Summary:
 
     @property
     def glue_errors(self) -> int:
-        return sum(c.outcomes["error"] for c in self.cases.values())
+        return sum(c.by_outcome["error"] for c in self.cases.values())
 
     def by(self, attr: str, order: tuple[str, ...]) -> dict[str, Counter]:
         groups: dict[str, Counter] = defaultdict(Counter)
         for stats in self.cases.values():
-            groups[getattr(stats, attr)].update(stats.outcomes)
+            groups[getattr(stats, attr)].update(stats.by_outcome)
         return {key: groups[key] for key in order if key in groups}
 
     def pass_hat_curve(self) -> dict[int, float]:
@@ -201,7 +169,7 @@ class Summary:
         if spec is None or not self.cases:
             return []
         cases = len(self.cases)
-        ran = sum(sum(s.outcomes.values()) for s in self.cases.values())
+        ran = sum(s.recorded for s in self.cases.values())
         fixed = cases * FIXED_TRIALS
         saved = fixed - ran
         compared = (
@@ -263,7 +231,7 @@ class Summary:
         shown = [
             s
             for s in sorted(self.cases.values(), key=lambda s: (s.set_name, s.case_id))
-            if verbose or s.outcomes["pass"] != sum(s.outcomes.values())
+            if verbose or s.passed != s.recorded
         ]
         if not shown and self.cases:
             graded = sum(s.graded for s in self.cases.values())
@@ -276,10 +244,10 @@ class Summary:
                 f"pass^n  other"
             )
             for s in shown:
-                rate = f"{s.rate:.0%}" if s.rate is not None else "-"
+                rate = f"{s.pass_rate:.0%}" if s.pass_rate is not None else "-"
                 hat = s.pass_hat(s.graded)
                 hat_text = f"{hat:.2f}" if hat is not None else "-"
-                other = ", ".join(f"{n} {o}" for o in OUTCOMES[2:] if (n := s.outcomes[o]))
+                other = ", ".join(f"{n} {o}" for o, n in s.other.items())
                 out.append(
                     f"{s.case_id:<{width}}  {s.priority:<8}  {s.difficulty:<6}  "
                     f"{s.passed:>4}/{s.graded:<6} {rate:>5}  {hat_text:>6}  {other}"

@@ -14,6 +14,7 @@ from ..results import (
     pass_hat_k,
     set_rate_counts,
     set_verdict,
+    tally_cases,
 )
 from ..stats import wilson_interval
 from .records import CaseResult, SetResult, StoredTrial
@@ -41,8 +42,8 @@ def set_results(
         )
         case = g["cases"].get(t.case_id)
         if case is None:
-            case = g["cases"][t.case_id] = CaseTally()
-        case.add(t.trial, t.outcome, t.threshold, t.stopping)
+            case = g["cases"][t.case_id] = CaseTally.of(t)
+        case.add_trial(t)
         if t.outcome in GRADED:
             g["graded"] += 1
             g["passed"] += t.outcome == "pass"
@@ -78,14 +79,7 @@ def case_results(
     `strips` (case id -> per-run strip, oldest first) adds the history, and `flaky` names the
     cases the history calls flaky."""
     flaky = set(flaky)
-    found: dict[str, dict[str, Any]] = {}
-    for t in trials:
-        c = found.setdefault(
-            t.case_id, {"set_name": t.set_name, "priority": t.priority, "passed": 0, "graded": 0}
-        )
-        if t.outcome in GRADED:
-            c["graded"] += 1
-            c["passed"] += t.outcome == "pass"
+    found = tally_cases(trials)
     out = []
     for case_id in sorted(found):
         c = found[case_id]
@@ -93,14 +87,16 @@ def case_results(
         out.append(
             CaseResult(
                 case_id=case_id,
-                **c,
-                rate=c["passed"] / c["graded"] if c["graded"] else None,
-                interval=list(wilson_interval(c["passed"], c["graded"])) if c["graded"] else None,
+                set_name=c.set_name,
+                priority=c.priority,
+                passed=c.passed,
+                graded=c.graded,
+                rate=c.pass_rate,
+                interval=list(wilson_interval(c.passed, c.graded)) if c.graded else None,
                 flaky=None if strips is None else case_id in flaky,
                 history=strip,
                 pass_hat_k={
-                    str(k): pass_hat_k(c["graded"], c["passed"], k)
-                    for k in range(1, c["graded"] + 1)
+                    str(k): pass_hat_k(c.graded, c.passed, k) for k in range(1, c.graded + 1)
                 }
                 or None,
             )

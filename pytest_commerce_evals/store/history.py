@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..cases.case import PRIORITIES
-from ..results import GRADED
+from ..results import GRADED, tally_cases
 from ..stats import format_rate, wilson_interval
 from .records import RunRecord, StoredTrial
 from .run_store import RunStore
@@ -75,25 +75,33 @@ class CaseRate:
 
 
 def case_rates(run: RunRecord) -> dict[str, CaseRate]:
-    out: dict[str, CaseRate] = {}
+    """Each case's trials in `run` (`results.tally_cases`), with the failures they gave."""
+    failures: dict[str, list[str]] = {}
     for t in run.trials:
-        rate = out.get(t.case_id)
-        if rate is None:
-            rate = out[t.case_id] = CaseRate(t.case_id, t.priority, t.difficulty, t.set_name)
-        if t.outcome in GRADED:
-            rate.graded += 1
-            rate.passed += t.outcome == "pass"
-        else:
-            rate.other[t.outcome] = rate.other.get(t.outcome, 0) + 1
+        seen = failures.setdefault(t.case_id, [])
         for message in t.failures:
-            if message not in rate.failures:
-                rate.failures.append(message)
-    return out
+            if message not in seen:
+                seen.append(message)
+    return {
+        case_id: CaseRate(
+            case_id,
+            c.priority,
+            c.difficulty,
+            c.set_name,
+            passed=c.passed,
+            graded=c.graded,
+            other={o: n for o, n in c.by_outcome.items() if o not in GRADED},
+            failures=failures[case_id],
+        )
+        for case_id, c in tally_cases(run.trials).items()
+    }
 
 
 def overall_rate(run: RunRecord) -> float | None:
-    graded = [t for t in run.trials if t.outcome in GRADED]
-    return sum(t.outcome == "pass" for t in graded) / len(graded) if graded else None
+    """The run's graded trials pooled: passed / graded; None when nothing was graded."""
+    tallies = tally_cases(run.trials).values()
+    graded = sum(c.graded for c in tallies)
+    return sum(c.passed for c in tallies) / graded if graded else None
 
 
 def describe_run(run: RunRecord) -> str:

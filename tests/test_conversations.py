@@ -506,7 +506,8 @@ def test_a_scripted_customer_ends_after_its_messages():
 
 
 def test_tool_events_of_a_conversation_are_what_the_graders_read():
-    from pytest_commerce_evals.graders.code import Observation, grade
+    from pytest_commerce_evals.graders.code import grade
+    from pytest_commerce_evals.graders.observation import Observation
 
     c = case(expected={"calls_with": [{"tool": "cancel_order", "arguments": {"order_id": "W1"}}]})
     first = [Text(text="Which order?"), TurnEnd()]

@@ -330,7 +330,7 @@ def test_costs_add_up_per_case_and_leave_unreported_trials_out_of_the_means():
 def test_a_per_turn_budget_holds_each_turn_to_it():
     from pytest_commerce_evals.cases.case import Budget
     from pytest_commerce_evals.graders.budget import budget
-    from pytest_commerce_evals.graders.code import Observation
+    from pytest_commerce_evals.graders.observation import Observation
 
     calls = [
         ModelCall("agent", "m", 100, 10, 0, 0.1, turn=0),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -19,8 +20,10 @@ from pytest_commerce_evals import (
     TurnEnd,
     Ui,
 )
+from pytest_commerce_evals.adapters.core import ConvertOptions, default_ui_tools
 from pytest_commerce_evals.cases.case import Budget, CallSpec, Expected, GoldAction
-from pytest_commerce_evals.graders.code import GRADERS, GoldState, Observation, grade
+from pytest_commerce_evals.graders.code import GRADERS, grade
+from pytest_commerce_evals.graders.observation import GoldState, Observation
 from pytest_commerce_evals.prices import Price, PriceBook
 from pytest_commerce_evals.usage import ModelCall
 
@@ -443,6 +446,37 @@ def test_present_suggestions_only_the_last_is_free():
     assert not GRADERS["max_tool_calls"](1, obs([PRESENT, PRESENT, SEARCH])).passed
 
 
+def test_the_default_ui_and_skill_tool_names_are_the_reference_agents():
+    assert Observation([]).ui_tools == tuple(default_ui_tools()) == ("present_suggestions",)
+    assert Observation([]).skill_tool == "load_skill"
+    default = obs([SEARCH, PRESENT, *SKILL_OK])
+    assert GRADERS["max_tool_calls"](2, default).passed  # present_suggestions free
+    assert GRADERS["skill_loaded"]("sizing", default).passed
+    assert not GRADERS["no_skill_load"](True, default).passed
+
+
+def test_the_graders_honour_the_agents_own_ui_and_skill_tool_names():
+    show = call("show_products", product_ids=["shoe-001"])
+    use = call("use_skill", name="sizing")
+    used = ToolResult(call_id=use.call_id, name="use_skill", status="ok")
+    options = ConvertOptions(ui_tools={"show_products": "product_carousel"})
+    own = replace(obs([SEARCH, show, use, used]), ui_tools=options.ui_tools, skill_tool="use_skill")
+    assert GRADERS["max_tool_calls"](2, own).passed  # show_products free
+    capped = GRADERS["max_tool_calls"](1, own)
+    assert not capped.passed and capped.observed == 2
+    assert "(show_products ending the turn not counted)" in capped.message
+    assert GRADERS["skill_loaded"]("sizing", own).passed
+    assert not GRADERS["no_skill_load"](True, own).passed
+    # the reference names are then ordinary tools
+    reference = replace(obs([SEARCH, PRESENT, *SKILL_OK]), ui_tools=("show_products",))
+    reference.skill_tool = "use_skill"
+    assert not GRADERS["max_tool_calls"](2, reference).passed
+    assert not GRADERS["skill_loaded"]("sizing", reference).passed
+    assert GRADERS["no_skill_load"](True, reference).passed
+    none_free = GRADERS["max_tool_calls"](1, replace(obs([SEARCH, PRESENT]), ui_tools=()))
+    assert "expected at most 1 tool calls; the turn made 2" in none_free.message
+
+
 @pytest.mark.parametrize(
     "asked, resolved",
     [("Gift_Finding", "gift-finding"), ("gift finding", "gift-finding"), ("x", "gift-finding")],
@@ -767,7 +801,7 @@ def test_same_state_as_ignores_memory_and_the_cart_order():
 
 
 def test_state_diff_names_each_path_that_differs():
-    from pytest_commerce_evals.graders.code import state_diff
+    from pytest_commerce_evals.graders.state import state_diff
 
     assert state_diff({"a": {"b": 1, "c": [1, 2]}}, {"a": {"b": 2, "c": [1], "d": 0}}) == [
         "a.b: gold 1, found 2",

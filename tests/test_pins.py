@@ -10,7 +10,8 @@ import pytest
 
 from pytest_commerce_evals import Snapshot, State, ToolCall, TurnEnd
 from pytest_commerce_evals.cases.case import Budget, CallSpec, Case
-from pytest_commerce_evals.graders.code import GRADERS, Observation
+from pytest_commerce_evals.graders.code import GRADERS
+from pytest_commerce_evals.graders.observation import Observation
 from pytest_commerce_evals.prices import Price, PriceBook
 from pytest_commerce_evals.usage import ModelCall
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from ..backend import Snapshot
 from ..cases.case import State
 from ..events import CartLine, Change
-from ..graders.code import skill_key
+from ..graders.skills import skill_key
 from . import memory_policy
 from .catalog import (
     FIXTURES_DIR,

@@ -22,7 +22,7 @@ from ..agent import AgentSession
 from ..cases.case import Case, GoldAction
 from ..errors import ConfigurationError
 from ..events import ToolCall, ToolResult
-from ..graders.code import GoldState
+from ..graders.observation import GoldState
 from ..testing import FakeClient, FakeReply
 
 __all__ = ["CALL_TOOL", "GOLD_DONE", "replay", "replay_through_agent"]

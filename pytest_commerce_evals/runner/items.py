@@ -196,7 +196,8 @@ def format_failure(result: TrialRecord) -> str:
         else:
             lines.append(f"  {mark} rubric {v.dimension}: {v.outcome} — {v.error}{cut}")
     if result.turns:
-        from ..graders.code import Observation, calls_made, reply_excerpt
+        from ..graders.formatting import calls_made, reply_excerpt
+        from ..graders.observation import Observation
 
         obs = Observation(result.turns)
         lines.append(f"  calls made: {calls_made(obs)}")

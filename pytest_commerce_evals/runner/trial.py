@@ -18,7 +18,8 @@ from ..cases.case import Case
 from ..customer import UserError, check_message, conversation_of
 from ..errors import ConfigurationError
 from ..events import TurnEnd, coerce_event
-from ..graders.code import GoldState, Observation, grade
+from ..graders.code import grade
+from ..graders.observation import GoldState, Observation
 from ..models.pricing import price_book
 from ..results import GraderResult, TrialRecord, TrialSpec, fold_outcome
 from ..usage import Meter, metered

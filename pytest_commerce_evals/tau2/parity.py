@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cases.case import Case
-from ..graders.code import GoldState, Observation, grade
+from ..graders.code import grade
+from ..graders.observation import GoldState, Observation
 from ..runner.gold import replay
 from ..runner.trial import conversation_ending
 from .retail import RetailBackend

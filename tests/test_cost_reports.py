@@ -14,7 +14,8 @@ from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.prices import Price, PriceBook
 from pytest_commerce_evals.reports.compare import cost_lines
-from pytest_commerce_evals.reports.html import render_comparison_html, render_run_html
+from pytest_commerce_evals.reports.html import render_run_html
+from pytest_commerce_evals.reports.html_compare import render_comparison_html
 from pytest_commerce_evals.store.compare import compare_runs
 from pytest_commerce_evals.store.record_file import write_record
 from pytest_commerce_evals.usage import ModelCall

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import runpy
 import tomllib
+from fnmatch import fnmatch
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -61,3 +62,19 @@ def test_the_package_says_it_is_typed():
     assert (root / "pytest_commerce_evals" / "py.typed").is_file()
     data = tomllib.loads((root / "pyproject.toml").read_text())
     assert "py.typed" in data["tool"]["setuptools"]["package-data"]["pytest_commerce_evals"]
+
+
+def test_the_html_reports_css_and_js_are_package_data_and_inlined_in_the_page():
+    from pytest_commerce_evals.reports import html_page
+
+    reports = ROOT / "pytest_commerce_evals" / "reports"
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = data["tool"]["setuptools"]["package-data"]["pytest_commerce_evals.reports"]
+    assets = sorted(p.relative_to(reports).as_posix() for p in (reports / "assets").iterdir())
+    assert assets == ["assets/report.css", "assets/report.js"]
+    for asset in assets:
+        assert any(fnmatch(asset, pattern) for pattern in patterns), f"{asset} is not shipped"
+    page = html_page._page("title", "subtitle", "")
+    for asset in assets:
+        text = (reports / asset).read_text(encoding="utf-8")
+        assert text.strip() and text in page, f"{asset} is not inlined in the page"

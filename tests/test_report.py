@@ -12,7 +12,9 @@ import pytest
 from run_builders import make_suite, run, trial
 
 from pytest_commerce_evals.events import Text, TurnEnd
-from pytest_commerce_evals.reports.html import render_comparison_html, render_run_html, write_html
+from pytest_commerce_evals.reports.html import render_run_html
+from pytest_commerce_evals.reports.html_compare import render_comparison_html
+from pytest_commerce_evals.reports.html_page import write_html
 from pytest_commerce_evals.store.compare import compare_runs
 from pytest_commerce_evals.store.diff import diff_failing_sets
 

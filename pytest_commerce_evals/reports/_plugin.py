@@ -13,7 +13,8 @@ from ..settings import settings
 from ..store.paths import output_path
 from ..store.recorder import problem
 from .compare import compare_main
-from .html import render_run_html, write_html
+from .html import render_run_html
+from .html_page import write_html
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:

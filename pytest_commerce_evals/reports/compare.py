@@ -17,7 +17,9 @@ from ..store.compare import ModelComparison, compare_runs
 from ..store.paths import output_path
 from ..store.recorder import damaged_lines
 from ..store.records import StoreError
-from .html import COST_COLUMNS, RunCost, cost_ratios, render_comparison_html, write_html
+from .html_compare import render_comparison_html
+from .html_page import write_html
+from .run_cost import COST_COLUMNS, RunCost, cost_ratios
 
 __all__ = ["compare_main", "cost_lines"]
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ..cases.case import DIFFICULTIES, PRIORITIES
 from ..prices import PriceBook
-from ..results import OUTCOMES
+from ..results import OUTCOMES, tally_cases
 from ..store.aggregate import case_results
 from ..store.cost_regressions import MIN_COST_RISE
 from ..store.diff import NOISE_NOTE, DiffEntry, FailingSetDiff
@@ -32,8 +32,8 @@ the trials, not counted in a column)."""
 
 def _by_table(run: RunRecord, attr: str, order: tuple[str, ...]) -> str:
     groups: dict[str, Counter] = {}
-    for t in run.trials:
-        groups.setdefault(getattr(t, attr), Counter())[t.outcome] += 1
+    for case in tally_cases(run.trials).values():
+        groups.setdefault(getattr(case, attr), Counter()).update(case.by_outcome)
     keys = [k for k in order if k in groups] + sorted(k for k in groups if k not in order)
     head = "".join(f"<th>{e(o)}</th>" for o in TABLE_OUTCOMES)
     out = [f"<table><tr><th>{e(attr)}</th><th>pass rate</th>{head}</tr>"]

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from ..costs import CostSummary, Tally
 from ..prices import PriceBook, money
-from ..results import GRADED
+from ..results import tally_cases
 from ..store.records import RunRecord, StoredTrial
 
 __all__ = ["COST_COLUMNS", "RunCost", "cost_ratios"]
@@ -45,11 +45,11 @@ class RunCost:
 
     @classmethod
     def of(cls, label: str, run: RunRecord, prices: PriceBook) -> RunCost:
-        graded = [t for t in run.trials if t.outcome in GRADED]
+        tallies = tally_cases(run.trials).values()
         return cls(
             label,
-            sum(t.outcome == "pass" for t in graded),
-            len(graded),
+            sum(c.passed for c in tallies),
+            sum(c.graded for c in tallies),
             CostSummary.of(run.trials, prices),
             _agent_time(run.trials)[0],
         )

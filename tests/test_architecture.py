@@ -387,3 +387,16 @@ def test_the_circle_check_sees_a_circle_of_three():
         (f"{NAME}.c", f"{NAME}.d", []),
     ]
     assert import_cycles(edges) == [[f"{NAME}.a", f"{NAME}.b", f"{NAME}.c"]]
+
+
+def test_the_store_configures_before_the_runner_by_a_stated_order():
+    # the runner's configure reads the baseline the store's resolved (a regrade diffs against
+    # it): the order is stated on the hook, not left to the order the plugins are registered in
+    from pytest_commerce_evals.runner import _plugin as runner
+    from pytest_commerce_evals.store import _plugin as store
+
+    def options(hook):
+        return getattr(hook, "pytest_impl", {})
+
+    assert options(store.pytest_configure).get("tryfirst")
+    assert not options(runner.pytest_configure).get("tryfirst")

@@ -32,6 +32,7 @@ from .records import RunRecord, StoreError
 from .run_store import RunStore
 
 
+@pytest.hookimpl(tryfirst=True)  # before the runner's: a regrade reads the baseline found here
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
@@ -48,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
             # the run is diffed against the run found; say what was left out on the way
             config.stash[BASELINE_NOTES] = list(store.damaged)
     # a regrade (--commerce-regrade, the runner's) diffs against its source run unless one is
-    # named: the runner's pytest_configure, which runs after this one, sets it
+    # named: the runner's pytest_configure, called after this one (tryfirst), sets it
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -24,7 +24,7 @@ def pytest_commerce_evals_make_backend(config, case):
 def pytest_commerce_evals_make_agent(config, case, backend):
     """The reference agent on the configured agent endpoint (the embedded model by default)."""
     from pytest_commerce_evals.models import embedded
-    from pytest_commerce_evals.models.endpoint import session_client
+    from pytest_commerce_evals.models.clients import session_client
     from pytest_commerce_evals.reference import ReferenceAgent
     from pytest_commerce_evals.reference.agent import history_chars
 

@@ -17,17 +17,16 @@ from openai.types.chat import ChatCompletion
 
 from pytest_commerce_evals.agent import InfraError
 from pytest_commerce_evals.models import embedded as _local_model
-from pytest_commerce_evals.models.endpoint import (
+from pytest_commerce_evals.models.clients import (
     AsyncRetryingClient,
-    EndpointError,
     RetryingClient,
-    RetryPolicy,
     make_client,
-    resolve_endpoint,
     retrying_create,
 )
+from pytest_commerce_evals.models.endpoint import EndpointError, resolve_endpoint
 from pytest_commerce_evals.models.http_client import AsyncHTTPChatClient, HTTPChatClient
 from pytest_commerce_evals.models.replies import Record
+from pytest_commerce_evals.models.retry import RetryPolicy
 from pytest_commerce_evals.testing.fake import AsyncFakeClient, FakeClient, text_reply
 from pytest_commerce_evals.testing.mock_server import MockServer
 
@@ -717,7 +716,7 @@ def test_local_model_may_be_any_gguf_path(config, tmp_path, monkeypatch):
 
 
 def test_the_embedded_model_waits_longer_unless_a_timeout_is_set(config):
-    from pytest_commerce_evals.models.endpoint import _timeout
+    from pytest_commerce_evals.models.clients import _timeout
 
     assert _timeout(config()).read == 120
     assert _timeout(config(), local=True).read == 900  # a retry would queue behind the lost call
@@ -775,7 +774,8 @@ def test_a_server_of_ones_own_gets_an_empty_text_for_a_null_assistant_content(
 
 
 def test_hosted_openai_gets_the_request_as_the_agent_wrote_it():
-    from pytest_commerce_evals.models.endpoint import HOSTED_BASE_URL, Endpoint, _compat
+    from pytest_commerce_evals.models.clients import _compat
+    from pytest_commerce_evals.models.endpoint import HOSTED_BASE_URL, Endpoint
 
     hosted = Endpoint(
         purpose="agent", base_url=None, model="gpt-4o-mini", api_key_present=True,
@@ -805,7 +805,7 @@ def test_a_server_that_refuses_json_schema_is_asked_in_llama_cpps_form_from_then
     """llama-cpp-python's server answers 500 to a `json_schema` response format (the judge's
     on any endpoint but the embedded one): the call is made again at once with `json_object`
     and the schema, and the session's later calls to that server go in that form."""
-    from pytest_commerce_evals.models import endpoint
+    from pytest_commerce_evals.models import _json_schema as endpoint
 
     endpoint._NO_JSON_SCHEMA.clear()
     with stub_server([(500, LLAMA_CPP_REFUSAL), 200, 200]) as server:
@@ -829,7 +829,7 @@ def test_a_server_that_refuses_json_schema_is_asked_in_llama_cpps_form_from_then
 
 
 def test_any_other_server_error_is_retried_as_before_and_the_format_kept(config, stub_server):
-    from pytest_commerce_evals.models import endpoint
+    from pytest_commerce_evals.models import _json_schema as endpoint
 
     endpoint._NO_JSON_SCHEMA.clear()
     with stub_server([500, 200]) as server:
@@ -847,7 +847,7 @@ def test_any_other_server_error_is_retried_as_before_and_the_format_kept(config,
 
 
 def test_the_async_client_falls_back_from_json_schema_the_same_way(config, stub_server):
-    from pytest_commerce_evals.models import endpoint
+    from pytest_commerce_evals.models import _json_schema as endpoint
 
     endpoint._NO_JSON_SCHEMA.clear()
     with stub_server([(500, LLAMA_CPP_REFUSAL), 200]) as server:

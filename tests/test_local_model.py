@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from pytest_commerce_evals.models import embedded as _local_model
-from pytest_commerce_evals.models.endpoint import make_client, resolve_endpoint
+from pytest_commerce_evals.models.clients import make_client
+from pytest_commerce_evals.models.endpoint import resolve_endpoint
 from pytest_commerce_evals.settings import SETTINGS, resolve_settings
 
 _MISSING = [

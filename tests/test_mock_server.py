@@ -10,8 +10,9 @@ import urllib.request
 import openai
 import pytest
 
-from pytest_commerce_evals.models.endpoint import RetryingClient, RetryPolicy, is_retryable
+from pytest_commerce_evals.models.clients import RetryingClient
 from pytest_commerce_evals.models.http_client import HTTPChatClient, http_library
+from pytest_commerce_evals.models.retry import RetryPolicy, is_retryable
 from pytest_commerce_evals.testing.mock_server import MockServer
 
 SCRIPT = [

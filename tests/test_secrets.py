@@ -102,7 +102,7 @@ def pytest_commerce_evals_make_backend(config, case):
 
 
 def pytest_commerce_evals_make_agent(config, case, backend):
-    from pytest_commerce_evals.models.endpoint import session_client
+    from pytest_commerce_evals.models.clients import session_client
 
     client = session_client(config, "agent")
 

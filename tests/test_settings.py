@@ -144,7 +144,8 @@ def test_the_table_agrees_with_the_features_constants():
     from pytest_commerce_evals.judge.verdict_store import DEFAULT_STORE_PATH as VERDICTS
     from pytest_commerce_evals.live.redaction import DEFAULT_REDACT
     from pytest_commerce_evals.models import embedded
-    from pytest_commerce_evals.models.endpoint import _KEY_ENV, RetryPolicy
+    from pytest_commerce_evals.models.endpoint import _KEY_ENV
+    from pytest_commerce_evals.models.retry import RetryPolicy
     from pytest_commerce_evals.store.diff import DEFAULT_LEVEL
     from pytest_commerce_evals.store.history import DEFAULT_HISTORY_RUNS
     from pytest_commerce_evals.store.run_store import DEFAULT_STORE_PATH as RUNS

@@ -42,7 +42,7 @@ def _reply_store(config: pytest.Config) -> Any:
 
 def build_customer(config: pytest.Config) -> SimulatedCustomer:
     """The built-in simulated customer the settings describe."""
-    from ..models import endpoint  # imported late: it may start the embedded model
+    from ..models import clients, endpoint  # imported late: it may start the embedded model
 
     resolved = endpoint.resolve_endpoint(config, "user")
     found = settings(config)
@@ -53,7 +53,7 @@ def build_customer(config: pytest.Config) -> SimulatedCustomer:
         else shown_url(resolved.base_url or endpoint.HOSTED_BASE_URL)
     )
     return SimulatedCustomer(
-        endpoint.session_client(config, "user"),
+        clients.session_client(config, "user"),
         resolved.model,
         seed=DEFAULT_SEED if found.user_seed is None else found.user_seed,
         max_tokens=DEFAULT_MAX_TOKENS if found.user_max_tokens is None else found.user_max_tokens,

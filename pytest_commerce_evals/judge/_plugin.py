@@ -100,11 +100,11 @@ def judge_budget(config: pytest.Config, embedded: bool = False) -> ContextBudget
 
 def build_judge(config: pytest.Config, *, with_store: bool = True) -> Judge:
     """The judge the options describe, on the endpoint `endpoint.py` resolves for role `judge`."""
-    from ..models import endpoint  # imported late: it may start the embedded server
+    from ..models import clients, endpoint  # imported late: it may start the embedded server
 
     resolved = endpoint.resolve_endpoint(config, "judge")
     # shared for the session and closed at its end, so no connection outlives the run
-    client = endpoint.session_client(config, "judge")
+    client = clients.session_client(config, "judge")
     path = store_path(config) if with_store else None
     store = VerdictStore(path) if path is not None else None
     if store is not None:

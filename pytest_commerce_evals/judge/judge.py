@@ -396,7 +396,7 @@ def _still_a_verdict(verdict: str, reasoning: str) -> bool:
 
 def _infra_exceptions() -> tuple[type[BaseException], ...]:
     from ..agent import InfraError
-    from ..models.endpoint import api_errors
+    from ..models.retry import api_errors
 
     types: list[type[BaseException]] = [InfraError, *api_errors()]
     try:

@@ -8,7 +8,9 @@
 - `conversations`: what a read yields (`Capture`, `Conversation`, `CaptureProblem`) and
   `CaptureBuilder`, which samples, validates and redacts every format's records alike
 - `reading`: `read_capture`, the capture files read in any of `LIVE_FORMATS`
-- `_formats`: OpenAI chat-completions logs and OpenTelemetry GenAI spans read into capture records
+- `_formats`: which foreign format a file is in, and the reader each format's name maps to:
+  `_format_openai` (OpenAI chat-completions logs) and `_format_otel` (OpenTelemetry GenAI
+  spans), read into capture records with what `_format_shared` holds for both
 - `trend`: the pass rate per dimension over the live runs, its flags and its chart
 - `_plugin`: the hooks of `--commerce-live`
 """

@@ -9,7 +9,8 @@ import pytest
 from ..hookspecs import implemented_by_user
 from ..settings import agent_label, settings
 from . import embedded as _local_model
-from .endpoint import _SETTING, EndpointError, Purpose, close_session_clients, resolve_endpoint
+from .clients import close_session_clients
+from .endpoint import _SETTING, EndpointError, Purpose, resolve_endpoint
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

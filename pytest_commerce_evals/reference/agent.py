@@ -286,7 +286,7 @@ class ReferenceAgent:
 
 
 def _is_transient(exc: BaseException) -> bool:
-    from ..models.endpoint import is_retryable
+    from ..models.retry import is_retryable
 
     return is_retryable(exc)
 

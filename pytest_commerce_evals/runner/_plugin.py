@@ -10,7 +10,7 @@ import pytest
 
 from ..compat import case_scheduler, junit_error, xdist_queued
 from ..jsonsafe import printable
-from ..models.endpoint import AGENT_USED
+from ..models.clients import AGENT_USED
 from ..models.pricing import price_book
 from ..results import NOT_GRADED as UNGRADED_OUTCOMES
 from ..results import Outcome, Stopping, TrialRecord, attach_payload, report_payload
@@ -183,7 +183,7 @@ def _adaptive_record(item: CaseItem, outcome: str) -> str | None:
 
 
 def _agent_endpoint_data(config: pytest.Config) -> dict | None:
-    from ..models.endpoint import used_endpoint
+    from ..models.clients import used_endpoint
     from ..store.identity import public_base_url
 
     used = used_endpoint(config, "agent")

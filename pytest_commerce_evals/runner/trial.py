@@ -85,7 +85,7 @@ def _glue(what: str, exc: BaseException, fix: str) -> ConfigurationError:
 def is_infra_error(exc: BaseException) -> bool:
     """The infrastructure's failure, not the agent's: `InfraError`, exhausted retries, and the
     endpoint failures a retry would have covered (rate limits, 5xx, timeouts, bad bodies)."""
-    from ..models.endpoint import is_retryable
+    from ..models.retry import is_retryable
 
     if isinstance(exc, json.JSONDecodeError):
         return False  # the agent's own parsing; a malformed reply reaches it as InfraError

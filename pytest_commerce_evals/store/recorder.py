@@ -78,7 +78,8 @@ def agent_identity(config: pytest.Config, ran: bool) -> tuple[str | None, str | 
     of the client a trial's agent asked the plugin for (known once a trial ran, `ran`); the agent
     model the user configured (`--commerce-model`, …). Never the embedded default for an agent
     that did not ask for it: with none of these, the agent is not named (None)."""
-    from ..models.endpoint import EndpointError, agent_used, resolve_endpoint
+    from ..models.clients import agent_used
+    from ..models.endpoint import EndpointError, resolve_endpoint
 
     used = agent_used(config) if ran else None
     label = agent_label(config)

@@ -36,7 +36,7 @@ def pytest_commerce_evals_make_backend(config, case):
 
 def pytest_commerce_evals_make_agent(config, case, backend):
     """The plugin's τ² agent on the configured agent endpoint; replace it with yours."""
-    from pytest_commerce_evals.models.endpoint import session_client
+    from pytest_commerce_evals.models.clients import session_client
     from pytest_commerce_evals.tau2.agent import Tau2Agent
 
     client = session_client(config, "agent")

@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from live_traffic import write_traffic  # noqa: E402
 
 from pytest_commerce_evals.judge.judge import Judge  # noqa: E402
-from pytest_commerce_evals.judge.rubrics import STANDARD  # noqa: E402
 from pytest_commerce_evals.judge.verdict_store import VerdictStore  # noqa: E402
 from pytest_commerce_evals.live import Redactor, read_capture  # noqa: E402
+from pytest_commerce_evals.rubrics import STANDARD  # noqa: E402
 from pytest_commerce_evals.testing.fake import FakeClient  # noqa: E402
 
 PASS = '{"reasoning": "fine", "verdict": "PASS"}'

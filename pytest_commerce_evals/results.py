@@ -462,8 +462,8 @@ class TrialRecord(BaseModel):
     (`Snapshot`), the grader results and judge verdicts, the outcome and why it failed.
 
     The one shape of a trial: the runner builds it (`begin`) and grades it in place, the hooks
-    (`trial_done`, `grade_rubric`, `trial_recorded`) receive it, the run store stores it
-    (`store.StoredTrial` is this class), the JSON record, the reports, live mode and regrade
+    (`trial_done`, `grade_rubric`, `trial_recorded`) receive it, the run store stores it,
+    the JSON record, the reports, live mode and regrade
     read it. Between processes (pytest-xdist) it travels as `model_dump()` and is rebuilt with
     `model_validate` where reports gather. `clean()` is the form every writer takes: the record
     itself, or a copy whose values JSON cannot hold (a lone surrogate, nesting past

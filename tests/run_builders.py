@@ -6,8 +6,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from pytest_commerce_evals.results import TrialRecord
 from pytest_commerce_evals.store.aggregate import set_results
-from pytest_commerce_evals.store.records import RunRecord, Selection, StoredTrial
+from pytest_commerce_evals.store.records import RunRecord, Selection
 
 PRIORITIES = ("critical", "high", "medium", "low")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -119,7 +120,7 @@ def trial(
     threshold: float = 0.8,
     reply: str = "Added it.",
     verdicts: list[dict[str, Any]] | None = None,
-) -> StoredTrial:
+) -> TrialRecord:
     failed = outcome == "fail"
     graders = [
         {
@@ -139,7 +140,7 @@ def trial(
             else "cart_contains: shoe-001 is in the cart",
         },
     ]
-    return StoredTrial(
+    return TrialRecord(
         case_id=case_id,
         trial=n,
         trials=trials,
@@ -161,7 +162,7 @@ def trial(
 
 
 def run(
-    trials: list[StoredTrial],
+    trials: list[TrialRecord],
     *,
     run_id: str = "20250101-120000-aaaaaa",
     started_at: str = "2025-01-01T12:00:00.000+00:00",
@@ -185,7 +186,7 @@ def run(
     )
 
 
-def synthetic_trials(count: int, seed: int = 7) -> list[StoredTrial]:
+def synthetic_trials(count: int, seed: int = 7) -> list[TrialRecord]:
     """`count` trials over cases of five trials each, about one in five failing, some judged."""
     rng = random.Random(seed)
     out = []

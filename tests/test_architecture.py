@@ -178,7 +178,14 @@ def test_a_package_answers_the_names_its_docs_import(package, name, home):
 
 def test_the_module_paths_of_the_unreleased_layout_are_gone():
     # 0.1.0 was never released: the paths of its first layout are not kept
-    for old in ("endpoint", "case", "chat_client", "models.chat_client", "live.traffic"):
+    for old in (
+        "endpoint",
+        "case",
+        "chat_client",
+        "models.chat_client",
+        "live.traffic",
+        "judge.rubrics",
+    ):
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(f"{NAME}.{old}")
 
@@ -263,15 +270,6 @@ def test_the_contract_check_sees_a_back_edge():
         (f"{NAME}.store.run_store", f"{NAME}.results", ["TrialRecord"]),
     ]
     assert contract_to_feature_imports(edges) == {(f"{NAME}.results", "store")}
-
-
-def test_the_standard_rubrics_are_the_same_objects_from_the_contract_and_the_judge():
-    from pytest_commerce_evals import rubrics
-    from pytest_commerce_evals.judge import rubrics as judge_rubrics
-
-    assert judge_rubrics.STANDARD is rubrics.STANDARD
-    assert judge_rubrics.resolve_dimensions is rubrics.resolve_dimensions
-    assert set(judge_rubrics.__all__) == set(rubrics.__all__)
 
 
 # -- the order of the features -------------------------------------------------------------------

@@ -31,9 +31,9 @@ from pytest_commerce_evals.judge.judge import (
     Judge,
     JudgeParams,
 )
-from pytest_commerce_evals.judge.rubrics import STANDARD
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import TrialRecord
+from pytest_commerce_evals.rubrics import STANDARD
 from pytest_commerce_evals.testing.fake import FakeClient, FakeClientExhausted, FakeReply
 
 try:  # the HTTP library the installed openai SDK is built on

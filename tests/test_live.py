@@ -17,7 +17,6 @@ from live_traffic import EMAIL, transcripts, write_traffic
 
 from pytest_commerce_evals.judge import _plugin as _judge_plugin
 from pytest_commerce_evals.judge.judge import Judge
-from pytest_commerce_evals.judge.rubrics import STANDARD
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.live.capture import CAPTURE_MAX_DEPTH, CaptureWriter
 from pytest_commerce_evals.live.reading import read_capture
@@ -25,6 +24,7 @@ from pytest_commerce_evals.live.redaction import _EMAIL, _EMAIL_SCAN, Redactor
 from pytest_commerce_evals.live.sampling import is_sampled
 from pytest_commerce_evals.live.trend import compute_trend, render_trend_svg
 from pytest_commerce_evals.results import RubricVerdict
+from pytest_commerce_evals.rubrics import STANDARD
 from pytest_commerce_evals.stats import two_proportion_p, wilson_interval
 from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.testing.fake import FakeClient

@@ -472,7 +472,7 @@ def test_the_judge_runs_at_a_llama_cpp_python_server_with_the_same_one_flag(
     a reply it could not read), never an infrastructure error."""
     from pytest_commerce_evals.events import Text, ToolCall, ToolResult
     from pytest_commerce_evals.judge._plugin import build_judge
-    from pytest_commerce_evals.judge.rubrics import STANDARD
+    from pytest_commerce_evals.rubrics import STANDARD
 
     config = pytester.parseconfigure(
         f"--commerce-base-url={llama_cpp_server}",

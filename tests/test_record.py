@@ -24,7 +24,7 @@ from pytest_commerce_evals.results import (
 from pytest_commerce_evals.runner.summary import SetStats
 from pytest_commerce_evals.store.aggregate import set_results
 from pytest_commerce_evals.store.record_file import load_record, record_json, write_record
-from pytest_commerce_evals.store.records import SCHEMA_VERSION, StoredTrial, StoreError
+from pytest_commerce_evals.store.records import SCHEMA_VERSION, StoreError
 from pytest_commerce_evals.store.run_store import RunStore
 
 HERE = Path(__file__).parent
@@ -88,7 +88,7 @@ def a_record(**changes) -> TrialRecord:
 
 def test_the_record_of_a_trial_keeps_its_typed_parts():
     record = a_record()
-    assert isinstance(record, StoredTrial)  # the store stores this very class
+    assert isinstance(record, TrialRecord)  # the store stores this very class
     assert [type(g) for g in record.grader_results] == [GraderResult, GraderResult]
     assert [type(v) for v in record.verdicts] == [RubricVerdict]
     assert [type(e) for e in record.turns[0]] == [ToolCall, ToolResult, Text, TurnEnd]

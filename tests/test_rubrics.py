@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pytest_commerce_evals.cases.case import Expected
-from pytest_commerce_evals.judge.rubrics import (
+from pytest_commerce_evals.rubrics import (
     STANDARD,
     UnknownDimension,
     resolve_dimensions,

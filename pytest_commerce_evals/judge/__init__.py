@@ -1,6 +1,6 @@
-"""The LLM judge for rubric dimensions: the judge itself (`judge`), the rubrics and their
-fingerprints (`rubrics`), the verdict store (`verdict_store`), calibration against human labels
-(`calibration`) and the judge's hooks (`_plugin`).
+"""The LLM judge for rubric dimensions: the judge itself (`judge`), the verdict store
+(`verdict_store`), calibration against human labels (`calibration`) and the judge's hooks
+(`_plugin`); the rubrics and their fingerprints are the contract's `rubrics`.
 """
 
 from .judge import (

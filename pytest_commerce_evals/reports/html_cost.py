@@ -8,8 +8,9 @@ from decimal import Decimal
 
 from ..costs import CostSummary, Tally
 from ..prices import PriceBook, money
+from ..results import TrialRecord
 from ..store.compare import ModelComparison
-from ..store.records import RunRecord, StoredTrial
+from ..store.records import RunRecord
 from .html_page import e
 from .run_cost import COST_COLUMNS, RunCost, _agent_time, _per_trial_money, _seconds, cost_ratios
 
@@ -29,7 +30,7 @@ def _group_money(tallies: Sequence[Tally]) -> str:
     return money(sum(costs, Decimal(0)) if costs else None, unpriced)
 
 
-def _has_usage(trials: Sequence[StoredTrial]) -> bool:
+def _has_usage(trials: Sequence[TrialRecord]) -> bool:
     return any(t.calls or t.turn_s for t in trials)
 
 

@@ -16,10 +16,10 @@ from ..events import (
     TurnEnd,
     Ui,
 )
-from ..results import ENDINGS, GraderResult, RubricVerdict
+from ..results import ENDINGS, GraderResult, RubricVerdict, TrialRecord
 from ..stats import format_rate
 from ..store.history import PRIORITY_ORDER, History, case_rates, flaky_case
-from ..store.records import RunRecord, StoredTrial
+from ..store.records import RunRecord
 from .html_page import _anchor, _badge, _json, e
 
 
@@ -145,7 +145,7 @@ def _event(ev: Event, turn: int | None = None) -> str:
     return f'<div class="ev"><span class="kind">{e(kind)}</span>{_json(ev)}</div>'
 
 
-def _graders(trial: StoredTrial) -> str:
+def _graders(trial: TrialRecord) -> str:
     if not trial.grader_results:
         return ""
     out = [
@@ -168,7 +168,7 @@ def _grader_row(g: GraderResult) -> str:
     )
 
 
-def _verdicts(trial: StoredTrial) -> str:
+def _verdicts(trial: TrialRecord) -> str:
     if not trial.verdicts:
         return ""
     out = [
@@ -210,7 +210,7 @@ def _verdict_row(v: RubricVerdict) -> str:
     )
 
 
-def _timeline(trial: StoredTrial) -> str:
+def _timeline(trial: TrialRecord) -> str:
     if not trial.turns:
         return ""
     out = ["<h4>Event timeline</h4>"]
@@ -251,14 +251,14 @@ def _from_cache(n: int, cached: set[int]) -> str:
     )
 
 
-def _snapshot(trial: StoredTrial) -> str:
+def _snapshot(trial: TrialRecord) -> str:
     if trial.snapshot is None:
         return ""
     snap = trial.model_dump(mode="json", include={"snapshot"})["snapshot"]
     return f"<h4>Final state</h4>{_json(snap)}"
 
 
-def _trial(trial: StoredTrial) -> str:
+def _trial(trial: TrialRecord) -> str:
     failing = trial.outcome != "pass"
     where = f"{trial.file}:{trial.line}" if trial.file else ""
     head = (
@@ -275,7 +275,7 @@ def _trial(trial: StoredTrial) -> str:
 
 def _cases_section(run: RunRecord, history: History | None = None) -> str:
     rates = case_rates(run)
-    by_case: dict[str, list[StoredTrial]] = {}
+    by_case: dict[str, list[TrialRecord]] = {}
     for t in run.trials:
         by_case.setdefault(t.case_id, []).append(t)
     order = sorted(

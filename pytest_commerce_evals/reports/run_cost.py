@@ -10,8 +10,8 @@ from decimal import Decimal
 
 from ..costs import CostSummary, Tally
 from ..prices import PriceBook, money
-from ..results import tally_cases
-from ..store.records import RunRecord, StoredTrial
+from ..results import TrialRecord, tally_cases
+from ..store.records import RunRecord
 
 __all__ = ["COST_COLUMNS", "RunCost", "cost_ratios"]
 
@@ -21,7 +21,7 @@ def _per_trial_money(t: Tally) -> str:
     return "unknown" if cost is None else money(Decimal(cost))
 
 
-def _agent_time(trials: Sequence[StoredTrial]) -> tuple[float | None, int]:
+def _agent_time(trials: Sequence[TrialRecord]) -> tuple[float | None, int]:
     """The agent's wall time over its turns, averaged over the trials that timed their turns
     (None when none did), and how many did."""
     timed = [sum(t.turn_s) for t in trials if t.turn_s]

@@ -17,7 +17,6 @@ from .records import (
     RunRecord,
     Selection,
     SetResult,
-    StoredTrial,
     StoreError,
     StoreUnavailable,
 )
@@ -37,7 +36,6 @@ __all__ = [
     "SetResult",
     "StoreError",
     "StoreUnavailable",
-    "StoredTrial",
     "case_results",
     "compare_runs",
     "diff_failing_sets",

@@ -11,19 +11,20 @@ from ..results import (
     GRADED,
     NOT_STARTED,
     CaseTally,
+    TrialRecord,
     pass_hat_k,
     set_rate_counts,
     set_verdict,
     tally_cases,
 )
 from ..stats import wilson_interval
-from .records import CaseResult, SetResult, StoredTrial
+from .records import CaseResult, SetResult
 
 __all__ = ["case_results", "judge_identity", "set_results"]
 
 
 def set_results(
-    trials: Iterable[StoredTrial], not_started: Iterable[tuple[str, float]] = ()
+    trials: Iterable[TrialRecord], not_started: Iterable[tuple[str, float]] = ()
 ) -> list[SetResult]:
     """Per-set pass rates over graded (pass or fail) trials, with the same rule as the exit
     status: a set with nothing graded is met only when all its trials were skipped, and a set
@@ -71,7 +72,7 @@ def set_results(
 
 
 def case_results(
-    trials: Iterable[StoredTrial],
+    trials: Iterable[TrialRecord],
     strips: dict[str, str] | None = None,
     flaky: Iterable[str] = (),
 ) -> list[CaseResult]:
@@ -104,7 +105,7 @@ def case_results(
     return out
 
 
-def judge_identity(trials: Iterable[StoredTrial]) -> tuple[str | None, list[str]]:
+def judge_identity(trials: Iterable[TrialRecord]) -> tuple[str | None, list[str]]:
     """The judge model and the sorted judge fingerprints found in the trials' verdicts."""
     models: list[str] = []
     prints: set[str] = set()

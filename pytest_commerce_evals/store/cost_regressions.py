@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..costs import per_trial_values
-from ..results import GRADED
+from ..results import GRADED, TrialRecord
 from ..stats import mann_whitney_greater_p
 from .history import PRIORITY_ORDER, CaseRate, format_p
-from .records import RunRecord, StoredTrial
+from .records import RunRecord
 
 __all__ = [
     "COST_MEASURES",
@@ -92,7 +92,7 @@ def _value(measure: str, value: float) -> str:
     return f"{value:.2f} s" if value < 10 else f"{value:,.1f} s"
 
 
-def trial_values(trials: Sequence[StoredTrial], measure: str) -> list[float]:
+def trial_values(trials: Sequence[TrialRecord], measure: str) -> list[float]:
     """The graded trials' `measure` (a key of `COST_MEASURES`), those that reported it."""
     what = COST_MEASURES[measure]
     values = (per_trial_values(t, what) for t in trials if t.outcome in GRADED)
@@ -135,14 +135,14 @@ def cost_regression(
 def cost_regressions(
     after: RunRecord,
     cases: dict[str, CaseRate],
-    baseline_trials: Callable[[str], list[StoredTrial]],
+    baseline_trials: Callable[[str], list[TrialRecord]],
     level: float,
 ) -> list[CostRegression]:
     """Each of `cases` (this run's) whose agent tokens or agent time per trial rose against its
     baseline trials (`baseline_trials(case_id)`: the trials the pass/fail test pooled), most
     urgent case first, tokens before latency. The baseline's trials are read only for a case
     with enough values here."""
-    mine: dict[str, list[StoredTrial]] = {}
+    mine: dict[str, list[TrialRecord]] = {}
     for t in after.trials:
         if t.case_id in cases:
             mine.setdefault(t.case_id, []).append(t)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..results import TrialRecord
 from ..stats import fisher_drop_p, fisher_rise_p, format_rate, pool_baseline
 from .cost_regressions import CostRegression, cost_regressions
 from .history import (
@@ -38,7 +39,7 @@ from .history import (
     strip,
     strip_counts,
 )
-from .records import RunRecord, StoredTrial
+from .records import RunRecord
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -468,7 +469,7 @@ def diff_failing_sets(
             if before.trials:  # the baseline run as already read: not read again
                 history._trials.setdefault(before.run_id, list(before.trials))
 
-            def baseline_trials(case_id: str) -> list[StoredTrial]:
+            def baseline_trials(case_id: str) -> list[TrialRecord]:
                 return [
                     t
                     for run_id in pools.get(case_id, [])
@@ -477,7 +478,7 @@ def diff_failing_sets(
                 ]
         else:
 
-            def baseline_trials(case_id: str) -> list[StoredTrial]:
+            def baseline_trials(case_id: str) -> list[TrialRecord]:
                 return [t for t in before.trials if t.case_id == case_id]
 
         diff.cost_regressions = cost_regressions(after, new, baseline_trials, level)

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..cases.case import PRIORITIES
-from ..results import GRADED, tally_cases
+from ..results import GRADED, TrialRecord, tally_cases
 from ..stats import format_rate, wilson_interval
-from .records import RunRecord, StoredTrial
+from .records import RunRecord
 from .run_store import RunStore
 
 __all__ = [
@@ -155,15 +155,15 @@ class History:
     loader: Callable[[str], RunRecord] | None = None
     """Reads a run with its trials (`RunStore.load_run`), for the runs in `runs` that came
     without them: their per-trial costs are read only when a cost test needs them."""
-    _trials: dict[str, list[StoredTrial]] = field(default_factory=dict, repr=False)
+    _trials: dict[str, list[TrialRecord]] = field(default_factory=dict, repr=False)
 
-    def trials(self, run_id: str) -> list[StoredTrial]:
+    def trials(self, run_id: str) -> list[TrialRecord]:
         """The trials of an earlier run: as held in `runs`, else read once with `loader`; none
         when it cannot be read (a damaged run gives no per-trial values, it is not an error)."""
         if run_id in self._trials:
             return self._trials[run_id]
         run = next((r for r in self.runs if r.run_id == run_id), None)
-        found: list[StoredTrial] = list(run.trials) if run is not None else []
+        found: list[TrialRecord] = list(run.trials) if run is not None else []
         if not found and self.loader is not None:
             try:
                 found = list(self.loader(run_id).trials)

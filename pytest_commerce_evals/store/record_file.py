@@ -22,8 +22,9 @@ from ..jsonsafe import (
     surrogate_problem,
     text_encodes,
 )
+from ..results import TrialRecord
 from .aggregate import set_results
-from .records import SCHEMA_VERSION, RunRecord, StoredTrial, StoreError, validation_summary
+from .records import SCHEMA_VERSION, RunRecord, StoreError, validation_summary
 
 __all__ = ["clean_header", "clean_trial", "load_record", "record_json", "write_record"]
 
@@ -128,7 +129,7 @@ def load_record(path: str | Path) -> RunRecord:
     return record
 
 
-def clean_trial(trial: StoredTrial) -> StoredTrial:
+def clean_trial(trial: TrialRecord) -> TrialRecord:
     """The trial itself, or a copy with every value `clean_json` makes writable
     (`TrialRecord.clean`)."""
     return trial.clean()

@@ -30,7 +30,7 @@ from .history import (
 from .identity import git_state, new_run_id, public_base_url, utc_now
 from .paths import output_path, store_folder
 from .record_file import clean_trial, write_record
-from .records import NotStarted, RunRecord, Selection, StoredTrial, StoreError
+from .records import NotStarted, RunRecord, Selection, StoreError
 from .run_store import DEFAULT_STORE_PATH, RunStore
 
 FLUSH_EVERY_TRIALS = 20
@@ -163,8 +163,8 @@ class RunRecorder:
         self.store: RunStore | None = None
         self.store_error: str | None = None
         self.begun = False
-        self.trials: list[StoredTrial] = []
-        self.pending: list[StoredTrial] = []
+        self.trials: list[TrialRecord] = []
+        self.pending: list[TrialRecord] = []
         self.last_flush = time.monotonic()
         self.finished: RunRecord | None = None
         self.diff: FailingSetDiff | None = None

@@ -1,5 +1,5 @@
 """What the run store keeps and what it raises: the record models (`RunRecord` with its
-`Selection`, `SetResult`s, `CaseResult`s and trials, `StoredTrial` being `results.TrialRecord`),
+`Selection`, `SetResult`s, `CaseResult`s and trials, `results.TrialRecord`s),
 the `SCHEMA_VERSION` the database and the JSON record share, the store's errors, and
 `validation_summary`, which says which keys of a record failed to validate.
 """
@@ -26,7 +26,6 @@ __all__ = [
     "SetResult",
     "StoreError",
     "StoreUnavailable",
-    "StoredTrial",
     "validation_summary",
 ]
 
@@ -93,10 +92,6 @@ class Selection(_Record):
             parts.append(f"-m {self.markexpr!r}")
         parts.append(f"{self.trials} trial{'s' if self.trials != 1 else ''} per case")
         return ", ".join(parts)
-
-
-StoredTrial = TrialRecord
-"""One finished trial as stored: the typed trial record (`results.TrialRecord`) itself."""
 
 
 class SetResult(_Record):
@@ -192,7 +187,7 @@ class RunRecord(_Record):
     """What the run spent (`costs.CostSummary.to_json`: per purpose for the run and each set,
     the price source of each model, the total in USD as a decimal string); derived from the
     trials for the JSON record, not stored in the database."""
-    trials: list[StoredTrial] = Field(default_factory=list)
+    trials: list[TrialRecord] = Field(default_factory=list)
     not_started: list[NotStarted] = Field(default_factory=list)
     """The trials the run's budget left unstarted (their sets are undecided); written to the
     JSON record, not kept by the run store (its sets keep the count, `other.not_started`)."""

@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..jsonsafe import clean_json, printable
-from .records import RunRecord, SetResult, StoredTrial, StoreError, validation_summary
+from ..results import TrialRecord
+from .records import RunRecord, SetResult, StoreError, validation_summary
 
 __all__ = ["DamagedRun", "json_column", "read_run", "read_trials", "trial_row", "write_sets"]
 
@@ -49,7 +50,7 @@ class DamagedRun(StoreError):
 # writing --------------------------------------------------------------------------------------
 
 
-def trial_row(run_id: str, t: StoredTrial) -> tuple[Any, ...]:
+def trial_row(run_id: str, t: TrialRecord) -> tuple[Any, ...]:
     """The trial as the values of a `trials` row, in the table's column order."""
     # the typed grader results, verdicts and events as the JSON the columns hold
     data = t.model_dump(include={"grader_results", "verdicts", "turns", "snapshot"})
@@ -123,7 +124,7 @@ def json_column(raw: Any, column: str, where: str, path: Path | str) -> Any:
     return value
 
 
-def read_trials(conn: sqlite3.Connection, run_id: str, path: Path | str) -> list[StoredTrial]:
+def read_trials(conn: sqlite3.Connection, run_id: str, path: Path | str) -> list[TrialRecord]:
     """The run's trials in set, case and trial order; a row that does not decode raises
     `DamagedRun`."""
     rows = conn.execute(
@@ -142,7 +143,7 @@ def read_trials(conn: sqlite3.Connection, run_id: str, path: Path | str) -> list
                 if value is None and column in ("calls", "turn_s", "cached"):
                     continue  # none recorded (or a trial stored before its schema)
                 data[field] = value
-            out.append(StoredTrial.model_validate(data))
+            out.append(TrialRecord.model_validate(data))
         except KeyError as exc:
             raise DamagedRun(f"{path}: {where}: column trials.{exc} missing") from None
         except ValidationError as exc:

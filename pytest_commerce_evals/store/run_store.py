@@ -34,7 +34,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..results import RubricVerdict, verdicts_from_json
+from ..results import RubricVerdict, TrialRecord, verdicts_from_json
 from .aggregate import judge_identity, set_results
 from .database import (
     DriverMissing,
@@ -45,7 +45,7 @@ from .database import (
 )
 from .identity import public_base_url, utc_now
 from .record_file import clean_header, clean_trial
-from .records import RunRecord, StoredTrial, StoreError, StoreUnavailable
+from .records import RunRecord, StoreError, StoreUnavailable
 from .rows import DamagedRun, json_column, read_run, read_trials, trial_row, write_sets
 from .schema import MOVE_ASIDE, StoreSchema
 
@@ -289,7 +289,7 @@ class RunStore:
                 ),
             )
 
-    def add_trials(self, run_id: str, trials: Iterable[StoredTrial]) -> int:
+    def add_trials(self, run_id: str, trials: Iterable[TrialRecord]) -> int:
         """Store trials (a case and trial stored again replaces the earlier one). A trial whose
         text SQLite cannot take is stored as `clean_trial` makes it."""
         trials = list(trials)
@@ -337,7 +337,7 @@ class RunStore:
         exit_status: int | None,
         ended_at: str | None = None,
         baseline: str | None = None,
-        trials: list[StoredTrial] | None = None,
+        trials: list[TrialRecord] | None = None,
     ) -> RunRecord:
         """Close a run: set results and the judge identity from its trials, the end time, and
         `complete` (false for an interrupted run). Returns the stored record.
@@ -363,7 +363,7 @@ class RunStore:
         exit_status: int | None,
         ended_at: str | None,
         baseline: str | None,
-        trials: list[StoredTrial] | None,
+        trials: list[TrialRecord] | None,
     ) -> None:
         with self._transaction() as conn:
             if trials is None:

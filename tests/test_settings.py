@@ -506,6 +506,15 @@ def test_auto_trials_collect_the_maximum_and_keep_the_bounds(pytester: pytest.Py
     assert (rc.trials, rc.adaptive, str(rc.adaptive)) == (7, AutoTrials(3, 7), "auto:3:7")
 
 
+def test_nothing_changes_the_resolved_settings_or_the_run_config(pytester: pytest.Pytester):
+    import dataclasses
+
+    config = pytester.parseconfigure("--commerce-trials=3")
+    for frozen in (settings(config), run_config(config)):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            frozen.trials = 5  # type: ignore[misc]
+
+
 # -- values the docs do not allow, refused before any trial -----------------------------------
 
 

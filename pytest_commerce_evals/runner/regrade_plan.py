@@ -15,7 +15,7 @@ the baseline of a later regression run, nor a model's latest run for `--commerce
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import pytest
 
 from ..judge.calibration import DimensionAgreement
 from ..results import RubricVerdict, TrialRecord
-from ..settings import run_config, settings
+from ..settings import RUN_CONFIG, run_config, settings
 from ..store.paths import store_folder
 from ..store.record_file import load_record
 from ..store.records import RunRecord, StoreError
@@ -160,7 +160,8 @@ def start(config: pytest.Config, baseline: Any) -> RunRecord | None:
     _check_combination(config, source)
     config.stash[REGRADE] = Regrade(source)
     config.stash[STORED_TRIALS] = {(t.case_id, t.trial): t for t in source.trials}
-    run_config(config).trials = source.selection.trials
+    # a regrade grades the trials the source stored: the run's selection is derived again
+    config.stash[RUN_CONFIG] = replace(run_config(config), trials=source.selection.trials)
     return source if baseline is None else None
 
 

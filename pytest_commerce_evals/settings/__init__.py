@@ -52,9 +52,11 @@ __all__ = [
 # -- the run's selection settings ------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
-    """The settings of collecting and running cases, derived once from `Settings`."""
+    """The settings of collecting and running cases, derived once from `Settings` (for a
+    regrade, with the source run's trials per case). Frozen: whatever changes what runs stores
+    a new one, and `Settings` keeps what was asked."""
 
     trials: int  # under adaptive trials: the most a case may run (MAX)
     threshold: float

@@ -22,7 +22,7 @@ calls per merge run (one call per trial), how often each set's verdict agrees wi
 independent fixed-5 run of the same agent, and how often it is right: equal to the truth (the
 mean of the set's true pass probabilities against the threshold), over every set of an unchanged
 merge and over the set holding case 0 after each drop (the set rate under `auto` is the
-plugin's own, `stats.adaptive_rate` per case through `results.set_rate_counts`).
+plugin's own, `stats.adaptive_rate` per case through `rates.set_rate_counts`).
 
 The stopping rule is the plugin's own (`pytest_commerce_evals.runner.adaptive.decide`) and the
 drop test and pool are `pytest_commerce_evals.stats`.
@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_commerce_evals.results import meets_threshold, set_rate_counts  # noqa: E402
+from pytest_commerce_evals.rates import meets_threshold, set_rate_counts  # noqa: E402
 from pytest_commerce_evals.runner.adaptive import DELTA, LEVEL, decide  # noqa: E402
 from pytest_commerce_evals.stats import adaptive_rate, pool_baseline  # noqa: E402
 from pytest_commerce_evals.store.diff import classify  # noqa: E402
@@ -139,7 +139,7 @@ def set_verdicts(
     counts: list[tuple[int, int]], per_case: bool, auto: tuple[int, int, float, float] | None = None
 ) -> list[bool]:
     """Each set's verdict (met or not): pooled trials, the mean of the per-case rates, or under
-    `auto` (min, max, level, delta) the plugin's own reading, `results.set_rate_counts` over
+    `auto` (min, max, level, delta) the plugin's own reading, `rates.set_rate_counts` over
     each case's `stats.adaptive_rate`."""
     out = []
     for s in range(SETS):

@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from pytest_commerce_evals.results import CaseTally, Stopping, TrialRecord, set_rate_counts
+from pytest_commerce_evals.rates import CaseTally, set_rate_counts
+from pytest_commerce_evals.results import Stopping, TrialRecord
 from pytest_commerce_evals.runner.adaptive import AdaptiveRun, Decision, decide
 from pytest_commerce_evals.runner.summary import Summary
 from pytest_commerce_evals.settings import AutoTrials

@@ -27,6 +27,7 @@ CONTRACT = {
     "jsonsafe",
     "plugin",
     "prices",
+    "rates",
     "results",
     "rubrics",
     "usage",
@@ -232,6 +233,7 @@ CONTRACT_AT_THE_BOTTOM = (
             "events",
             "hookspecs",
             "jsonsafe",
+            "rates",
             "results",
             "rubrics",
             "stats",
@@ -240,7 +242,7 @@ CONTRACT_AT_THE_BOTTOM = (
     | {f"{NAME}.cases.case", f"{NAME}.settings"}
     | {f"{NAME}.settings.{p.stem}" for p in (PACKAGE / "settings").glob("*.py")}
 )
-"""The contract modules a feature builds on: events, agent, backend, results, errors, stats,
+"""The contract modules a feature builds on: events, agent, backend, results, rates, errors, stats,
 JSON cleaning, the standard rubric dimensions, the hooks, the pytest bridge, the settings (with
 the values they check) and the case model (which lives beside the case loader)."""
 

@@ -592,7 +592,7 @@ def pytest_commerce_evals_make_agent(config, case, backend):
 
 
 def test_a_set_with_unstarted_trials_is_undecided_and_one_never_started_is_listed():
-    from pytest_commerce_evals.results import set_verdict
+    from pytest_commerce_evals.rates import set_verdict
     from pytest_commerce_evals.store.aggregate import set_results
 
     assert set_verdict(5, 5, 0.8, {"not_started": 1}) == "undecided"  # whatever its rate

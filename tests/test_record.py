@@ -12,15 +12,19 @@ import pydantic
 import pytest
 from run_builders import make_suite, run
 
-from pytest_commerce_evals import CartLine, Snapshot, Text, ToolCall, ToolResult, TurnEnd, results
-from pytest_commerce_evals.cases.case import PRIORITIES, Case
-from pytest_commerce_evals.results import (
-    GraderResult,
-    RubricVerdict,
-    TrialRecord,
-    meets_threshold,
-    set_verdict,
+from pytest_commerce_evals import (
+    CartLine,
+    Snapshot,
+    Text,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    rates,
+    results,
 )
+from pytest_commerce_evals.cases.case import PRIORITIES, Case
+from pytest_commerce_evals.rates import meets_threshold, set_verdict
+from pytest_commerce_evals.results import GraderResult, RubricVerdict, TrialRecord
 from pytest_commerce_evals.runner.summary import SetStats
 from pytest_commerce_evals.store.aggregate import set_results
 from pytest_commerce_evals.store.record_file import load_record, record_json, write_record
@@ -361,7 +365,7 @@ def test_meets_threshold_is_the_rule_of_sets_summaries_and_the_store(
 
 
 def test_every_threshold_verdict_goes_through_meets_threshold(monkeypatch):
-    monkeypatch.setattr(results, "meets_threshold", lambda passed, graded, threshold: False)
+    monkeypatch.setattr(rates, "meets_threshold", lambda passed, graded, threshold: False)
     assert set_verdict(5, 5, 0.5) == "short"
     assert SetStats("s", 0.5, 5, 5).verdict == "short"
     assert set_results([a_record(outcome="pass")])[0].met is False
@@ -378,7 +382,7 @@ def _sources_holding(text: str) -> list[str]:
 def test_the_priorities_difficulties_and_threshold_tolerance_are_written_once():
     assert _sources_holding('"critical", "high", "medium", "low"') == ["cases/case.py"]
     assert _sources_holding('"easy", "medium", "hard"') == ["cases/case.py"]
-    assert _sources_holding("1e-12") == ["results.py"]
+    assert _sources_holding("1e-12") == ["rates.py"]
     from pytest_commerce_evals.reports import html
     from pytest_commerce_evals.runner import summary
     from pytest_commerce_evals.store import history

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from ..cases.case import DIFFICULTIES, PRIORITIES
 from ..prices import PriceBook
-from ..results import OUTCOMES, tally_cases
+from ..rates import tally_cases
+from ..results import OUTCOMES
 from ..store.aggregate import case_results
 from ..store.cost_regressions import MIN_COST_RISE
 from ..store.diff import NOISE_NOTE, DiffEntry, FailingSetDiff

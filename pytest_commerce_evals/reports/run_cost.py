@@ -10,7 +10,8 @@ from decimal import Decimal
 
 from ..costs import CostSummary, Tally
 from ..prices import PriceBook, money
-from ..results import TrialRecord, tally_cases
+from ..rates import tally_cases
+from ..results import TrialRecord
 from ..store.records import RunRecord
 
 __all__ = ["COST_COLUMNS", "RunCost", "cost_ratios"]

@@ -8,14 +8,8 @@ from dataclasses import dataclass, field
 from ..cases.case import DIFFICULTIES, PRIORITIES
 from ..costs import CostSummary
 from ..prices import PriceBook
-from ..results import (
-    GRADED,
-    OUTCOMES,
-    CaseTally,
-    TrialRecord,
-    set_rate_counts,
-    set_verdict,
-)
+from ..rates import CaseTally, set_rate_counts, set_verdict
+from ..results import GRADED, OUTCOMES, TrialRecord
 from ..settings import AutoTrials
 
 FIXED_TRIALS = 5
@@ -35,7 +29,7 @@ class SetStats:
 
     def _rate_counts(self) -> tuple[int, int]:
         """Pooled trials, or the mean of per-case rates when cases ran unequal counts
-        (`results.set_rate_counts`, the rule the run store's set results use too); the set's
+        (`rates.set_rate_counts`, the rule the run store's set results use too); the set's
         own counts when no case is known."""
         if not self.cases:
             return self.passed, self.graded

@@ -7,16 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..results import (
-    GRADED,
+from ..rates import (
     NOT_STARTED,
     CaseTally,
-    TrialRecord,
     pass_hat_k,
     set_rate_counts,
     set_verdict,
     tally_cases,
 )
+from ..results import GRADED, TrialRecord
 from ..stats import wilson_interval
 from .records import CaseResult, SetResult
 

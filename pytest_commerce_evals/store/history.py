@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..cases.case import PRIORITIES
-from ..results import GRADED, TrialRecord, tally_cases
+from ..rates import tally_cases
+from ..results import GRADED, TrialRecord
 from ..stats import format_rate, wilson_interval
 from .records import RunRecord
 from .run_store import RunStore
@@ -75,7 +76,7 @@ class CaseRate:
 
 
 def case_rates(run: RunRecord) -> dict[str, CaseRate]:
-    """Each case's trials in `run` (`results.tally_cases`), with the failures they gave."""
+    """Each case's trials in `run` (`rates.tally_cases`), with the failures they gave."""
     failures: dict[str, list[str]] = {}
     for t in run.trials:
         seen = failures.setdefault(t.case_id, [])

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import CommerceEvalsError
 from ..jsonsafe import key_path, printable
-from ..results import TrialRecord, set_verdict
+from ..rates import set_verdict
+from ..results import TrialRecord
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -108,7 +109,7 @@ class SetResult(_Record):
     @property
     def verdict(self) -> str:
         """`ok`, `short`, `undecided` (trials ran, none graded) or `skipped` (every case
-        skipped), by the one rule the exit status uses (`results.set_verdict`); `met` holds the
+        skipped), by the one rule the exit status uses (`rates.set_verdict`); `met` holds the
         threshold's answer on `rate` (under adaptive trials the mean of per-case rates)."""
         if self.graded <= 0 or self.other.get("not_started"):
             return set_verdict(self.passed, self.graded, self.threshold, self.other)
@@ -131,7 +132,7 @@ class CaseResult(_Record):
     flaky: bool | None = None
     history: str | None = None
     pass_hat_k: dict[str, float] | None = None
-    """pass^k for k = 1 up to the case's graded trials (`results.pass_hat_k`: the chance that k
+    """pass^k for k = 1 up to the case's graded trials (`rates.pass_hat_k`: the chance that k
     trials drawn from them all pass, as τ²-bench's leaderboard reports it); None when none was
     graded."""
     cost: dict[str, Any] | None = None

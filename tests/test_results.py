@@ -80,3 +80,28 @@ def test_an_object_json_has_no_type_for_is_kept_as_its_repr():
     [[tool]] = record.clean().turns
     assert tool.result == {"price": "Price(12.50 EUR)"}
     json.dumps(record.clean().model_dump())  # the store and --commerce-json can write it
+
+
+def test_one_case_tally_counts_each_outcome_and_the_summary_lists_the_ungraded_ones():
+    from run_builders import trial
+
+    from pytest_commerce_evals.rates import tally_cases
+    from pytest_commerce_evals.runner.summary import Summary
+
+    outcomes = ["pass", "skipped", "fail", "infra_error", "infra_error"]
+    trials = [trial("cart-001-a", o, n=n, trials=5) for n, o in enumerate(outcomes, 1)]
+    trials.append(trial("cart-002-b", "judge_error", set_name="cases/other"))
+    tallies = tally_cases(trials)
+    a = tallies["cart-001-a"]
+    assert (a.recorded, a.graded, a.passed, a.pass_rate) == (5, 2, 1, 0.5)
+    # the ungraded outcomes in the order OUTCOMES lists them, not the order they were met
+    assert a.other == {"infra_error": 2, "skipped": 1}
+    assert list(a.other) == ["infra_error", "skipped"]
+    assert (a.set_name, a.priority, a.difficulty) == ("cases/cart", "high", "easy")
+    assert tallies["cart-002-b"].pass_rate is None and tallies["cart-002-b"].graded == 0
+    summary = Summary()
+    for t in trials:
+        summary.add(t)
+    table = "\n".join(summary.lines())
+    assert "cart-001-a" in table and "1/2" in table and "2 infra_error, 1 skipped" in table
+    assert summary.cases["cart-001-a"] is summary.sets["cases/cart"].cases["cart-001-a"]

@@ -2,7 +2,8 @@
 one immutable `Settings` object, resolved and checked once at configure time, is what every
 feature reads.
 
-    TABLE                       # every setting: name, type, default, allowed values, help, where
+    Settings                    # every setting, declared once: its type and its row (table.py)
+    TABLE                       # the rows, read off Settings: name, default, allowed values, help
     register(parser)            # the command-line options and ini keys, from TABLE
     settings(config)            # the run's `Settings` (frozen), e.g. settings(config).trials
 

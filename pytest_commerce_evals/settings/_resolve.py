@@ -14,8 +14,16 @@ from urllib.parse import urlsplit
 import pytest
 
 from . import database_urls as database
-from .fields import Settings
-from .table import AUTO_TRIALS_CAP, GROUP, NO_STORE, TABLE, AutoTrials, Setting, bounds_text
+from .table import (
+    AUTO_TRIALS_CAP,
+    GROUP,
+    NO_STORE,
+    TABLE,
+    AutoTrials,
+    Setting,
+    Settings,
+    bounds_text,
+)
 from .values import MinKappaError, parse_min_kappa
 
 # -- registration ----------------------------------------------------------------------------

@@ -1,12 +1,17 @@
 """The settings table: every option, ini key and environment variable of the plugin, declared
-once (name, type, default, allowed values, help, where it may be given, which source wins)."""
+once, as a field of the typed `Settings` (its type, and its row: default, allowed values, help,
+where it may be given, which source wins); `TABLE` is read off that class."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar, Literal, get_args, get_type_hints
+
+from ..prices import Price
+from .values import RunBudget
 
 __all__ = [
     "AUTO_TRIALS_CAP",
@@ -16,7 +21,10 @@ __all__ = [
     "TABLE",
     "AutoTrials",
     "Setting",
+    "Settings",
     "bounds_text",
+    "env_only",
+    "stored",
 ]
 
 GROUP = "commerce-evals"
@@ -132,11 +140,34 @@ def bounds_text(s: Setting) -> str:
 
 _ENDPOINT_ORDER = ("option", "ini", "env")
 _LOCAL_ORDER = ("ini", "env")  # the embedded model's settings: ini first, then environment
+_ROW = "commerce_evals_setting"
 
-TABLE: tuple[Setting, ...] = (
+
+def stored(kind: str, help: str, **row: Any) -> Any:
+    """Declare a setting `Settings` holds: its row (`Setting`'s fields but the name, which is the
+    field's). A `choice` setting's choices are its type's (`Literal[...]`)."""
+    return field(metadata={_ROW: Setting("", kind, help, **row)})
+
+
+def env_only(kind: str, help: str, **row: Any) -> Setting:
+    """Declare a setting `Settings` never holds: an API key (`secret`) or a variable read by the
+    module that uses it (`env`), declared here for the docs and the lookups."""
+    return Setting("", kind, help, **row)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The run's settings, one attribute per stored setting (e.g. `trials`, `store`,
+    `judge_format`), parsed and checked; frozen. Each is declared once, here: its type (as
+    `settings._resolve` parses it) and its row (`stored(...)`: where it may be given, its kind,
+    default, allowed values and help); `TABLE` is read off this class, in this order. A setting
+    only the environment gives (`env_only(...)`) is a class-level row, never a value.
+
+    `sources` (and `origin(name)`) says where each value came from: `option`, `ini`, `env` or
+    `default`."""
+
     # -- running cases -------------------------------------------------------------------------
-    Setting(
-        "trials",
+    trials: int | AutoTrials = stored(
         "trials",
         "run each case N times as separate items, or auto[:MIN:MAX] (auto = auto:2:10): each "
         "case's trials until its verdict is decided (ini: commerce_trials; default 1)",
@@ -150,9 +181,8 @@ TABLE: tuple[Setting, ...] = (
         f"{AUTO_TRIALS_CAP} (auto = auto:2:10)",
         ini_default="1",
         ini_help="trials per case",
-    ),
-    Setting(
-        "threshold",
+    )
+    threshold: float = stored(
         "float",
         "default pass threshold (0..1) of a set without its own _set.yaml threshold "
         "(ini: commerce_threshold; default 0.8)",
@@ -164,9 +194,8 @@ TABLE: tuple[Setting, ...] = (
         metavar="RATE",
         ini_default="0.8",
         ini_help="default pass threshold of a set",
-    ),
-    Setting(
-        "concurrency",
+    )
+    concurrency: int | None = stored(
         "concurrency",
         "trials in flight at once in this process (ini commerce_concurrency, env "
         "COMMERCE_CONCURRENCY; default auto: 8 against a remote endpoint, 1 on the embedded "
@@ -177,9 +206,8 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_CONCURRENCY",
         metavar="C",
         ini_help="trials in flight at once (a number or auto)",
-    ),
-    Setting(
-        "budget",
+    )
+    budget: RunBudget | None = stored(
         "budget",
         "stop starting new trials once the run's model calls (the agent's, the judge's and the "
         "simulated customer's: the bill) have spent this much: calls:N, tokens:N or cost:USD, "
@@ -189,9 +217,8 @@ TABLE: tuple[Setting, ...] = (
         ini="commerce_budget",
         metavar="SPEND",
         ini_help="the run's budget: calls:N, tokens:N, cost:USD",
-    ),
-    Setting(
-        "prices",
+    )
+    prices: Mapping[str, Price] = stored(
         "prices",
         "the price of each model the run's calls name, one per line: MODEL = INPUT OUTPUT "
         "[CACHED] in US dollars per million tokens; first, before genai-prices' data",
@@ -200,19 +227,17 @@ TABLE: tuple[Setting, ...] = (
         ini_type="linelist",
         ini_default=[],
         allowed="lines 'MODEL = INPUT OUTPUT [CACHED]' (USD per million tokens)",
-    ),
-    Setting(
-        "case_dirs",
+    )
+    case_dirs: tuple[Path, ...] = stored(
         "paths",
         "folders holding eval cases",
         default=("cases",),
         ini="commerce_case_dirs",
         ini_type="args",
         ini_default=["cases"],
-    ),
+    )
     # -- the agent and model endpoints ---------------------------------------------------------
-    Setting(
-        "agent",
+    agent: str | None = stored(
         "str",
         "the name of the agent under test, recorded with the run and accepted by "
         "--commerce-compare (ini commerce_agent, env COMMERCE_AGENT; default: the agent "
@@ -223,9 +248,8 @@ TABLE: tuple[Setting, ...] = (
         metavar="LABEL",
         ini_default=None,
         ini_help="the name of the agent under test; --commerce-agent overrides",
-    ),
-    Setting(
-        "model",
+    )
+    model: str | None = stored(
         "str",
         "the agent's model name (env OPENAI_MODEL; 'local' = the embedded model)",
         option="--commerce-model",
@@ -233,9 +257,8 @@ TABLE: tuple[Setting, ...] = (
         env="OPENAI_MODEL",
         metavar="VALUE",
         order=_ENDPOINT_ORDER,
-    ),
-    Setting(
-        "base_url",
+    )
+    base_url: str | None = stored(
         "url",
         "the agent's OpenAI-compatible base URL, e.g. http://localhost:8000/v1 "
         "(env OPENAI_BASE_URL; key from OPENAI_API_KEY)",
@@ -244,9 +267,8 @@ TABLE: tuple[Setting, ...] = (
         env="OPENAI_BASE_URL",
         metavar="VALUE",
         order=_ENDPOINT_ORDER,
-    ),
-    Setting(
-        "judge_model",
+    )
+    judge_model: str | None = stored(
         "str",
         "the judge's model name (env COMMERCE_JUDGE_MODEL; default: the agent's endpoint)",
         option="--commerce-judge-model",
@@ -254,9 +276,8 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_JUDGE_MODEL",
         metavar="VALUE",
         order=_ENDPOINT_ORDER,
-    ),
-    Setting(
-        "judge_base_url",
+    )
+    judge_base_url: str | None = stored(
         "url",
         "the judge's OpenAI-compatible base URL (env COMMERCE_JUDGE_BASE_URL; key from "
         "COMMERCE_JUDGE_API_KEY, else OPENAI_API_KEY)",
@@ -265,9 +286,8 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_JUDGE_BASE_URL",
         metavar="VALUE",
         order=_ENDPOINT_ORDER,
-    ),
-    Setting(
-        "user_model",
+    )
+    user_model: str | None = stored(
         "str",
         "the simulated customer's model name (env COMMERCE_USER_MODEL; default: the agent's "
         "endpoint)",
@@ -276,9 +296,8 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_USER_MODEL",
         metavar="VALUE",
         order=_ENDPOINT_ORDER,
-    ),
-    Setting(
-        "user_base_url",
+    )
+    user_base_url: str | None = stored(
         "url",
         "the simulated customer's OpenAI-compatible base URL (env COMMERCE_USER_BASE_URL; key "
         "from COMMERCE_USER_API_KEY, else OPENAI_API_KEY)",
@@ -287,51 +306,44 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_USER_BASE_URL",
         metavar="VALUE",
         order=_ENDPOINT_ORDER,
-    ),
-    Setting(
-        "openai_api_key",
+    )
+    openai_api_key: ClassVar[Setting] = env_only(
         "secret",
         "the agent's API key (and the judge's when COMMERCE_JUDGE_API_KEY is not set); "
         "environment only, never stored, logged or printed",
         env="OPENAI_API_KEY",
-    ),
-    Setting(
-        "judge_api_key",
+    )
+    judge_api_key: ClassVar[Setting] = env_only(
         "secret",
         "the judge's API key; environment only, never stored, logged or printed",
         env="COMMERCE_JUDGE_API_KEY",
-    ),
-    Setting(
-        "user_api_key",
+    )
+    user_api_key: ClassVar[Setting] = env_only(
         "secret",
         "the simulated customer's API key; environment only, never stored, logged or printed",
         env="COMMERCE_USER_API_KEY",
-    ),
-    Setting(
-        "request_timeout",
+    )
+    request_timeout: float | None = stored(
         "float",
         "seconds a model request may take (default 120; 900 on the embedded model)",
         ini="commerce_request_timeout",
         above=0,
-    ),
-    Setting(
-        "retry_attempts",
+    )
+    retry_attempts: int = stored(
         "int",
         "attempts per model call on rate limits, 5xx, timeouts (default 4)",
         default=4,
         ini="commerce_retry_attempts",
         low=1,
-    ),
-    Setting(
-        "retry_wait_max",
+    )
+    retry_wait_max: float = stored(
         "float",
         "longest wait between attempts, seconds (default 20)",
         default=20.0,
         ini="commerce_retry_wait_max",
         low=0,
-    ),
-    Setting(
-        "local_model",
+    )
+    local_model: str = stored(
         "str",
         "embedded model: smollm2-135m (default), gemma3-270m, or a path to a .gguf "
         "(env COMMERCE_LOCAL_MODEL)",
@@ -339,9 +351,8 @@ TABLE: tuple[Setting, ...] = (
         ini="commerce_local_model",
         env="COMMERCE_LOCAL_MODEL",
         order=_LOCAL_ORDER,
-    ),
-    Setting(
-        "local_n_ctx",
+    )
+    local_n_ctx: int = stored(
         "int",
         "embedded model's context window in tokens (default 8192)",
         default=8192,
@@ -349,9 +360,8 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_LOCAL_N_CTX",
         low=1,
         order=_LOCAL_ORDER,
-    ),
-    Setting(
-        "local_startup_timeout",
+    )
+    local_startup_timeout: float = stored(
         "float",
         "seconds to wait for the embedded model (default 120)",
         default=120.0,
@@ -359,17 +369,15 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_LOCAL_STARTUP_TIMEOUT",
         above=0,
         order=_LOCAL_ORDER,
-    ),
-    Setting(
-        "local_threads",
+    )
+    local_threads: int | None = stored(
         "int",
         "CPU threads of the embedded model (default: the CPUs, shared among xdist workers)",
         env="COMMERCE_LOCAL_THREADS",
         low=1,
-    ),
+    )
     # -- the judge -----------------------------------------------------------------------------
-    Setting(
-        "judge_store",
+    judge_store: Path | str | None = stored(
         "store",
         "SQLite file of stored judge verdicts, relative to the rootdir, or a PostgreSQL URL "
         "(postgresql://user@host:5432/db, optional ?schema=NAME; needs the [postgres] extra); "
@@ -381,9 +389,8 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_JUDGE_STORE",
         metavar="PATH|URL",
         ini_help="SQLite file of stored judge verdicts, or a PostgreSQL URL",
-    ),
-    Setting(
-        "judge_budget",
+    )
+    judge_budget: int | None = stored(
         "int",
         "the judge's context budget for one prompt, in the unit of "
         "--commerce-judge-budget-unit; longer transcripts are cut from the start, the graded "
@@ -393,21 +400,18 @@ TABLE: tuple[Setting, ...] = (
         low=0,
         metavar="N",
         ini_help="the judge's context budget for one prompt",
-    ),
-    Setting(
-        "judge_budget_unit",
+    )
+    judge_budget_unit: Literal["chars", "tokens"] = stored(
         "choice",
         "chars, or tokens counted as 4 characters each (default: ini "
         "commerce_judge_budget_unit, else chars)",
         default="chars",
         option="--commerce-judge-budget-unit",
         ini="commerce_judge_budget_unit",
-        choices=("chars", "tokens"),
         ini_default="chars",
         ini_help="chars or tokens",
-    ),
-    Setting(
-        "judge_format",
+    )
+    judge_format: Literal["auto", "json_schema", "json_object", "none"] = stored(
         "choice",
         "how the judge asks for structured output: json_schema (OpenAI, vLLM), "
         "json_object (llama.cpp's server), none (prompt only); auto picks json_object for the "
@@ -415,45 +419,38 @@ TABLE: tuple[Setting, ...] = (
         default="auto",
         option="--commerce-judge-format",
         ini="commerce_judge_format",
-        choices=("auto", "json_schema", "json_object", "none"),
         ini_default="auto",
         ini_help="auto, json_schema, json_object or none",
-    ),
-    Setting(
-        "judge_seed",
+    )
+    judge_seed: int | None = stored(
         "int",
         "the seed sent on every judge call",
         ini="commerce_judge_seed",
-    ),
-    Setting(
-        "judge_max_tokens",
+    )
+    judge_max_tokens: int | None = stored(
         "int",
         "max_tokens of a judge reply",
         ini="commerce_judge_max_tokens",
         low=1,
-    ),
-    Setting(
-        "user_seed",
+    )
+    user_seed: int | None = stored(
         "int",
         "the seed sent on every call of the simulated customer",
         ini="commerce_user_seed",
-    ),
-    Setting(
-        "user_max_tokens",
+    )
+    user_max_tokens: int | None = stored(
         "int",
         "max_tokens of a simulated customer's message",
         ini="commerce_user_max_tokens",
         low=1,
-    ),
-    Setting(
-        "no_judge",
+    )
+    no_judge: bool = stored(
         "flag",
         "do not call the judge: rubric dimensions are reported as not judged",
         default=False,
         option="--commerce-no-judge",
-    ),
-    Setting(
-        "judge_min_kappa",
+    )
+    judge_min_kappa: float | str | None = stored(
         "min_kappa",
         "the calibrated Cohen's kappa a judge needs on a rubric dimension for its verdicts there "
         "to decide a trial; below it (or uncalibrated) verdicts are reported as advisory and "
@@ -465,26 +462,23 @@ TABLE: tuple[Setting, ...] = (
         metavar="KAPPA",
         ini_default="auto",
         ini_help="auto, none, or the kappa a judged dimension needs to decide a trial",
-    ),
-    Setting(
-        "judge_calibrate",
+    )
+    judge_calibrate: bool = stored(
         "flag",
         "run the configured judge over the labelled calibration set, print agreement and "
         "Cohen's kappa per rubric dimension, and exit",
         default=False,
         option="--commerce-judge-calibrate",
-    ),
-    Setting(
-        "judge_calibration_set",
+    )
+    judge_calibration_set: str | None = stored(
         "str",
         "folder or JSON file of labelled transcripts for --commerce-judge-calibrate "
         "(default: tests/data/calibration under the rootdir)",
         option="--commerce-judge-calibration-set",
         metavar="PATH",
-    ),
+    )
     # -- the run store and reports -------------------------------------------------------------
-    Setting(
-        "store",
+    store: Path | str | None = stored(
         "store",
         "folder of the run store (SQLite inside), relative to the rootdir, or a PostgreSQL URL "
         "(postgresql://user@host:5432/db, optional ?schema=NAME; needs the [postgres] extra); "
@@ -495,18 +489,16 @@ TABLE: tuple[Setting, ...] = (
         env="COMMERCE_STORE",
         metavar="PATH|URL",
         ini_help="folder of the run store (SQLite inside), or a PostgreSQL URL",
-    ),
-    Setting(
-        "store_copy",
+    )
+    store_copy: str | None = stored(
         "str",
         "copy every run from one run store to another and exit without running tests: "
         "SRC,DST, each a folder (relative to the rootdir) or a PostgreSQL URL; a run already "
         "in DST is written over with the same rows, so copying twice adds nothing",
         option="--commerce-store-copy",
         metavar="SRC,DST",
-    ),
-    Setting(
-        "store_import",
+    )
+    store_import: tuple[str, ...] = stored(
         "list",
         "store a run record written aside (unsaved-<run>.json, or any --commerce-json record) "
         "in the run store (--commerce-store) and exit without running tests; repeatable; a "
@@ -514,26 +506,23 @@ TABLE: tuple[Setting, ...] = (
         default=(),
         option="--commerce-store-import",
         metavar="FILE",
-    ),
-    Setting(
-        "judge_store_copy",
+    )
+    judge_store_copy: str | None = stored(
         "str",
         "copy every stored judge verdict from one verdict store to another and exit without "
         "running tests: SRC,DST, each a SQLite file (relative to the rootdir) or a PostgreSQL "
         "URL; idempotent (may be given with --commerce-store-copy)",
         option="--commerce-judge-store-copy",
         metavar="SRC,DST",
-    ),
-    Setting(
-        "baseline",
+    )
+    baseline: str | None = stored(
         "str",
         "diff the failing set against this stored run id (or unique prefix) or run record "
         "JSON file instead of the previous comparable run",
         option="--commerce-baseline",
         metavar="RUN|FILE",
-    ),
-    Setting(
-        "diff_level",
+    )
+    diff_level: float = stored(
         "float",
         "level of the one-sided Fisher exact test that calls a case newly failing or fixed "
         "against its baseline (ini commerce_diff_level; default 0.01)",
@@ -545,9 +534,8 @@ TABLE: tuple[Setting, ...] = (
         metavar="P",
         ini_default="0.01",
         ini_help="level of the per-case drop/rise test of the failing-set diff",
-    ),
-    Setting(
-        "history_runs",
+    )
+    history_runs: int = stored(
         "int",
         "comparable runs per case pooled into its baseline and shown in its flaky strip "
         "(ini commerce_history_runs; default 10)",
@@ -559,26 +547,23 @@ TABLE: tuple[Setting, ...] = (
         metavar="M",
         ini_default="10",
         ini_help="comparable runs per case in its baseline and flaky strip",
-    ),
-    Setting(
-        "flaky",
+    )
+    flaky: bool | None = stored(
         "flag",
         "list the flaky cases (outcome flipped across the last --commerce-history-runs "
         "complete runs) of the latest agent model, or of --commerce-agent, and exit without "
         "running tests",
         option="--commerce-flaky",
-    ),
-    Setting(
-        "compare",
+    )
+    compare: str | None = stored(
         "str",
         "print the failing sets of two runs side by side and exit without running tests; "
         "each side is a run id, a run record JSON file, or an agent model name (its latest "
         "complete run)",
         option="--commerce-compare",
         metavar="A,B",
-    ),
-    Setting(
-        "regrade",
+    )
+    regrade: str | None = stored(
         "str",
         "grade a stored run again without calling the agent: today's cases (expected, rubric) "
         "and judge on the transcripts and final states it recorded, as many trials per case as "
@@ -589,33 +574,29 @@ TABLE: tuple[Setting, ...] = (
         metavar="RUN|FILE",
         allowed="a stored run id, a unique prefix of one (8+ characters), or a run record "
         "JSON file",
-    ),
-    Setting(
-        "html",
+    )
+    html: str | None = stored(
         "output",
         "write a self-contained HTML report of the run (or of --commerce-compare) to PATH",
         option="--commerce-html",
         metavar="PATH",
-    ),
-    Setting(
-        "json",
+    )
+    json: str | None = stored(
         "output",
         "write the run record (JSON, with schema_version) to PATH, e.g. for CI artifacts",
         option="--commerce-json",
         metavar="PATH",
-    ),
+    )
     # -- live traffic --------------------------------------------------------------------------
-    Setting(
-        "live",
+    live: tuple[str, ...] = stored(
         "list",
         "judge captured production traffic (a JSONL capture file, or a folder of them; "
         "repeatable) instead of running cases; see docs/live.md",
         default=(),
         option="--commerce-live",
         metavar="PATH",
-    ),
-    Setting(
-        "live_format",
+    )
+    live_format: Literal["auto", "native", "openai", "otel"] = stored(
         "choice",
         "format of the --commerce-live files: native (the plugin's capture lines), openai "
         "(one chat-completions conversation per line), otel (OpenTelemetry GenAI spans as OTLP "
@@ -623,12 +604,10 @@ TABLE: tuple[Setting, ...] = (
         default="auto",
         option="--commerce-live-format",
         ini="commerce_live_format",
-        choices=("auto", "native", "openai", "otel"),
         ini_default="auto",
         ini_help="auto, native, openai or otel",
-    ),
-    Setting(
-        "sample_rate",
+    )
+    sample_rate: float = stored(
         "float",
         "share of conversations to judge, 0..1, decided per conversation id "
         "(ini commerce_sample_rate; default 1)",
@@ -640,9 +619,8 @@ TABLE: tuple[Setting, ...] = (
         metavar="R",
         ini_default="1",
         ini_help="share of live conversations to judge",
-    ),
-    Setting(
-        "sample_seed",
+    )
+    sample_seed: str = stored(
         "str",
         "seed of the sample: the same seed keeps the same conversations "
         "(ini commerce_sample_seed; default 0)",
@@ -652,9 +630,8 @@ TABLE: tuple[Setting, ...] = (
         metavar="S",
         ini_default="0",
         ini_help="seed of the live sample",
-    ),
-    Setting(
-        "live_dimensions",
+    )
+    live_dimensions: tuple[str, ...] = stored(
         "dimensions",
         "standard rubric dimensions to judge live traffic on, comma-separated "
         "(ini commerce_live_dimensions; default all)",
@@ -665,9 +642,8 @@ TABLE: tuple[Setting, ...] = (
         ini_type="args",
         ini_default=[],
         ini_help="standard dimensions judged on live traffic",
-    ),
-    Setting(
-        "live_threshold",
+    )
+    live_threshold: float = stored(
         "float",
         "pass threshold of the live set (default 0: a live run reports a trend, it does not gate)",
         default=0.0,
@@ -675,9 +651,8 @@ TABLE: tuple[Setting, ...] = (
         low=0,
         high=1,
         ini_default="0",
-    ),
-    Setting(
-        "redact",
+    )
+    redact: tuple[str, ...] = stored(
         "list",
         "identifiers redacted from live traffic before the judge "
         "and the run store see it: email phone card iban secret address, or none",
@@ -687,9 +662,8 @@ TABLE: tuple[Setting, ...] = (
         ini_default=["email", "phone", "card", "iban", "secret", "address"],
         choices=("email", "phone", "card", "iban", "secret", "address"),
         allowed="email, phone, card, iban, secret, address (any of them), or none",
-    ),
-    Setting(
-        "redact_patterns",
+    )
+    redact_patterns: tuple[tuple[str, str], ...] = stored(
         "patterns",
         "extra redaction patterns, one per line: name: regex",
         default=(),
@@ -697,80 +671,96 @@ TABLE: tuple[Setting, ...] = (
         ini_type="linelist",
         ini_default=[],
         allowed="lines 'name: regex'",
-    ),
-    Setting(
-        "trend",
+    )
+    trend: bool = stored(
         "flag",
         "print the pass rate per rubric dimension over the live runs in the run store "
         "(after a --commerce-live run, or alone, without running anything)",
         default=False,
         option="--commerce-trend",
-    ),
-    Setting(
-        "trend_svg",
+    )
+    trend_svg: str | None = stored(
         "output",
         "draw the live trend as an SVG chart at PATH (implies --commerce-trend)",
         option="--commerce-trend-svg",
         metavar="PATH",
-    ),
-    Setting(
-        "trend_runs",
+    )
+    trend_runs: int = stored(
         "int",
         "how many of the newest live runs the trend covers (default 12)",
         default=12,
         option="--commerce-trend-runs",
         low=1,
         metavar="N",
-    ),
+    )
     # -- authoring -----------------------------------------------------------------------------
-    Setting(
-        "lint",
+    lint: bool = stored(
         "flag",
         "check the case files against the authoring rules (docs/authoring.md) and exit",
         default=False,
         option="--commerce-lint",
-    ),
-    Setting(
-        "vacuity",
+    )
+    vacuity: bool = stored(
         "flag",
         "run every case against degenerate scripted agents and report cases that assert "
         "nothing (docs/authoring.md)",
         default=False,
         option="--commerce-vacuity",
-    ),
-    Setting(
-        "captured",
+    )
+    captured: tuple[str, ...] = stored(
         "list",
         "files or folders of captured traffic the lint scans for poisoned IDs",
         default=(),
         ini="commerce_captured",
         ini_type="args",
         ini_default=[],
-    ),
+    )
     # -- caches --------------------------------------------------------------------------------
-    Setting(
-        "cache_dir",
+    cache_dir: ClassVar[Setting] = env_only(
         "env",
         "folder of the parsed-YAML cache (default $XDG_CACHE_HOME/commerce-evals, else "
         "~/.cache/commerce-evals); off, no, 0 or empty turn the cache off",
         env="COMMERCE_CACHE_DIR",
         allowed="a folder, or off",
-    ),
+    )
     # -- read where a model client is made, as the openai SDK reads them ----------------------
-    Setting(
-        "openai_org_id",
+    openai_org_id: ClassVar[Setting] = env_only(
         "env",
         "sent as the openai-organization header of every model call, as the openai SDK does",
         env="OPENAI_ORG_ID",
         allowed="an organization id",
-    ),
-    Setting(
-        "openai_project_id",
+    )
+    openai_project_id: ClassVar[Setting] = env_only(
         "env",
         "sent as the openai-project header of every model call, as the openai SDK does",
         env="OPENAI_PROJECT_ID",
         allowed="a project id",
-    ),
-)
+    )
+
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def origin(self, name: str) -> str:
+        """Where setting `name` came from: `option`, `ini`, `env` or `default`."""
+        return self.sources.get(name, "default")
+
+
+def _table() -> tuple[Setting, ...]:
+    """Every setting, in the order `Settings` declares them: its fields' rows and its
+    environment-only rows, each named for its attribute."""
+    hints = get_type_hints(Settings)
+    held = {f.name: f.metadata[_ROW] for f in fields(Settings) if _ROW in f.metadata}
+    rows = []
+    for name in Settings.__annotations__:
+        row = held.get(name, Settings.__dict__.get(name))
+        if not isinstance(row, Setting):
+            continue
+        row = replace(row, name=name)
+        if row.kind == "choice":
+            row = replace(row, choices=get_args(hints[name]))
+        rows.append(row)
+    return tuple(rows)
+
+
+TABLE: tuple[Setting, ...] = _table()
 
 BY_NAME: Mapping[str, Setting] = MappingProxyType({s.name: s for s in TABLE})

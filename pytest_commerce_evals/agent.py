@@ -7,14 +7,9 @@ from typing import Any, Literal, Protocol
 
 from .backend import Backend
 from .cases.case import Approval, Case
-from .errors import CommerceEvalsError
+from .errors import InfraError
 
 __all__ = ["Agent", "AgentSession", "InfraError"]
-
-
-class InfraError(CommerceEvalsError, RuntimeError):
-    """Raise from an agent when the failure is the infrastructure's (endpoint down, retries
-    exhausted), so the trial is an `infra_error` and never counts against the agent."""
 
 
 @dataclass

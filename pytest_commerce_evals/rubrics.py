@@ -21,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from .errors import CommerceEvalsError
+from .errors import UnknownDimension
 
 __all__ = [
     "STANDARD",
@@ -35,10 +35,6 @@ __all__ = [
 
 STANDARD_REFERENCE = "standard"
 """The mapping value that stands for a standard dimension's own text."""
-
-
-class UnknownDimension(CommerceEvalsError, ValueError):
-    """A rubric named a standard dimension that does not exist."""
 
 
 @dataclass(frozen=True)

@@ -432,6 +432,47 @@ def test_agent_errors_infra_errors_and_missing_wiring(suite, pytester):
     assert missing.ret == 1
 
 
+def test_an_endpoint_refusing_the_key_is_an_infra_error_not_the_glues_nor_the_agents(
+    suite, pytester
+):
+    # EndpointError's outcome (errors.py): the endpoint's settings, not the conftest, not the agent
+    suite({"cases/a.yaml": "id: chat-001-x\npriority: low\ndifficulty: easy\nturns: [hi]\n"})
+    pytester.makeconftest(
+        textwrap.dedent("""
+        import openai
+        from helpers import ToyBackend
+        from pytest_commerce_evals.models.http_client import http_library
+        from pytest_commerce_evals.models.clients import retrying_create
+        from pytest_commerce_evals.testing import FakeClient
+
+        def pytest_commerce_evals_make_backend(config, case):
+            return ToyBackend()
+
+        def pytest_commerce_evals_make_agent(config, case, backend):
+            request = http_library().Request("POST", "http://127.0.0.1/v1/chat/completions")
+            refused = openai.AuthenticationError(
+                "HTTP 401", response=http_library().Response(401, request=request), body=None
+            )
+            fake = FakeClient([refused])
+            def agent(session, message):
+                retrying_create(fake, sleep=lambda s: None, model="m", messages=[])
+                return []
+            return agent
+        """)
+    )
+    result = pytester.runpytest("cases")
+    result.stdout.fnmatch_lines(
+        [
+            "*chat-001-x trial 1/1: infra_error*",
+            "*EndpointError*HTTP 401 (AuthenticationError)*check the model name, base URL and API key*",
+            "*1 infra_error*",
+        ]
+    )
+    out = result.stdout.str()
+    assert "commerce-evals glue error" not in out and "the agent raised" not in out
+    assert result.ret == 1  # nothing graded in the set
+
+
 def test_each_trial_gets_a_fresh_backend(suite):
     case = """
         id: cart-001-fresh

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import CommerceEvalsError
+from ..errors import DocumentTooLarge
 
 MAX_DEPTH = 64
 """Lists and mappings inside each other, at most; a case needs about six."""
@@ -37,15 +37,6 @@ MAX_ALIAS_LINES = 10_000
 value is reported at its alias."""
 MAX_NUMBER_CHARS = 1_000
 """Characters in one number, at most (Python refuses integers past 4,300 digits anyway)."""
-
-
-class DocumentTooLarge(CommerceEvalsError):
-    """The document went past a bound (nesting, aliases): the read stopped at `line`."""
-
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(f"line {line}: {message}")
-        self.line = line
-        self.message = message
 
 
 YAML_TAG = "tag:yaml.org,2002:"

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..errors import CommerceEvalsError
+from ..errors import UserError
 from ..events import Text, Ui
 
 if TYPE_CHECKING:
@@ -35,11 +35,6 @@ __all__ = [
     "check_message",
     "conversation_of",
 ]
-
-
-class UserError(CommerceEvalsError):
-    """The simulated customer failed (its endpoint, an unusable reply, or a rule the plugin
-    checks): the trial is a `user_error`, never the agent's failure."""
 
 
 @dataclass(frozen=True)

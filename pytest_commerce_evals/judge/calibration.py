@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..cases.case import State
-from ..errors import CommerceEvalsError
+from ..errors import CalibrationAborted, CalibrationError
 from ..events import Event
 from ..rubrics import STANDARD, resolve_dimensions
 
@@ -60,10 +60,6 @@ __all__ = [
 
 CALIBRATION_SCHEMA_VERSION = 1
 Verdict = Literal["PASS", "FAIL"]
-
-
-class CalibrationError(CommerceEvalsError, ValueError):
-    """A calibration file that cannot be used; the message names the file, item and key."""
 
 
 class _Strict(BaseModel):
@@ -219,10 +215,6 @@ def agreement_table(
             if judge != human:
                 row.disagreements.append(f"{item_id}: human {human}, judge {judge}")
     return dict(sorted(table.items()))
-
-
-class CalibrationAborted(CommerceEvalsError, RuntimeError):
-    """The judge endpoint failed; calibrating further would only wait on retries."""
 
 
 def format_duration(seconds: float) -> str:

@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from ..agent import InfraError
+from ..errors import LocalModelUnavailable
 from ..settings import settings
 from . import _chat_format
 
@@ -55,10 +55,6 @@ _POINT = (
     "(or OPENAI_BASE_URL and OPENAI_MODEL); or run without a model for the judge: "
     "--commerce-no-judge (rubrics are then reported as not judged)"
 )
-
-
-class LocalModelUnavailable(InfraError):
-    """The embedded model cannot run here; the message says what to install or configure."""
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,7 @@ from typing import Any, Literal
 
 import pytest
 
-from ..agent import InfraError
-from ..errors import shown_url
+from ..errors import EndpointError, shown_url
 from ..settings import BY_NAME, settings
 from ..usage import server_of
 
@@ -72,13 +71,6 @@ _KEY_ENV: dict[str, tuple[str, ...]] = {
     "judge": (_env_of("judge_api_key"), _env_of("openai_api_key")),
     "user": (_env_of("user_api_key"), _env_of("openai_api_key")),
 }
-
-
-class EndpointError(InfraError):
-    """The endpoint is misconfigured or unreachable; the message says what to set or install.
-
-    An `InfraError`, so a trial that meets it is an `infra_error`, never an agent failure.
-    """
 
 
 @dataclass(frozen=True)

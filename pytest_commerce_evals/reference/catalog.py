@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..cases import yaml_cache as _yaml_cache
 from ..cases.case import State
-from ..errors import CommerceEvalsError
+from ..errors import FixtureError
 from ..events import event_from_json
 
 if TYPE_CHECKING:
@@ -46,15 +46,6 @@ POISONED_DIR = REPO_ROOT / "poisoned_fixtures"
 
 PRODUCT_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d{3}$")
 ORDER_ID = re.compile(r"^ord-\d{4}$")
-
-
-class FixtureError(CommerceEvalsError, ValueError):
-    """A fixture file is malformed: the message names the file, the key path and what was found."""
-
-    def __init__(self, path: Path | str, problems: list[str]) -> None:
-        self.path = str(path)
-        self.problems = problems
-        super().__init__("\n".join(f"{self.path}: {p}" for p in problems))
 
 
 class _Strict(BaseModel):

@@ -7,14 +7,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ..errors import CommerceEvalsError
+from ..errors import BudgetError, MinKappaError
 from ..prices import MAX_DOLLARS, dollars, money
 
 __all__ = ["BudgetError", "MinKappaError", "RunBudget", "parse_min_kappa", "parse_run_budget"]
-
-
-class MinKappaError(CommerceEvalsError, ValueError):
-    """A `--commerce-judge-min-kappa` value that is not auto, none or a number in [-1, 1]."""
 
 
 def parse_min_kappa(raw: Any) -> float | str | None:
@@ -30,10 +26,6 @@ def parse_min_kappa(raw: Any) -> float | str | None:
     if not -1.0 <= value <= 1.0:  # also refuses nan
         raise MinKappaError(f"expected a kappa between -1 and 1 (or auto, none); found {raw!r}")
     return value
-
-
-class BudgetError(CommerceEvalsError, ValueError):
-    """A budget that cannot be read."""
 
 
 _RUN_KEYS = ("calls", "tokens", "cost")

@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
-from ..errors import CommerceEvalsError
+from ..errors import DriverMissing
 from ..settings.database_urls import (
     INSTALL_HINT,
     POSTGRES_SCHEMES,
@@ -109,10 +109,6 @@ def lasting(exc: BaseException) -> bool:
 
 
 _LOCK_KEY = 0x636F6D6D  # the advisory lock a writer holds while it creates or migrates a schema
-
-
-class DriverMissing(CommerceEvalsError):
-    """A PostgreSQL URL was given but psycopg is not installed."""
 
 
 GRANT_HINT = (

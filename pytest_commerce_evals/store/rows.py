@@ -13,9 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import DamagedRun
 from ..jsonsafe import clean_json, printable
 from ..results import TrialRecord
-from .records import RunRecord, SetResult, StoreError, validation_summary
+from ..runs import RunRecord, SetResult, validation_summary
 
 __all__ = ["DamagedRun", "json_column", "read_run", "read_trials", "trial_row", "write_sets"]
 
@@ -41,10 +42,6 @@ _LATER_COLUMNS = (
     "turn_s",
     "cached",
 )  # absent while a store is still migrating
-
-
-class DamagedRun(StoreError):
-    """One run's rows do not decode; the rest of the store may still be read."""
 
 
 # writing --------------------------------------------------------------------------------------

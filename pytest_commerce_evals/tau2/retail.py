@@ -26,15 +26,11 @@ from typing import Any
 
 from ..backend import Snapshot
 from ..cases.case import State
-from ..errors import CommerceEvalsError
+from ..errors import RetailError
 
 __all__ = ["READ_TOOLS", "TOOLS", "WRITE_TOOLS", "RetailBackend", "RetailError"]
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
-
-
-class RetailError(CommerceEvalsError, ValueError):
-    """A tool refused the call; the message is what the agent reads (τ²'s error result)."""
 
 
 _CACHE: dict[str, dict[str, Any]] = {}

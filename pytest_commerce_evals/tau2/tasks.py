@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import CommerceEvalsError
+from ..errors import TaskError
 
 __all__ = ["TAU2_COMMIT", "TaskError", "case_id", "case_of"]
 
@@ -27,10 +27,6 @@ MAX_SLUG = 60
 """Characters of a task's id kept in its case id (and so its file name)."""
 
 REWARD_BASES = {"DB", "COMMUNICATE", "NL_ASSERTION", "ACTION", "ENV_ASSERTION"}
-
-
-class TaskError(CommerceEvalsError, ValueError):
-    """A τ² task this converter cannot read; the message names the task and the key."""
 
 
 def case_id(task_id: Any, domain: str) -> str:

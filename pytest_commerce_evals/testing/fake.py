@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CommerceEvalsError
+from ..errors import FakeClientExhausted
 from ..models.replies import Record
 from ..usage import record_response, tokens_of
 
@@ -34,10 +34,6 @@ __all__ = [
     "text_reply",
     "tool_reply",
 ]
-
-
-class FakeClientExhausted(CommerceEvalsError, AssertionError):
-    """The script ran out: the code under test made more model calls than the test planned."""
 
 
 @dataclass

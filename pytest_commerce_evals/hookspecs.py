@@ -1,4 +1,5 @@
-"""Hooks a `conftest.py` implements to plug its own agent and backend into the plugin."""
+"""Hooks a `conftest.py` implements to plug its own agent and backend into the plugin. The seams
+between the plugin's own features are declared apart (`seams.py`, `store/seams.py`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
     from .backend import Backend
     from .cases.case import Case
     from .results import TrialRecord
+    from .runs import RunRecord
 
 
 @pytest.hookspec
@@ -110,8 +112,10 @@ def pytest_commerce_evals_make_scripted_agent(
 
 
 @pytest.hookspec
-def pytest_commerce_evals_report_sections(config: pytest.Config, run: Any) -> list[str] | None:
-    """Extra HTML sections for the report of `run` (a `store.RunRecord`), already escaped.
+def pytest_commerce_evals_report_sections(
+    config: pytest.Config, run: RunRecord
+) -> list[str] | None:
+    """Extra HTML sections for the report of `run` (a `runs.RunRecord`), already escaped.
 
     Live sampling adds its trend chart here.
     """
@@ -135,56 +139,6 @@ def pytest_commerce_evals_case_history(config: pytest.Config, case_ids: list[str
     adaptive trials (`--commerce-trials=auto`) pool it into each case's baseline with
     `stats.pool_baseline`.
     """
-
-
-# -- seams between the plugin's own features --------------------------------------------------
-# Each lets a lower feature ask a higher one for something without importing it
-# (docs/architecture.md, "The order of the features").
-
-
-@pytest.hookspec(firstresult=True)
-def pytest_commerce_evals_item_class(config: pytest.Config, kind: str) -> type[pytest.Item] | None:
-    """The item class collection makes for `kind`: ``"trial"`` (one trial of a case),
-    ``"invalid"`` (an entry or file that cannot run) or ``"vacuity"`` (a case run against the
-    degenerate agents, `--commerce-vacuity`). The runner answers the first two, authoring the
-    third; the class is built with ``from_parent(file, name=..., **fields)``."""
-
-
-@pytest.hookspec(firstresult=True)
-def pytest_commerce_evals_case_trials(items: list[pytest.Item]) -> list[pytest.Item] | None:
-    """Of `items`, the trials of cases (not vacuity checks, not invalid entries, not other
-    tests). The runner answers; features below it (models, store) ask it."""
-
-
-@pytest.hookspec(firstresult=True)
-def pytest_commerce_evals_run_identity(config: pytest.Config) -> dict | None:
-    """The run record's identity when it is not this checkout's and this agent's, asked when the
-    run is begun: `kind`, `git_commit`, `git_dirty`, `agent_model`, `agent_base_url` and
-    `options` (merged into the record's). A regrade (the runner) answers with its source run's:
-    the agent and the commit that made the transcripts."""
-
-
-@pytest.hookspec
-def pytest_commerce_evals_copy_stores(config: pytest.Config, write: Any) -> None:
-    """Copy what `--commerce-store-copy` / `--commerce-judge-store-copy` name, each feature its
-    own store, saying what was copied with `write(line, **markup)`. Raise `StoreError`,
-    `ValueError` or `pytest.UsageError` to end the copy with a usage error."""
-
-
-@pytest.hookspec
-def pytest_commerce_evals_write_reports(
-    config: pytest.Config,
-    run: Any,
-    diff: Any,
-    how_chosen: str,
-    history: Any,
-    written: list,
-    errors: list,
-) -> None:
-    """Write the reports of a finished `run` (a `store.RunRecord`, with its failing-set `diff`
-    against the baseline, chosen as `how_chosen` says, and the cases' `history`): append
-    ``(label, path)`` to `written` for each report written and a sentence to `errors` for each
-    that could not be. The run is stored already; a report never fails the run."""
 
 
 # -- who implements a hook ------------------------------------------------------------------------

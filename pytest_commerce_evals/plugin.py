@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from . import hookspecs
+from . import hookspecs, seams
 from .cases.case import DIFFICULTIES, PRIORITIES
 from .cases.loader import CASE_SUFFIXES
 from .settings import RUN_CONFIG, AutoTrials, RunConfig, register, settings
@@ -31,6 +31,7 @@ SUBPLUGINS = (
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
+    pluginmanager.add_hookspecs(seams)
     for name in SUBPLUGINS:
         if importlib.util.find_spec(name) is not None and not pluginmanager.has_plugin(name):
             pluginmanager.register(importlib.import_module(name), name)

@@ -1,6 +1,6 @@
-"""What the run store keeps and what it raises: the record models (`RunRecord` with its
-`Selection`, `SetResult`s, `CaseResult`s and trials, `results.TrialRecord`s),
-the `SCHEMA_VERSION` the database and the JSON record share, the store's errors, and
+"""What a run is, as every feature and hook sees it: the record models (`RunRecord` with its
+`Selection`, `SetResult`s, `CaseResult`s, `NotStarted` trials and trials, `results.TrialRecord`s),
+the `SCHEMA_VERSION` the run store's database and the JSON record share, and
 `validation_summary`, which says which keys of a record failed to validate.
 """
 
@@ -11,10 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import CommerceEvalsError
-from ..jsonsafe import key_path, printable
-from ..rates import set_verdict
-from ..results import TrialRecord
+from .jsonsafe import key_path, printable
+from .rates import set_verdict
+from .results import TrialRecord
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -25,22 +24,11 @@ __all__ = [
     "RunRecord",
     "Selection",
     "SetResult",
-    "StoreError",
-    "StoreUnavailable",
     "validation_summary",
 ]
 
 SCHEMA_VERSION = 7
 RunKind = Literal["regression", "live", "regrade"]
-
-
-class StoreError(CommerceEvalsError):
-    """The run store cannot be opened, read or written; the message names the file."""
-
-
-class StoreUnavailable(StoreError):
-    """The store's server cannot be reached, or the connection to it was lost (PostgreSQL);
-    the operation is tried again a few times before this is raised."""
 
 
 def validation_summary(exc: ValidationError, limit: int = 4) -> str:

@@ -7,8 +7,8 @@ import random
 from typing import Any
 
 from pytest_commerce_evals.results import TrialRecord
+from pytest_commerce_evals.runs import RunRecord, Selection
 from pytest_commerce_evals.store.aggregate import set_results
-from pytest_commerce_evals.store.records import RunRecord, Selection
 
 PRIORITIES = ("critical", "high", "medium", "low")
 DIFFICULTIES = ("easy", "medium", "hard")

@@ -1,5 +1,6 @@
 """The package's layout rules (docs/architecture.md): one folder per feature, a thin entry plugin,
-no feature reaching into another's private modules or names, and old import paths kept."""
+no feature reaching into another's private modules or names, the contract at the bottom, the
+features in one declared order, no circles, and the unreleased layout's paths gone."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ CONTRACT = {
     "rates",
     "results",
     "rubrics",
+    "runs",
+    "seams",
     "usage",
 }
 CONTRACT_PACKAGES = {"settings"}  # the settings table, its resolution and its docs
@@ -186,6 +189,8 @@ def test_the_module_paths_of_the_unreleased_layout_are_gone():
         "models.chat_client",
         "live.traffic",
         "judge.rubrics",
+        "store.records",
+        "settings.fields",
     ):
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(f"{NAME}.{old}")
@@ -236,6 +241,8 @@ CONTRACT_AT_THE_BOTTOM = (
             "rates",
             "results",
             "rubrics",
+            "runs",
+            "seams",
             "stats",
         )
     }
@@ -400,3 +407,81 @@ def test_the_store_configures_before_the_runner_by_a_stated_order():
 
     assert options(store.pytest_configure).get("tryfirst")
     assert not options(runner.pytest_configure).get("tryfirst")
+
+
+# -- the hooks: the team's, and the seams between the features ---------------------------------
+
+
+def _hook_names(module) -> set[str]:
+    return {n for n in vars(module) if n.startswith("pytest_commerce_evals_")}
+
+
+def test_the_teams_hooks_and_the_features_seams_are_declared_apart():
+    from pytest_commerce_evals import hookspecs, seams
+    from pytest_commerce_evals.store import seams as store_seams
+
+    team, asked, store = _hook_names(hookspecs), _hook_names(seams), _hook_names(store_seams)
+    assert team and asked and store
+    assert not team & asked and not team & store and not asked & store
+    assert {"pytest_commerce_evals_item_class", "pytest_commerce_evals_case_trials"} == asked
+    assert {
+        "pytest_commerce_evals_run_identity",
+        "pytest_commerce_evals_copy_stores",
+        "pytest_commerce_evals_write_reports",
+    } == store
+    # the plugin's own implementation of a seam is the only one: none is a team's hook
+    guide = (PACKAGE.parent / "docs" / "plugging-in.md").read_text(encoding="utf-8")
+    assert not [name for name in asked | store if name in guide]
+
+
+def test_every_seam_is_registered_as_a_hook_spec(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    config = pytester.parseconfigure()
+    from pytest_commerce_evals import seams
+    from pytest_commerce_evals.store import seams as store_seams
+
+    for name in _hook_names(seams) | _hook_names(store_seams):
+        caller = getattr(config.hook, name)
+        assert caller.spec is not None, name
+        assert caller.spec.namespace.__name__ in (seams.__name__, store_seams.__name__), name
+
+
+def test_what_the_hooks_carry_is_typed_by_the_contract():
+    import typing
+
+    from pytest_commerce_evals import hookspecs
+    from pytest_commerce_evals.runs import RunRecord
+    from pytest_commerce_evals.store import seams as store_seams
+    from pytest_commerce_evals.store.diff import FailingSetDiff
+    from pytest_commerce_evals.store.history import History
+
+    sections = typing.get_type_hints(
+        hookspecs.pytest_commerce_evals_report_sections,
+        {**vars(hookspecs), "RunRecord": RunRecord},
+    )
+    assert sections["run"] is RunRecord
+    reports = typing.get_type_hints(
+        store_seams.pytest_commerce_evals_write_reports,
+        {**vars(store_seams), "RunRecord": RunRecord, "FailingSetDiff": FailingSetDiff,
+         "History": History},
+    )  # fmt: skip
+    assert reports["run"] is RunRecord
+    assert reports["diff"] == FailingSetDiff | None and reports["history"] == History | None
+    for hook in (hookspecs, store_seams):
+        for name in _hook_names(hook):
+            hints = typing.get_type_hints(
+                getattr(hook, name),
+                {**vars(hook), "RunRecord": RunRecord, "FailingSetDiff": FailingSetDiff,
+                 "History": History, "Backend": object, "Case": object, "TrialRecord": object},
+            )  # fmt: skip
+            assert typing.Any not in hints.values() or name in _UNTYPED_BY_DESIGN, name
+
+
+# the agent, the customer and the fixture index are whatever the team's code returns (a
+# protocol, duck-typed): documented on the hook, never narrowed to one class
+_UNTYPED_BY_DESIGN = {
+    "pytest_commerce_evals_make_agent",
+    "pytest_commerce_evals_make_user",
+    "pytest_commerce_evals_fixture_index",
+    "pytest_commerce_evals_make_scripted_agent",
+}

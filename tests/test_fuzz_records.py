@@ -28,11 +28,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from run_builders import events, run, trial
 
+from pytest_commerce_evals.errors import StoreError
 from pytest_commerce_evals.live.capture import CapturedTurn
 from pytest_commerce_evals.live.reading import read_capture
 from pytest_commerce_evals.live.redaction import Redactor
 from pytest_commerce_evals.reports.html import render_run_html
 from pytest_commerce_evals.results import TrialRecord
+from pytest_commerce_evals.runs import SCHEMA_VERSION, RunRecord
 from pytest_commerce_evals.store.compare import compare_runs
 from pytest_commerce_evals.store.diff import diff_failing_sets
 from pytest_commerce_evals.store.record_file import (
@@ -41,7 +43,6 @@ from pytest_commerce_evals.store.record_file import (
     record_json,
     write_record,
 )
-from pytest_commerce_evals.store.records import SCHEMA_VERSION, RunRecord, StoreError
 from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.usage import ModelCall
 

@@ -513,10 +513,10 @@ def test_tags_named_like_expression_words_or_ini_markers(pytester: pytest.Pytest
 
 def test_the_plugins_own_errors_share_one_base_class():
     import pytest_commerce_evals as ce
+    from pytest_commerce_evals.errors import StoreError
     from pytest_commerce_evals.judge.calibration import CalibrationError
     from pytest_commerce_evals.models.embedded import LocalModelUnavailable
     from pytest_commerce_evals.models.endpoint import EndpointError
-    from pytest_commerce_evals.store.records import StoreError
 
     for error in (ce.ConfigurationError, ce.InfraError, EndpointError, LocalModelUnavailable,
                   StoreError, CalibrationError):  # fmt: skip

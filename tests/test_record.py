@@ -23,12 +23,13 @@ from pytest_commerce_evals import (
     results,
 )
 from pytest_commerce_evals.cases.case import PRIORITIES, Case
+from pytest_commerce_evals.errors import StoreError
 from pytest_commerce_evals.rates import meets_threshold, set_verdict
 from pytest_commerce_evals.results import GraderResult, RubricVerdict, TrialRecord
 from pytest_commerce_evals.runner.summary import SetStats
+from pytest_commerce_evals.runs import SCHEMA_VERSION
 from pytest_commerce_evals.store.aggregate import set_results
 from pytest_commerce_evals.store.record_file import load_record, record_json, write_record
-from pytest_commerce_evals.store.records import SCHEMA_VERSION, StoreError
 from pytest_commerce_evals.store.run_store import RunStore
 
 HERE = Path(__file__).parent

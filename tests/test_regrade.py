@@ -18,8 +18,8 @@ from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import RubricVerdict, TrialRecord, TrialSpec
 from pytest_commerce_evals.runner.regrade import regrade_trial
 from pytest_commerce_evals.runner.regrade_plan import Regrade, _judge_lines, judge_agreement
+from pytest_commerce_evals.runs import RunRecord
 from pytest_commerce_evals.settings import settings
-from pytest_commerce_evals.store.records import RunRecord
 from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.testing.fake import FakeClient
 

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 from run_builders import make_suite, run, trial
 
+from pytest_commerce_evals.errors import StoreError
 from pytest_commerce_evals.events import Text
 from pytest_commerce_evals.jsonsafe import MAX_DEPTH, clean_json
+from pytest_commerce_evals.runs import SCHEMA_VERSION
 from pytest_commerce_evals.store.database import lasting
 from pytest_commerce_evals.store.identity import public_base_url
 from pytest_commerce_evals.store.record_file import load_record, write_record
-from pytest_commerce_evals.store.records import SCHEMA_VERSION, StoreError
 from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.usage import ModelCall
 

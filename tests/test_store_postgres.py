@@ -20,6 +20,7 @@ import pytest
 from helpers import toy_conftest
 from run_builders import PASSING, make_suite, run, script, trial
 
+from pytest_commerce_evals.errors import StoreError
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import RubricVerdict
 from pytest_commerce_evals.settings import database_urls
@@ -32,7 +33,6 @@ from pytest_commerce_evals.store.database import (
     translate,
 )
 from pytest_commerce_evals.store.record_file import load_record
-from pytest_commerce_evals.store.records import StoreError
 from pytest_commerce_evals.store.run_store import RunStore
 
 HERE = Path(__file__).parent

@@ -350,8 +350,8 @@ def test_pass_hat_k_is_in_the_json_record_and_the_html_report():
     from run_builders import run, trial
 
     from pytest_commerce_evals.reports.html import render_run_html
+    from pytest_commerce_evals.runs import pass_k_curve
     from pytest_commerce_evals.store.aggregate import case_results
-    from pytest_commerce_evals.store.records import pass_k_curve
 
     trials = [
         trial("a-001-x", "pass", n=1, trials=4),

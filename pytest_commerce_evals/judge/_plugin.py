@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -452,13 +453,13 @@ def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pyt
     return pytest.ExitCode.TESTS_FAILED if errors else pytest.ExitCode.OK
 
 
-def pytest_commerce_evals_copy_stores(config: pytest.Config, write: Any) -> None:
+def pytest_commerce_evals_copy_stores(config: pytest.Config, write: Callable[..., None]) -> None:
     """`--commerce-judge-store-copy=SRC,DEST`: every verdict and calibration of SRC into DEST."""
     value = settings(config).judge_store_copy
     if not value:
         return
+    from ..errors import StoreError
     from ..store.commands import copy_sides
-    from ..store.records import StoreError
     from .verdict_store import copy_verdicts
 
     src, dst = copy_sides(config, "--commerce-judge-store-copy", value)

@@ -21,6 +21,7 @@ from ..results import RubricVerdict, TrialRecord
 from ..rubrics import STANDARD
 from ..runner.items import CaseItem
 from ..runner.trial import grade_trial
+from ..runs import RunRecord
 from ..settings import settings
 from ..store.paths import output_path, store_folder
 from .conversations import Capture, Conversation
@@ -266,7 +267,7 @@ def _stored_live_runs(
 ) -> tuple[list[tuple[str, str, list[RubricVerdict]]], list[str], str | None]:
     """(live runs, what was damaged and left out, why the store could not be read at all). The
     trend only reads: the store is opened read-only, and no store yet means no runs."""
-    from ..store.records import StoreError
+    from ..errors import StoreError
     from ..store.run_store import RunStore
 
     if not RunStore.exists(folder):
@@ -334,9 +335,11 @@ def _trend_main(config: pytest.Config, session: pytest.Session) -> int | pytest.
     return pytest.ExitCode.OK
 
 
-def pytest_commerce_evals_report_sections(config: pytest.Config, run: Any) -> list[str] | None:
+def pytest_commerce_evals_report_sections(
+    config: pytest.Config, run: RunRecord
+) -> list[str] | None:
     """The trend chart in the HTML report of a live run: earlier live runs plus this one."""
-    if getattr(run, "kind", None) != "live":
+    if run.kind != "live":
         return None
     runs: list[tuple[str, str, list[RubricVerdict]]] = []
     folder = store_folder(config)

@@ -3,13 +3,16 @@ asked by the run store's recorder once the run is stored) and `--commerce-compar
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
 import pytest
 
 from ..compat import run_session
 from ..models.pricing import price_book
+from ..runs import RunRecord
 from ..settings import settings
+from ..store.diff import FailingSetDiff
+from ..store.history import History
 from ..store.paths import output_path
 from ..store.recorder import problem
 from .compare import compare_main
@@ -28,12 +31,12 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
 
 def pytest_commerce_evals_write_reports(
     config: pytest.Config,
-    run: Any,
-    diff: Any,
+    run: RunRecord,
+    diff: FailingSetDiff | None,
     how_chosen: str,
-    history: Any,
-    written: list,
-    errors: list,
+    history: History | None,
+    written: list[tuple[str, Path]],
+    errors: list[str],
 ) -> None:
     target = settings(config).html
     if not target:

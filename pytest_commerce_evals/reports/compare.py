@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ..compat import line_writer
+from ..errors import StoreError
 from ..models.pricing import price_book
 from ..prices import PriceBook
 from ..settings import settings
@@ -16,7 +17,6 @@ from ..store.commands import open_store, resolve_run
 from ..store.compare import ModelComparison, compare_runs
 from ..store.paths import output_path
 from ..store.recorder import damaged_lines
-from ..store.records import StoreError
 from .html_compare import render_comparison_html
 from .html_page import write_html
 from .run_cost import COST_COLUMNS, RunCost, cost_ratios

@@ -10,6 +10,7 @@ from ..cases.case import DIFFICULTIES, PRIORITIES
 from ..prices import PriceBook
 from ..rates import tally_cases
 from ..results import OUTCOMES
+from ..runs import RunRecord, pass_k_curve
 from ..store.aggregate import case_results
 from ..store.cost_regressions import MIN_COST_RISE
 from ..store.diff import NOISE_NOTE, DiffEntry, FailingSetDiff
@@ -18,7 +19,6 @@ from ..store.history import (
     describe_run,
     overall_rate,
 )
-from ..store.records import RunRecord, pass_k_curve
 from .html_cost import _cost_section
 from .html_page import _anchor, _badge, _page, _pct, e
 from .html_summary import _meta_table, _sets_table

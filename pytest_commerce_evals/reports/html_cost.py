@@ -9,8 +9,8 @@ from decimal import Decimal
 from ..costs import CostSummary, Tally
 from ..prices import PriceBook, money
 from ..results import TrialRecord
+from ..runs import RunRecord
 from ..store.compare import ModelComparison
-from ..store.records import RunRecord
 from .html_page import e
 from .run_cost import COST_COLUMNS, RunCost, _agent_time, _per_trial_money, _seconds, cost_ratios
 

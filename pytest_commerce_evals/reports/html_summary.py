@@ -3,7 +3,7 @@ their thresholds."""
 
 from __future__ import annotations
 
-from ..store.records import RunRecord
+from ..runs import RunRecord
 from .html_page import _badge, _pct, e
 
 

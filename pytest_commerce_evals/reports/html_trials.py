@@ -17,9 +17,9 @@ from ..events import (
     Ui,
 )
 from ..results import ENDINGS, GraderResult, RubricVerdict, TrialRecord
+from ..runs import RunRecord
 from ..stats import format_rate
 from ..store.history import PRIORITY_ORDER, History, case_rates, flaky_case
-from ..store.records import RunRecord
 from .html_page import _anchor, _badge, _json, e
 
 

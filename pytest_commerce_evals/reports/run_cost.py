@@ -12,7 +12,7 @@ from ..costs import CostSummary, Tally
 from ..prices import PriceBook, money
 from ..rates import tally_cases
 from ..results import TrialRecord
-from ..store.records import RunRecord
+from ..runs import RunRecord
 
 __all__ = ["COST_COLUMNS", "RunCost", "cost_ratios"]
 

@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 
+from ..errors import StoreError
 from ..judge.calibration import DimensionAgreement
 from ..results import RubricVerdict, TrialRecord
+from ..runs import RunRecord
 from ..settings import RUN_CONFIG, run_config, settings
 from ..store.paths import store_folder
 from ..store.record_file import load_record
-from ..store.records import RunRecord, StoreError
 from ..store.run_store import RunStore
 from .regrade import NOT_REGRADED, STORED_TRIALS
 

@@ -1,25 +1,17 @@
 """Run history: the run store (`run_store`: SQLite under `.commerce/`, or PostgreSQL), the run
-record (`records`) and its JSON file (`record_file`), per-case rates and flaky strips
-(`history`), failing-set diffs (`diff`) with their cost regressions (`cost_regressions`), model
-comparisons (`compare`), and the hooks that record a run and print its diff (`_plugin`,
-`recorder`).
+record's JSON file (`record_file`; the record models are the contract's `runs`), per-case rates
+and flaky strips (`history`), failing-set diffs (`diff`) with their cost regressions
+(`cost_regressions`), model comparisons (`compare`), the seams the store asks of the features
+above it (`seams`), and the hooks that record a run and print its diff (`_plugin`, `recorder`).
 """
 
+from ..errors import StoreError, StoreUnavailable
+from ..runs import SCHEMA_VERSION, CaseResult, RunKind, RunRecord, Selection, SetResult
 from .aggregate import case_results, judge_identity, set_results
 from .compare import ModelComparison, compare_runs
 from .diff import FailingSetDiff, diff_failing_sets
 from .history import History
 from .record_file import load_record, record_json, write_record
-from .records import (
-    SCHEMA_VERSION,
-    CaseResult,
-    RunKind,
-    RunRecord,
-    Selection,
-    SetResult,
-    StoreError,
-    StoreUnavailable,
-)
 from .run_store import DEFAULT_STORE_PATH, RunStore
 
 __all__ = [

@@ -7,14 +7,17 @@ arrives as its typed record (`results.TrialRecord`) through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..compat import run_session
+from ..errors import StoreError
 from ..jsonsafe import printable
 from ..results import TrialRecord
+from ..runs import RunRecord
 from ..settings import BY_NAME, settings
 from .commands import copy_main, copy_run_store, flaky_main, import_main, open_store, resolve_run
 from .history import (
@@ -28,8 +31,14 @@ from .recorder import (
     agent_guess,
     problem,
 )
-from .records import RunRecord, StoreError
 from .run_store import RunStore
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The seams the store asks of the features above it (`store/seams.py`)."""
+    from . import seams
+
+    pluginmanager.add_hookspecs(seams)
 
 
 @pytest.hookimpl(tryfirst=True)  # before the runner's: a regrade reads the baseline found here
@@ -201,7 +210,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
 
 
 @pytest.hookimpl(tryfirst=True)  # the runs first, then each feature's own store
-def pytest_commerce_evals_copy_stores(config: pytest.Config, write: Any) -> None:
+def pytest_commerce_evals_copy_stores(config: pytest.Config, write: Callable[..., None]) -> None:
     if settings(config).store_copy:
         copy_run_store(config, write)
 

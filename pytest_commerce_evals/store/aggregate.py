@@ -16,8 +16,8 @@ from ..rates import (
     tally_cases,
 )
 from ..results import GRADED, TrialRecord
+from ..runs import CaseResult, SetResult
 from ..stats import wilson_interval
-from .records import CaseResult, SetResult
 
 __all__ = ["case_results", "judge_identity", "set_results"]
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from ..compat import line_writer
+from ..errors import StoreError
+from ..runs import RunRecord
 from ..settings import agent_label, settings
 from ..stats import format_rate
 from .database import is_database_url, public_url, scrub
@@ -20,7 +22,6 @@ from .history import (
 from .paths import store_folder
 from .record_file import load_record
 from .recorder import damaged_lines
-from .records import RunRecord, StoreError
 from .run_store import RunStore
 
 

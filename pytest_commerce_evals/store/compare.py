@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..runs import RunRecord
 from .diff import DiffEntry, _order, overall_line
 from .history import case_rates, describe_run, overall_rate
-from .records import RunRecord
 
 __all__ = ["ModelComparison", "compare_runs"]
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..costs import per_trial_values
 from ..results import GRADED, TrialRecord
+from ..runs import RunRecord
 from ..stats import mann_whitney_greater_p
 from .history import PRIORITY_ORDER, CaseRate, format_p
-from .records import RunRecord
 
 __all__ = [
     "COST_MEASURES",

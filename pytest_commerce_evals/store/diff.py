@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..results import TrialRecord
+from ..runs import RunRecord
 from ..stats import fisher_drop_p, fisher_rise_p, format_rate, pool_baseline
 from .cost_regressions import CostRegression, cost_regressions
 from .history import (
@@ -39,7 +40,6 @@ from .history import (
     strip,
     strip_counts,
 )
-from .records import RunRecord
 
 __all__ = [
     "DEFAULT_LEVEL",

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from ..cases.case import PRIORITIES
 from ..rates import tally_cases
 from ..results import GRADED, TrialRecord
+from ..runs import RunRecord
 from ..stats import format_rate, wilson_interval
-from .records import RunRecord
 from .run_store import RunStore
 
 __all__ = [

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import StoreError
 from ..jsonsafe import (
     MAX_DEPTH,
     clean_json,
@@ -23,8 +24,8 @@ from ..jsonsafe import (
     text_encodes,
 )
 from ..results import TrialRecord
+from ..runs import SCHEMA_VERSION, RunRecord, validation_summary
 from .aggregate import set_results
-from .records import SCHEMA_VERSION, RunRecord, StoreError, validation_summary
 
 __all__ = ["clean_header", "clean_trial", "load_record", "record_json", "write_record"]
 

@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from ..costs import CostSummary
+from ..errors import StoreError
 from ..models.pricing import price_book
 from ..prices import PriceBook
 from ..results import TrialRecord
+from ..runs import NotStarted, RunRecord, Selection
 from ..settings import agent_label, settings
 from .aggregate import case_results, judge_identity, set_results
 from .diff import FailingSetDiff, diff_failing_sets
@@ -30,7 +32,6 @@ from .history import (
 from .identity import git_state, new_run_id, public_base_url, utc_now
 from .paths import output_path, store_folder
 from .record_file import clean_trial, write_record
-from .records import NotStarted, RunRecord, Selection, StoreError
 from .run_store import DEFAULT_STORE_PATH, RunStore
 
 FLUSH_EVERY_TRIALS = 20

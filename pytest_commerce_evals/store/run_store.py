@@ -12,7 +12,7 @@ the session was not interrupted. Several processes may write runs to one store a
 operation opens its own short connection and writes in `BEGIN IMMEDIATE` transactions.
 
 The database and the JSON record (`--commerce-json`, `store.record_file`) share one
-`SCHEMA_VERSION` (`store.records`, with the record models); an older database is migrated when it
+`SCHEMA_VERSION` (`runs`, with the record models); an older database is migrated when it
 is opened (`store.schema`, which holds the tables and the schema history), an older JSON record
 when it is read. How a run lies in the tables is `store.rows`.
 
@@ -34,7 +34,9 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..errors import StoreError, StoreUnavailable
 from ..results import RubricVerdict, TrialRecord, verdicts_from_json
+from ..runs import RunRecord
 from .aggregate import judge_identity, set_results
 from .database import (
     DriverMissing,
@@ -45,7 +47,6 @@ from .database import (
 )
 from .identity import public_base_url, utc_now
 from .record_file import clean_header, clean_trial
-from .records import RunRecord, StoreError, StoreUnavailable
 from .rows import DamagedRun, json_column, read_run, read_trials, trial_row, write_sets
 from .schema import MOVE_ASIDE, StoreSchema
 

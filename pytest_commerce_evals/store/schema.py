@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import StoreError
 from ..jsonsafe import short_repr
+from ..runs import SCHEMA_VERSION
 from .aggregate import judge_identity, set_results
 from .database import PostgresDatabase
-from .records import SCHEMA_VERSION, StoreError
 from .rows import read_trials, write_sets
 
 __all__ = ["MOVE_ASIDE", "StoreSchema"]

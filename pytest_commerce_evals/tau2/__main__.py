@@ -212,9 +212,9 @@ def import_results(
     skipped = [] if skipped is None else skipped
     if out.is_dir() or out.is_symlink():
         raise ValueError(f"--out {out}: is a folder or a link; give the path of a JSON file")
+    from ..runs import RunRecord, Selection
     from ..store.aggregate import set_results
     from ..store.record_file import write_record
-    from ..store.records import RunRecord, Selection
     from .retail import RetailBackend
     from .simulations import load_results, trial_of
 

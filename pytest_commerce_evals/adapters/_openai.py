@@ -7,7 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .core import parse_output, report_usage
+from .core import parse_output
+from .usage_report import report_usage
 
 TEXT_PARTS = ("text", "output_text", "input_text")
 """Content part types whose `text` is read (chat `text`, Responses `output_text`/`input_text`)."""

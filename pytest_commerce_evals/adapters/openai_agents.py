@@ -59,8 +59,9 @@ from typing import Any
 
 from ..events import Event
 from ..usage import tokens_of
-from .core import ConvertOptions, EventBuilder, converter, python_literal, report_usage
+from .core import ConvertOptions, EventBuilder, converter, python_literal
 from .openai_agents_model import agents_model
+from .usage_report import report_usage
 
 __all__ = [
     "SDK_FAILURE_MESSAGE",

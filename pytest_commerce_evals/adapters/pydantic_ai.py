@@ -52,7 +52,8 @@ from typing import Any
 
 from ..events import Event
 from ..usage import tokens_of
-from .core import ConvertOptions, EventBuilder, converter, report_usage
+from .core import ConvertOptions, EventBuilder, converter
+from .usage_report import report_usage
 
 __all__ = ["events_from_pydantic_ai", "pydantic_ai_model"]
 

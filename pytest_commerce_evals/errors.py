@@ -2,7 +2,8 @@
 catch. Which outcome a trial meets each with:
 
 - `ConfigurationError`: the conftest did not supply what the plugin needs (the glue): the trial
-  ends with the outcome `error`, never counted against the agent;
+  ends with the outcome `error`, never counted against the agent; `ConversionError` under it
+  (a converter given messages that are not its framework's);
 - `InfraError`: the infrastructure failed (an endpoint down, retries exhausted), with
   `EndpointError` (an endpoint that cannot be used as configured: a refused key, model or URL)
   and `LocalModelUnavailable` (the embedded model cannot run here) under it: the trial is an
@@ -34,6 +35,7 @@ __all__ = [
     "CalibrationError",
     "CommerceEvalsError",
     "ConfigurationError",
+    "ConversionError",
     "DamagedRun",
     "DocumentTooLarge",
     "DriverMissing",
@@ -66,6 +68,12 @@ class ConfigurationError(CommerceEvalsError):
 
     Raised inside a trial it is the glue's fault, not the agent's: the trial ends with the
     outcome `error`, which never counts in a set's rate or a failing-set diff."""
+
+
+class ConversionError(ConfigurationError, ValueError):
+    """A converter could not read the messages it was given: the glue's problem (they are not
+    the framework's messages as the framework returns them), never the agent's failure; the
+    trial ends as a glue error naming the converter and the item."""
 
 
 # -- the infrastructure: outcome `infra_error` ----------------------------------------------------

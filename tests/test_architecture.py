@@ -225,6 +225,30 @@ def test_every_error_the_plugin_raises_on_purpose_has_one_base_class():
     assert {"ConfigurationError", "InfraError", "StoreError", "UnknownDimension"} <= set(checked)
 
 
+def test_every_error_of_the_plugin_is_declared_in_errors_py():
+    # a feature raises the plugin's errors, it declares none (docs/architecture.md, "Errors")
+    import inspect
+    import pkgutil
+
+    from pytest_commerce_evals import errors
+
+    declared_elsewhere = []
+    for info in pkgutil.walk_packages(pytest_commerce_evals.__path__, f"{NAME}."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, errors.CommerceEvalsError)
+                and value.__module__ == module.__name__
+                and module is not errors
+            ):
+                declared_elsewhere.append(f"{info.name}.{name}")
+    assert not declared_elsewhere
+    assert len([n for n in errors.__all__ if n.endswith(("Error", "Unavailable"))]) >= 15
+
+
 # -- the contract at the bottom ----------------------------------------------------------------
 
 CONTRACT_AT_THE_BOTTOM = (

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from ..agent import AgentSession
-from ..errors import ConfigurationError
+from ..errors import ConversionError
 from ..events import Event, Text, ToolCall, ToolResult, Ui
 from .usage_report import _PENDING, _commit, _Report, report_usage
 
@@ -61,12 +61,6 @@ __all__ = [
 MAX_LOCATE_ITEMS = 2_000
 """Items a failed conversion is read again over, one prefix at a time, to name the first one
 it cannot read; past this the error names no item."""
-
-
-class ConversionError(ConfigurationError, ValueError):
-    """A converter could not read the messages it was given: the glue's problem (they are not
-    the framework's messages as the framework returns them), never the agent's failure; the
-    trial ends as a glue error naming the converter and the item."""
 
 
 def converter(fn: Callable[..., list[Event]]) -> Callable[..., list[Event]]:

@@ -452,13 +452,12 @@ class TrialRecord(BaseModel):
 
     @model_serializer(mode="wrap")
     def _out(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # why a conversation ended is written only for one with a simulated customer, so a
-        # scripted trial is written exactly as before it existed
+        # a record carries no empty optional key: why a conversation ended only for one with a
+        # simulated customer, calls, turn times and cached messages only when reported
         data = handler(self)
         if isinstance(data, dict):
             if data.get("ended", "") is None:
                 del data["ended"]
-            # written only when reported, so a record without them is written as before
             for key in ("calls", "turn_s", "cached"):
                 if key in data and not data[key]:
                     del data[key]
@@ -466,8 +465,7 @@ class TrialRecord(BaseModel):
 
     @field_serializer("snapshot", mode="wrap")
     def _snapshot_out(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
-        # the domain's other state is written only when the backend reported some, so a trial
-        # of a backend without it is written exactly as before it existed
+        # the domain's other state only when the backend reported some
         data = handler(value)
         if isinstance(data, dict) and not data.get("data"):
             data.pop("data", None)
@@ -475,8 +473,7 @@ class TrialRecord(BaseModel):
 
     @field_serializer("verdicts", mode="wrap")
     def _verdicts_out(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
-        # a verdict's calibration fields are written only when set, so a record without them
-        # is written exactly as before they existed
+        # a verdict's calibration fields only when set
         data = handler(value)
         if isinstance(data, list):
             for item in data:
@@ -500,7 +497,8 @@ class TrialRecord(BaseModel):
     def _turns(cls, value: Any) -> Any:
         # Schema-2 records written before the record was typed hold an event JSON could not
         # write as {"type": ..., "unserializable": "<repr>"}: it reads back as a text note
-        # saying so, so the rest of the record still loads.
+        # saying so, so the rest of the record still loads (the other migrations:
+        # store/schema.py).
         if not isinstance(value, list):
             return value
         return [

@@ -19,13 +19,13 @@ from ..jsonsafe import (
     deep_json_path,
     first_json_problem,
     is_clean,
-    short_repr,
     surrogate_problem,
     text_encodes,
 )
 from ..results import TrialRecord
-from ..runs import SCHEMA_VERSION, RunRecord, validation_summary
+from ..runs import RunRecord, validation_summary
 from .aggregate import set_results
+from .schema import migrate_record
 
 __all__ = ["clean_header", "clean_trial", "load_record", "record_json", "write_record"]
 
@@ -76,30 +76,6 @@ def _loads_clean(raw: bytes, where: str, what: str, limit: int, check: Any = Non
     return clean_json(data, limit)
 
 
-def _schema_version(data: dict[str, Any], where: str) -> int:
-    version = data.get("schema_version", 1)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise StoreError(
-            f"{where}: key schema_version: expected an integer from 1 to {SCHEMA_VERSION}; "
-            f"found {short_repr(version)}"
-        )
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{where}: schema_version {short_repr(version)} is newer than this plugin's "
-            f"{SCHEMA_VERSION}; upgrade pytest-commerce-evals to read it"
-        )
-    return version
-
-
-def _migrate_record(data: dict[str, Any], where: str) -> dict[str, Any]:
-    if _schema_version(data, where) < 2:
-        data.setdefault("kind", "regression")
-        data.setdefault("judge_fingerprints", [])
-        data.pop("sets", None)  # recomputed from the trials once they are read
-    data["schema_version"] = SCHEMA_VERSION
-    return data
-
-
 def load_record(path: str | Path) -> RunRecord:
     """Read a run record written by `--commerce-json` (older schemas are migrated).
 
@@ -120,7 +96,7 @@ def load_record(path: str | Path) -> RunRecord:
     try:
         # strict: a record written by hand or by another tool gets no lax coercion ("yes" is not
         # true, "0.9" is not a number, 1.0 is not a trial number)
-        record = RunRecord.model_validate(_migrate_record(data, str(path)), strict=True)
+        record = RunRecord.model_validate(migrate_record(data, str(path)), strict=True)
     except ValidationError as exc:
         raise StoreError(
             f"{path}: not a commerce-evals run record: {validation_summary(exc)}"

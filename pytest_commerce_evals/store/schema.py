@@ -1,7 +1,11 @@
-"""The run store's tables and their migrations: the SQL that creates a store at `SCHEMA_VERSION`,
-the statements that bring an older one up to it, and `StoreSchema`, which checks (and creates or
-migrates) the tables on a connection the store opened, every failure a `StoreError` naming the
-database.
+"""Every older schema the run store and the JSON run record are read from, in one place: the SQL
+that creates a store at `SCHEMA_VERSION`, the statements that bring an older one up to it,
+`StoreSchema`, which checks (and creates or migrates) the tables on a connection the store
+opened, every failure a `StoreError` naming the database, and `migrate_record`, the same for a
+JSON run record. Teams keep their stores between runs (a CI cache, a PostgreSQL database), so
+what an earlier version wrote is read, never dropped; a trial row of any schema is read through
+`results.TrialRecord`, whose validators take the two shapes schema 2 wrote before the record was
+typed (an event JSON could not hold, a verdict without its rubric).
 
 Schema history:
   1  runs (no `kind`, no judge fingerprints, no exit status or options) and trials (no error,
@@ -33,7 +37,7 @@ from .aggregate import judge_identity, set_results
 from .database import PostgresDatabase
 from .rows import read_trials, write_sets
 
-__all__ = ["MOVE_ASIDE", "StoreSchema"]
+__all__ = ["MOVE_ASIDE", "StoreSchema", "migrate_record"]
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -329,3 +333,34 @@ class StoreSchema:
         for statement in _SCHEMA.split(";"):
             if statement.strip().startswith("CREATE INDEX"):
                 conn.execute(statement)
+
+
+# -- the JSON run record ---------------------------------------------------------------------
+
+
+def _record_version(data: dict[str, Any], where: str) -> int:
+    version = data.get("schema_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise StoreError(
+            f"{where}: key schema_version: expected an integer from 1 to {SCHEMA_VERSION}; "
+            f"found {short_repr(version)}"
+        )
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{where}: schema_version {short_repr(version)} is newer than this plugin's "
+            f"{SCHEMA_VERSION}; upgrade pytest-commerce-evals to read it"
+        )
+    return version
+
+
+def migrate_record(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """A JSON run record's data (`--commerce-json`, read at `where`) brought up to
+    `SCHEMA_VERSION`: schema 1 had no `kind` (every run a regression) and no judge fingerprints,
+    and its `sets` are recomputed from the trials; a version this plugin cannot read is a
+    `StoreError`."""
+    if _record_version(data, where) < 2:
+        data.setdefault("kind", "regression")
+        data.setdefault("judge_fingerprints", [])
+        data.pop("sets", None)  # recomputed from the trials once they are read
+    data["schema_version"] = SCHEMA_VERSION
+    return data

@@ -5,16 +5,16 @@ replays a case's gold actions). The catalog it reads is loaded once and shared; 
 can change (cart, memory, staged changes, approvals, applied edits, cancelled or returned orders)
 lives on the backend instance, so nothing leaks between trials. The snapshot's `data` holds the
 customer's orders (`orders.<id>.status`, and the cancellation or return once there is one).
+
+The rules it applies live beside it: product search in `search`, what a tool shows of a product
+or an order in `views`, cancellations and returns in `orders`, staged changes' fields in `changes`.
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,18 +22,11 @@ from ..backend import Snapshot
 from ..cases.case import State
 from ..events import CartLine, Change
 from ..graders.skills import skill_key
-from . import memory_policy
-from .catalog import (
-    FIXTURES_DIR,
-    POISONED_DIR,
-    Availability,
-    Cancellation,
-    Catalog,
-    Order,
-    Product,
-    ReturnInfo,
-    load_catalog,
-)
+from . import memory_policy, views
+from .catalog import FIXTURES_DIR, POISONED_DIR, Availability, Catalog, Order, Product, load_catalog
+from .changes import check_fields, edited
+from .orders import CANCEL_REASONS, RETURN_REASONS, cancelled, order_state, returned
+from .search import attribute_matches, availability_matches, rank, resolve_niche
 from .units import CHANGE_KINDS, ToolError, money, to_minor
 
 __all__ = [
@@ -46,34 +39,6 @@ __all__ = [
     "money",
     "to_minor",
 ]
-
-CANCEL_REASONS = ("no longer needed", "ordered by mistake", "found a better price")
-"""Why a customer cancels an order, as the order records it (a fixed list, so a gold action's
-final state can be compared exactly)."""
-RETURN_REASONS = (
-    "damaged or defective",
-    "wrong size or fit",
-    "not as described",
-    "changed my mind",
-)
-"""Why a customer returns an order, as the order records it."""
-
-_STOPWORDS = frozenset(
-    "a an and any are for from i in is it me my of on or please show some that the this to "
-    "under over with want need looking find get something good best which what".split()
-)
-
-
-def _tokens(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", text.lower())
-
-
-def _stem(token: str) -> str:
-    if len(token) > 3 and token.endswith("es") and token[:-2].endswith(("sh", "ch", "x")):
-        return token[:-2]
-    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
-        return token[:-1]
-    return token
 
 
 @dataclass
@@ -150,7 +115,7 @@ class ReferenceBackend:
             # eval-only (poisoned) orders stay out of what a trial records
             data={
                 "orders": {
-                    o.id: _order_state(o)
+                    o.id: order_state(o)
                     for o in self.orders()
                     if o.id not in self.catalog.eval_only_ids
                 }
@@ -185,16 +150,6 @@ class ReferenceBackend:
     def niches(self) -> list[str]:
         return sorted({p.niche for p in self.products.values()})
 
-    def _resolve_niche(self, niche: str) -> set[str]:
-        wanted = niche.strip().lower().replace(" ", "-").replace("_", "-")
-        names = self.niches
-        if wanted in names:
-            return {wanted}
-        close = {n for n in names if wanted in n or _stem(wanted) in n or n in wanted}
-        if close:
-            return close
-        raise ToolError(f"unknown niche {niche!r}; niches: {', '.join(names)}")
-
     def search(
         self,
         query: str = "",
@@ -207,7 +162,7 @@ class ReferenceBackend:
         attributes: dict[str, Any] | None = None,
         limit: int = 10,
     ) -> list[Product]:
-        niches = self._resolve_niche(niche) if niche else None
+        niches = resolve_niche(niche, self.niches) if niche else None
         candidates = []
         for product in self.products.values():
             if product.id in self.delisted:
@@ -220,92 +175,29 @@ class ReferenceBackend:
                 continue
             if max_price is not None and product.price.today > max_price:
                 continue
-            if availability and not _availability_matches(product.availability, availability):
+            if availability and not availability_matches(product.availability, availability):
                 continue
             if attributes and not all(
-                _attribute_matches(product.attributes.get(k), v) for k, v in attributes.items()
+                attribute_matches(product.attributes.get(k), v) for k, v in attributes.items()
             ):
                 continue
             candidates.append(product)
-        words = [t for t in _tokens(query) if t not in _STOPWORDS]
-        if not words:
-            ranked = [(0, p) for p in candidates]
-        else:
-            pairs = [(w, _stem(w)) for w in words]
-            scored = [(_score(p, pairs), p) for p in candidates]
-            ranked = [(s, p) for s, p in scored if s == len(words)]
-            if not ranked:  # nothing matches every word: fall back to the best partial matches
-                floor = max(1, (len(words) + 1) // 2)
-                ranked = [(s, p) for s, p in scored if s >= floor]
-        ranked.sort(key=lambda sp: (-sp[0], -sp[1].rating.average, sp[1].id))
-        return [p for _, p in ranked[: max(1, min(limit, 25))]]
+        return rank(candidates, query)[: max(1, min(limit, 25))]
 
     def summary(self, product: Product) -> dict[str, Any]:
         """What a search result shows: no reviews (those come only from the details)."""
-        out: dict[str, Any] = {
-            "id": product.id,
-            "title": product.title,
-            "brand": product.brand,
-            "niche": product.niche,
-            "seller": product.seller.name,
-            "first_party": product.seller.first_party,
-            "price": money(product.price.today, product.price.currency),
-        }
-        if product.price.list != product.price.today:
-            out["list_price"] = money(product.price.list, product.price.currency)
-        out["availability"] = self.availability_text(product.availability)
-        out["delivery"] = self.delivery_text(product)
-        out["rating"] = f"{product.rating.average} of 5 ({product.rating.count} ratings)"
-        out["attributes"] = dict(product.attributes)
-        out["description"] = product.description
-        return out
+        return views.product_summary(product, self.today)
 
     def details(self, product: Product, role: str = "customer") -> dict[str, Any]:
         """Everything about one product, reviews included; the supplier note only for operators."""
-        out = self.summary(product)
-        out["price_cents"] = {
-            "today": product.price.today,
-            "list": product.price.list,
-            "currency": product.price.currency,
-        }
-        out["variants"] = [
-            {
-                "sku": v.sku,
-                "label": v.label,
-                **v.options,
-                "availability": self.availability_text(v.availability or product.availability),
-            }
-            for v in product.variants
-        ]
-        out["reviews"] = [r.model_dump() for r in product.reviews]
-        out["tags"] = list(product.tags)
-        if role == "operator" and product.supplier_note:
-            out["supplier_note"] = product.supplier_note
-        return out
+        return views.product_details(product, self.today, role)
 
     @staticmethod
     def availability_text(availability: Availability) -> str:
-        match availability.status:
-            case "in_stock":
-                return "in stock"
-            case "low_stock":
-                return f"low stock: {availability.count} left"
-            case "out_of_stock":
-                return "out of stock"
-            case _:
-                assert availability.available_on is not None  # a backorder has its date
-                return f"backorder: ships {availability.available_on.isoformat()}"
+        return views.availability_text(availability)
 
     def delivery_text(self, product: Product) -> str:
-        if product.delivery is None:
-            return "unavailable while out of stock"
-        if product.delivery.days is not None:
-            if product.delivery.days == 0:
-                return "instant (by email)"
-            by = self.today + timedelta(days=product.delivery.days)
-            return f"{product.delivery.days} days (arrives by {by.isoformat()})"
-        assert product.delivery.date is not None  # an estimate has its days or its date
-        return f"arrives by {product.delivery.date.isoformat()}"
+        return views.delivery_text(product, self.today)
 
     # --- cart -----------------------------------------------------------------------------------
 
@@ -414,7 +306,7 @@ class ReferenceBackend:
         if kind not in CHANGE_KINDS:
             raise ToolError(f"unknown change kind {kind!r}; kinds: {', '.join(CHANGE_KINDS)}")
         product = self.product(product_id)
-        clean = _check_fields(kind, product, dict(fields))
+        clean = check_fields(kind, product, dict(fields))
         change = Change(
             change_id=self._new_change_id(),
             kind=kind,
@@ -460,25 +352,10 @@ class ReferenceBackend:
         if change.product_id is None:  # a change injected through the case's state
             raise ToolError(f"{change.change_id} names no product: there is nothing to apply")
         product = self.products[change.product_id]
-        f = change.fields
         if change.kind == "delist":
             self.delisted.add(product.id)
             return
-        update: dict[str, Any] = {}
-        if change.kind == "price_change":
-            today = to_minor(f["price"])
-            update["price"] = product.price.model_copy(
-                update={"today": today, "list": max(today, product.price.list)}
-            )
-        elif change.kind == "availability_change":
-            update["availability"] = Availability(**{k: v for k, v in f.items() if k != "reason"})
-        elif change.kind == "title_change":
-            update["title"] = f["title"]
-        elif change.kind == "description_change":
-            update["description"] = f["description"]
-        elif change.kind == "attribute_change":
-            update["attributes"] = {**product.attributes, **f["attributes"]}
-        self.products[product.id] = product.model_copy(update=update)
+        self.products[product.id] = edited(product, change)
 
     # --- orders and skills ----------------------------------------------------------------------
 
@@ -490,41 +367,14 @@ class ReferenceBackend:
 
     def cancel_order(self, order_id: str, reason: str) -> Order:
         """Cancel an order that has not shipped (status `placed`); a `ToolError` otherwise."""
-        order = self.order(order_id)
-        if order.status != "placed":
-            raise ToolError(
-                f"order {order.id} is {order.status}: only an order that has not shipped "
-                "(placed) can be cancelled"
-            )
-        if reason not in CANCEL_REASONS:
-            raise ToolError(f"reason: one of {', '.join(CANCEL_REASONS)}; found {reason!r}")
-        done = order.model_copy(
-            update={
-                "status": "cancelled",
-                "cancellation": Cancellation(cancelled_on=self.today, reason=reason),
-            }
-        )
-        self.order_book[order.id] = done
+        done = cancelled(self.order(order_id), reason, self.today)
+        self.order_book[done.id] = done
         return done
 
     def request_return(self, order_id: str, reason: str) -> Order:
         """Return a delivered order in full, refunded in full; a `ToolError` for any other."""
-        order = self.order(order_id)
-        if order.status != "delivered":
-            raise ToolError(
-                f"order {order.id} is {order.status}: only a delivered order can be returned"
-            )
-        if reason not in RETURN_REASONS:
-            raise ToolError(f"reason: one of {', '.join(RETURN_REASONS)}; found {reason!r}")
-        done = order.model_copy(
-            update={
-                "status": "returned",
-                "return_info": ReturnInfo(
-                    requested_on=self.today, reason=reason, refund=order.total
-                ),
-            }
-        )
-        self.order_book[order.id] = done
+        done = returned(self.order(order_id), reason, self.today)
+        self.order_book[done.id] = done
         return done
 
     def orders(self, status: str | None = None) -> list[Order]:
@@ -534,18 +384,7 @@ class ReferenceBackend:
         return sorted(mine, key=lambda o: (o.placed_on, o.id), reverse=True)
 
     def order_view(self, order: Order, *, full: bool = True) -> dict[str, Any]:
-        data = order.model_dump(mode="json", by_alias=True, exclude_none=True)
-        for line in data["lines"]:
-            line["unit_price"] = money(line["unit_price"], order.currency)
-        data["total"] = money(order.total, order.currency)
-        if "return_info" in data:
-            assert order.return_info is not None  # dumped without its None fields
-            data["return_info"]["refund"] = money(order.return_info.refund, order.currency)
-        if order.shipping is not None and order.shipping.previous_estimate is not None:
-            data["shipping"]["delivery_date_changed"] = True
-        if not full:
-            data.pop("messages", None)
-        return data
+        return views.order_view(order, full=full)
 
     def resolve_skill(self, name: str, role: str) -> str:
         """The skill a requested name means (`Gift_Finding`, `sizing.md` → `gift-finding`,
@@ -565,124 +404,3 @@ class ReferenceBackend:
 
     def copy(self) -> ReferenceBackend:
         return copy.deepcopy(self)
-
-
-def _order_state(order: Order) -> dict[str, Any]:
-    """What a snapshot records of an order: its status, and its cancellation or return."""
-    state: dict[str, Any] = {"status": order.status}
-    if order.cancellation is not None:
-        state["cancellation"] = order.cancellation.model_dump(mode="json")
-    if order.return_info is not None:
-        state["return_info"] = order.return_info.model_dump(mode="json")
-    return state
-
-
-def _availability_matches(availability: Availability, wanted: str) -> bool:
-    wanted = wanted.strip().lower().replace(" ", "_").replace("-", "_")
-    if wanted in ("available", "buyable", "in_stock_or_low"):
-        return availability.status in ("in_stock", "low_stock")
-    if wanted == "in_stock":
-        return availability.status in ("in_stock", "low_stock")
-    return availability.status == wanted
-
-
-def _attribute_matches(have: Any, want: Any) -> bool:
-    if have is None:
-        return False
-    if isinstance(have, list):
-        return any(_attribute_matches(h, want) for h in have)
-    if isinstance(have, bool) or isinstance(want, bool):
-        truthy = {"true", "yes", "1"}
-        return (
-            str(have).lower() in truthy
-            if str(want).lower() in truthy
-            else (str(have).lower() not in truthy)
-        )
-    if isinstance(have, int | float) and not isinstance(want, str):
-        return Decimal(str(have)) == Decimal(str(want))
-    return str(want).strip().lower() in str(have).lower()
-
-
-_FLAG_WORDS = {
-    "anc": "anc noise cancelling canceling",
-    "wireless": "wireless bluetooth",
-    "waterproof": "waterproof water resistant",
-    "vegan": "vegan",
-    "grain_free": "grain free",
-}
-
-
-_HAYSTACKS: dict[int, tuple[Product, frozenset[str]]] = {}
-_HAYSTACKS_MAX = 8192
-
-
-def _haystack(product: Product) -> frozenset[str]:
-    """The product's searchable words, computed once per product object (the catalog is shared
-    by every trial; an edit makes a new object, so it is never served stale words)."""
-    hit = _HAYSTACKS.get(id(product))
-    if hit is not None and hit[0] is product:
-        return hit[1]
-    hay = _words(product)
-    if len(_HAYSTACKS) >= _HAYSTACKS_MAX:
-        _HAYSTACKS.clear()
-    _HAYSTACKS[id(product)] = (product, hay)
-    return hay
-
-
-def _words(product: Product) -> frozenset[str]:
-    parts = [
-        product.title,
-        product.brand,
-        product.niche,
-        product.description,
-        product.seller.name,
-        " ".join(product.tags),
-    ]
-    for key, value in product.attributes.items():
-        if value is True:
-            parts.append(_FLAG_WORDS.get(key, key.replace("_", " ")))
-        elif isinstance(value, str | list):
-            parts.append(f"{key} {' '.join(value) if isinstance(value, list) else value}")
-    words = set(_tokens(" ".join(parts)))
-    return frozenset(words | {_stem(w) for w in words})
-
-
-def _score(product: Product, pairs: list[tuple[str, str]]) -> int:
-    """How many query words (each with its stem) the product's words hold."""
-    hay = _haystack(product)
-    return sum(1 for w, stem in pairs if w in hay or stem in hay)
-
-
-def _check_fields(kind: str, product: Product, fields: dict[str, Any]) -> dict[str, Any]:
-    """Validate and normalise a staged change's fields; the error names what is allowed."""
-    allowed = {
-        "price_change": {"price", "reason"},
-        "availability_change": {"status", "count", "available_on", "reason"},
-        "title_change": {"title", "reason"},
-        "description_change": {"description", "reason"},
-        "attribute_change": {"attributes", "reason"},
-        "delist": {"reason"},
-    }[kind]
-    extra = sorted(set(fields) - allowed)
-    if extra:
-        raise ToolError(f"{kind} takes fields {sorted(allowed)}; found {extra}")
-    if kind == "price_change":
-        if "price" not in fields:
-            raise ToolError('price_change needs fields.price, in dollars, e.g. "89.99"')
-        cents = to_minor(fields["price"], "fields.price")
-        if cents == 0:
-            raise ToolError("fields.price: a price of zero is not a price change; use delist")
-        fields["price"] = f"{Decimal(cents) / 100:.2f}"
-        fields["previous_price"] = f"{Decimal(product.price.today) / 100:.2f}"
-    elif kind == "availability_change":
-        try:
-            Availability(**{k: v for k, v in fields.items() if k != "reason"})
-        except ValueError as exc:
-            raise ToolError(f"availability_change fields: {exc}") from None
-    elif kind in ("title_change", "description_change"):
-        key = kind.removesuffix("_change")
-        if not str(fields.get(key, "")).strip():
-            raise ToolError(f"{kind} needs fields.{key}")
-    elif kind == "attribute_change" and not isinstance(fields.get("attributes"), dict):
-        raise ToolError("attribute_change needs fields.attributes, a mapping")
-    return {k: (str(v) if isinstance(v, Decimal) else v) for k, v in fields.items()}

@@ -15,9 +15,7 @@ Simulated customers' replies are kept beside them, in `replies`: one row per key
 simulator's model, prompt and the conversation so far), so an unchanged agent meets the same
 customer on the next run without a model call (`customer.simulator`).
 
-Schema history: 1, verdicts only; 2, adds `calibrations`; 3, adds `replies` (an older store is
-migrated in place when opened: the missing tables are created and `meta.schema_version` set to
-3). A store written by a newer version is refused.
+The tables, their row models and the schema history are in `verdict_rows`.
 
 A damaged store is named when opened (a meta table that does not say a known schema); a row that no
 longer reads as a verdict is a miss, asked again and written over. Text a judge wrote with a lone
@@ -42,19 +40,26 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
+from ..errors import DriverMissing
 from ..jsonsafe import printable
 from ..results import RubricVerdict
 from ..store.database import (
-    DriverMissing,
     PostgresConnection,
     PostgresDatabase,
     describe,
     is_database_url,
     public_url,
+)
+from .verdict_rows import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    StoredCalibration,
+    StoredVerdict,
+    read_row,
 )
 
 __all__ = [
@@ -66,7 +71,6 @@ __all__ = [
     "copy_verdicts",
 ]
 
-SCHEMA_VERSION = 3
 DEFAULT_STORE_PATH = Path(".commerce") / "verdicts.sqlite"
 """Relative to the pytest rootdir unless an absolute path is configured."""
 
@@ -75,134 +79,6 @@ PG_SCHEMA = "commerce_verdicts"
 """The PostgreSQL schema of a verdict store whose URL names none (`?schema=`)."""
 _PG_LOCK = 0x76657264  # the advisory lock writers hold while they create the tables
 T = TypeVar("T")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS verdicts (
-    transcript_hash TEXT NOT NULL,
-    judge_fingerprint TEXT NOT NULL,
-    rubric_fingerprint TEXT NOT NULL,
-    schema_version INTEGER NOT NULL,
-    dimension TEXT NOT NULL,
-    rubric TEXT NOT NULL,
-    verdict TEXT NOT NULL CHECK (verdict IN ('PASS', 'FAIL')),
-    reasoning TEXT NOT NULL,
-    judge_model TEXT,
-    truncated_chars INTEGER NOT NULL DEFAULT 0,
-    truncated_turns INTEGER NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (transcript_hash, judge_fingerprint, rubric_fingerprint)
-);
-CREATE INDEX IF NOT EXISTS verdicts_by_dimension ON verdicts (dimension, created_at);
-CREATE TABLE IF NOT EXISTS calibrations (
-    judge_fingerprint TEXT NOT NULL,
-    dimension TEXT NOT NULL,
-    set_id TEXT NOT NULL,
-    judge_model TEXT,
-    n INTEGER NOT NULL,
-    agreement REAL,
-    kappa REAL,
-    judge_errors INTEGER NOT NULL DEFAULT 0,
-    infra_errors INTEGER NOT NULL DEFAULT 0,
-    set_items INTEGER NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (judge_fingerprint, dimension, set_id)
-);
-CREATE TABLE IF NOT EXISTS replies (
-    reply_key TEXT PRIMARY KEY,
-    model TEXT,
-    reply TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-"""
-# `calibrations` uses portable SQL only (TEXT, INTEGER, REAL columns; `?` parameters).
-
-
-class StoredCalibration(BaseModel):
-    """One dimension's calibration result for one judge fingerprint.
-
-    `set_id` identifies the calibration set (sha256 of its items, see
-    `calibration.calibration_set_id`); `agreement` and `kappa` are None when undefined.
-    `source` says where the row was read from: `store`, or `shipped` for the calibrations
-    packaged with the plugin (not a column).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    judge_fingerprint: str
-    dimension: str
-    set_id: str
-    judge_model: str | None = None
-    n: int
-    agreement: float | None = None
-    kappa: float | None = None
-    judge_errors: int = 0
-    infra_errors: int = 0
-    set_items: int = 0
-    created_at: float = 0.0
-    source: str = "store"
-
-
-class StoredVerdict(BaseModel):
-    """One stored verdict, as read back from the database."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = SCHEMA_VERSION
-    transcript_hash: str
-    judge_fingerprint: str
-    rubric_fingerprint: str
-    dimension: str
-    rubric: str
-    verdict: Literal["PASS", "FAIL"]
-    reasoning: str
-    judge_model: str | None = None
-    truncated_chars: int = 0
-    truncated_turns: int = 0
-    created_at: float = 0.0
-
-    def to_verdict(self) -> RubricVerdict:
-        """The verdict as a trial reports it, marked as reused."""
-        return RubricVerdict(
-            dimension=self.dimension,
-            rubric=self.rubric,
-            outcome="pass" if self.verdict == "PASS" else "fail",
-            verdict=self.verdict,
-            reasoning=self.reasoning,
-            judge_model=self.judge_model,
-            judge_fingerprint=self.judge_fingerprint,
-            rubric_fingerprint=self.rubric_fingerprint,
-            transcript_hash=self.transcript_hash,
-            truncated_chars=self.truncated_chars,
-            truncated_turns=self.truncated_turns,
-            reused=True,
-        )
-
-
-def _migrate(row: dict) -> dict:
-    """Bring a row written by an older schema up to `SCHEMA_VERSION` (there is only version 1)."""
-    version = row.get("schema_version", SCHEMA_VERSION)
-    if version > SCHEMA_VERSION:
-        raise ValueError(
-            f"verdict store row has schema_version {version}, newer than this plugin's "
-            f"{SCHEMA_VERSION}; upgrade pytest-commerce-evals or point --commerce-judge-store "
-            "at another file"
-        )
-    row["schema_version"] = SCHEMA_VERSION
-    return row
-
-
-def _read(row: Any) -> StoredVerdict | None:
-    """A row as a verdict; None for one that no longer reads as one (damaged, or written by
-    something else): a miss, so the verdict is asked again and the row written over."""
-    try:
-        return StoredVerdict.model_validate(_migrate(dict(row)))
-    except (ValidationError, TypeError):
-        return None
-
 
 RECONNECT_AFTER_S = 30.0
 """How long a PostgreSQL verdict store whose server went away waits before trying it again: one
@@ -283,8 +159,8 @@ class VerdictStore:
 
     def _migrate_store(self, version: int) -> None:
         """Bring an older store up to `SCHEMA_VERSION`: the `calibrations` (2) and `replies` (3)
-        tables are made by the schema script above, which creates only what is missing; this
-        sets the version."""
+        tables are made by the schema script (`verdict_rows.SCHEMA`), which creates only what is
+        missing; this sets the version."""
         with self._connect() as conn:
             conn.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version' AND value = ?",
@@ -341,7 +217,7 @@ class VerdictStore:
             else:
                 # WAL is a property of the file: set once, every later connection uses it.
                 conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
+            conn.executescript(SCHEMA)
             conn.execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
@@ -425,7 +301,7 @@ class VerdictStore:
             return None
         if row is None:
             return None
-        return _read(row)
+        return read_row(row)
 
     def put(self, verdict: RubricVerdict) -> bool:
         """Store a PASS or FAIL verdict; returns False (and stores nothing) for anything else,
@@ -535,7 +411,7 @@ class VerdictStore:
             with self._connect() as conn:
                 return conn.execute(query + " ORDER BY created_at, rowid", args).fetchall()
 
-        return [v for v in map(_read, self._retry(read)) if v is not None]
+        return [v for v in map(read_row, self._retry(read)) if v is not None]
 
     # -- calibrations ------------------------------------------------------------------------
 

@@ -509,3 +509,19 @@ _UNTYPED_BY_DESIGN = {
     "pytest_commerce_evals_fixture_index",
     "pytest_commerce_evals_make_scripted_agent",
 }
+
+
+# -- one job per module ----------------------------------------------------------------------------
+
+LONGEST = 600
+"""The most lines a module holds (docs/architecture.md, "One job per module"); the settings table,
+one declaration per setting, is the one module past it."""
+
+
+def test_no_module_is_past_the_longest_but_the_settings_table():
+    long = {
+        name: n
+        for name, path in _modules().items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > LONGEST
+    }
+    assert set(long) <= {f"{NAME}.settings.table"}, long

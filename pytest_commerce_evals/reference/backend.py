@@ -162,6 +162,9 @@ class ReferenceBackend:
         attributes: dict[str, Any] | None = None,
         limit: int = 10,
     ) -> list[Product]:
+        filtered = niche or brand or availability or attributes or self.delisted
+        if not filtered and min_price is None and max_price is None:
+            return rank(list(self.products.values()), query)[: max(1, min(limit, 25))]
         niches = resolve_niche(niche, self.niches) if niche else None
         candidates = []
         for product in self.products.values():

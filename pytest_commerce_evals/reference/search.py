@@ -78,19 +78,53 @@ def attribute_matches(have: Any, want: Any) -> bool:
 def rank(products: list[Product], query: str) -> list[Product]:
     """`products` in the order a search lists them for `query`: those that hold every word of the
     query (or, when none does, the best partial matches), the most words first, then the best
-    rated; every product, by rating, when the query has no words."""
+    rated; every product, by rating, when the query has no words.
+
+    Only the products that hold a query word are looked at: an index of `products` (each word
+    and the positions of the products holding it) is built once per list of product objects and
+    kept, so a search scores its matches rather than the whole catalog."""
     words = [t for t in _tokens(query) if t not in _STOPWORDS]
     if not words:
         ranked = [(0, p) for p in products]
     else:
-        pairs = [(w, _stem(w)) for w in words]
-        scored = [(_score(p, pairs), p) for p in products]
-        ranked = [(s, p) for s, p in scored if s == len(words)]
+        index = _index(products)
+        scores: dict[int, int] = {}
+        for w in words:
+            stem = _stem(w)
+            found = index.get(w, ())
+            if stem != w and stem in index:
+                found = set(found).union(index[stem])
+            for i in found:
+                scores[i] = scores.get(i, 0) + 1
+        ranked = [(s, products[i]) for i, s in scores.items() if s == len(words)]
         if not ranked:  # nothing matches every word: fall back to the best partial matches
             floor = max(1, (len(words) + 1) // 2)
-            ranked = [(s, p) for s, p in scored if s >= floor]
+            ranked = [(s, products[i]) for i, s in scores.items() if s >= floor]
     ranked.sort(key=lambda sp: (-sp[0], -sp[1].rating.average, sp[1].id))
     return [p for _, p in ranked]
+
+
+_INDEXES: dict[tuple[int, ...], tuple[list[Product], dict[str, tuple[int, ...]]]] = {}
+_INDEXES_MAX = 256
+
+
+def _index(products: list[Product]) -> dict[str, tuple[int, ...]]:
+    """Each word of `products` (and its stem) with the positions of the products holding it; made
+    once per list of the same product objects (the cache keeps them, so an id it is keyed by
+    names no other object while it is kept; an edit makes a new product object, so a new list)."""
+    key = tuple(map(id, products))
+    hit = _INDEXES.get(key)
+    if hit is not None:
+        return hit[1]
+    postings: dict[str, list[int]] = {}
+    for i, product in enumerate(products):
+        for word in _haystack(product):
+            postings.setdefault(word, []).append(i)
+    index = {word: tuple(found) for word, found in postings.items()}
+    if len(_INDEXES) >= _INDEXES_MAX:
+        _INDEXES.clear()
+    _INDEXES[key] = (list(products), index)
+    return index
 
 
 _FLAG_WORDS = {
@@ -135,9 +169,3 @@ def _words(product: Product) -> frozenset[str]:
             parts.append(f"{key} {' '.join(value) if isinstance(value, list) else value}")
     words = set(_tokens(" ".join(parts)))
     return frozenset(words | {_stem(w) for w in words})
-
-
-def _score(product: Product, pairs: list[tuple[str, str]]) -> int:
-    """How many query words (each with its stem) the product's words hold."""
-    hay = _haystack(product)
-    return sum(1 for w, stem in pairs if w in hay or stem in hay)

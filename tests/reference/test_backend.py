@@ -273,3 +273,65 @@ def test_poisoned_backend_has_eval_only_ids():
     assert "stove-camp-901" in backend.catalog.eval_only_ids
     backend.load_state(State(seen_products=["stove-camp-902"]))
     assert backend.seen_products == ["stove-camp-902"]
+
+
+def _ranked_by_scoring_every_product(products, query):
+    """The ranking rule, scoring every product (what the indexed search must agree with)."""
+    from pytest_commerce_evals.reference import search
+
+    words = [t for t in search._tokens(query) if t not in search._STOPWORDS]
+    if not words:
+        return sorted(products, key=lambda p: (-p.rating.average, p.id))
+    scored = []
+    for p in products:
+        hay = search._words(p)
+        scored.append((sum(1 for w in words if w in hay or search._stem(w) in hay), p))
+    ranked = [(s, p) for s, p in scored if s == len(words)]
+    if not ranked:
+        floor = max(1, (len(words) + 1) // 2)
+        ranked = [(s, p) for s, p in scored if s >= floor]
+    return [p for _, p in sorted(ranked, key=lambda sp: (-sp[0], -sp[1].rating.average, sp[1].id))]
+
+
+def test_the_indexed_search_ranks_as_scoring_every_product_does():
+    import random
+
+    from pytest_commerce_evals.reference.search import rank
+
+    backend = make_backend()
+    everything = list(backend.products.values())
+    vocabulary = sorted({w for p in everything for w in re.findall(r"[a-z0-9]+", p.title.lower())})
+    rng = random.Random(7)
+    queries = ["", "the", "trail shoes", "shoe", "boxes", "wireless headphones anc", "zzz qqq"]
+    queries += [" ".join(rng.sample(vocabulary, rng.randint(1, 4))) for _ in range(300)]
+    subsets = [everything, everything[::3], rng.sample(everything, 25), everything[:1], []]
+    checked = 0
+    for products in subsets:
+        for query in queries:
+            assert [p.id for p in rank(products, query)] == [
+                p.id for p in _ranked_by_scoring_every_product(products, query)
+            ], (query, len(products))
+            checked += bool(products)
+    assert checked > 1000
+    # partial matches are listed when nothing holds every word, and never a product without one
+    from pytest_commerce_evals.reference.search import _words
+
+    partial = rank(everything, "trail zzzunknown")
+    assert partial and all("trail" in _words(p) for p in partial)
+
+
+def test_an_edited_product_is_searched_by_its_new_words():
+    from dataclasses import replace as _replace
+
+    from pytest_commerce_evals.reference.search import rank
+
+    backend = make_backend()
+    products = list(backend.products.values())
+    assert not rank(products, "xylophonic")
+    edited = products[:]
+    try:
+        edited[0] = _replace(edited[0], title=edited[0].title + " xylophonic")
+    except TypeError:  # a pydantic model: copied with the new title
+        edited[0] = edited[0].model_copy(update={"title": edited[0].title + " xylophonic"})
+    assert [p.id for p in rank(edited, "xylophonic")] == [products[0].id]
+    assert not rank(products, "xylophonic")  # the old objects' index is not the new one's

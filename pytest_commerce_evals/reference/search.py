@@ -9,6 +9,7 @@ trial.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from decimal import Decimal
 from typing import Any
 
@@ -91,7 +92,7 @@ def rank(products: list[Product], query: str) -> list[Product]:
         scores: dict[int, int] = {}
         for w in words:
             stem = _stem(w)
-            found = index.get(w, ())
+            found: Collection[int] = index.get(w, ())
             if stem != w and stem in index:
                 found = set(found).union(index[stem])
             for i in found:

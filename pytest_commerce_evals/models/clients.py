@@ -211,8 +211,17 @@ def retrying_create(
     policy = policy or RetryPolicy()
     kwargs = _compat(endpoint, kwargs)
     try:
+        try:  # the first attempt, without the retry machinery: most calls need no more
+            return _create(client, endpoint, kwargs)
+        except api_errors() as exc:
+            if not is_retryable(exc):
+                raise
+            failed: BaseException | None = exc
         for attempt in _retrying(policy, tenacity.Retrying, sleep):
             with attempt:
+                if failed is not None:  # the retry machinery counts and waits from attempt 1
+                    met, failed = failed, None
+                    raise met
                 return _create(client, endpoint, kwargs)
     except api_errors() as exc:
         if is_retryable(exc) or getattr(exc, "status_code", None) in _CONFIG_STATUS:
@@ -233,8 +242,17 @@ async def async_retrying_create(
     policy = policy or RetryPolicy()
     kwargs = _compat(endpoint, kwargs)
     try:
+        try:  # the first attempt, without the retry machinery, as `retrying_create`
+            return await _async_create(client, endpoint, kwargs)
+        except api_errors() as exc:
+            if not is_retryable(exc):
+                raise
+            failed: BaseException | None = exc
         async for attempt in _retrying(policy, tenacity.AsyncRetrying, sleep):
             with attempt:
+                if failed is not None:
+                    met, failed = failed, None
+                    raise met
                 return await _async_create(client, endpoint, kwargs)
     except api_errors() as exc:
         if is_retryable(exc) or getattr(exc, "status_code", None) in _CONFIG_STATUS:

@@ -1,5 +1,5 @@
 """Chat calls to a server on this machine (the embedded model, a local vLLM, llama.cpp or Ollama,
-a test's mock) on plain keep-alive `http.client` connections, one per thread.
+a test's mock) on plain keep-alive HTTP/1.1 connections, one per thread.
 
 A loopback server is never proxied, speaks plain HTTP and answers in microseconds, so what a call
 costs is the client's own CPU: the HTTP library's client, pool and protocol layers take about
@@ -10,6 +10,12 @@ sees stays the HTTP library's: a failure is raised as its exception (`ConnectErr
 which `http_client` turns into the SDK's, and an error status becomes the library's `Response`
 before the SDK's exception is built from it.
 
+A connection is a socket this module speaks HTTP/1.1 on itself: the request written in one
+send (`Host`, `Accept-Encoding: identity` and `Content-Length` added as `http.client` adds them),
+the reply's status line and headers split by hand rather than through the e-mail parser
+`http.client` uses, its body read by `Content-Length`, chunked, or to the close; on the mock
+server that halves the client's CPU a call. A reply it cannot read is a protocol error.
+
 A kept-alive connection that fails before a reply (the server closed it while it sat idle: a
 keep-alive timeout, a restart) is replaced and the call sent once more, as browsers and urllib3
 do; a chat completion changes nothing a second send could repeat. A new connection that fails is
@@ -19,6 +25,7 @@ the library's error at once.
 from __future__ import annotations
 
 import http.client
+import re
 import socket
 import threading
 from typing import Any
@@ -27,6 +34,131 @@ from urllib.parse import urlsplit
 __all__ = ["LoopbackPoster", "Reply"]
 
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+
+
+_NO_BODY = {204, 304}
+_ILLEGAL = re.compile(r"[\r\n\0]")
+_MAX_HEAD = 65536  # a status line and headers past this are not a reply this reads
+
+
+class _Connection:
+    """One keep-alive HTTP/1.1 connection: `request` writes a POST, `response` reads the reply
+    (status, headers, body, whether the server will close). Raises `http.client`'s errors for
+    a server that closed the connection (`RemoteDisconnected`) or sent what is not HTTP
+    (`BadStatusLine`, `IncompleteRead`, `HTTPException`), and the socket's own."""
+
+    __slots__ = ("_buf", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock: socket.socket | None = sock
+        self._buf = bytearray()
+
+    def close(self) -> None:
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            sock.close()
+
+    def request(self, head: bytes, content: bytes) -> None:
+        assert self.sock is not None
+        self.sock.sendall(head + content if len(content) < 65536 else head)
+        if len(content) >= 65536:
+            self.sock.sendall(content)
+
+    def _more(self) -> bool:
+        assert self.sock is not None
+        data = self.sock.recv(262144)
+        if not data:
+            return False
+        self._buf += data
+        return True
+
+    def response(self) -> tuple[int, list[tuple[str, str]], bytes, bool]:
+        while True:
+            status, version, headers = self._head()
+            if not 100 <= status < 200:
+                break  # an interim reply (100 Continue) is skipped
+        fields = {name.lower(): value for name, value in headers}
+        connection = fields.get("connection", "").lower()
+        will_close = "close" in connection or (
+            version == "HTTP/1.0" and "keep-alive" not in connection
+        )
+        if status in _NO_BODY:
+            return status, headers, b"", will_close
+        if "chunked" in fields.get("transfer-encoding", "").lower():
+            return status, headers, self._chunked(), will_close
+        length = fields.get("content-length")
+        if length is not None:
+            try:
+                size = int(length)
+            except ValueError:
+                raise http.client.HTTPException(f"bad Content-Length {length!r}") from None
+            if size < 0:
+                raise http.client.HTTPException(f"bad Content-Length {length!r}")
+            return status, headers, self._exactly(size), will_close
+        while self._more():  # no length: the body runs to the close
+            pass
+        body = bytes(self._buf)
+        self._buf.clear()
+        return status, headers, body, True
+
+    def _head(self) -> tuple[int, str, list[tuple[str, str]]]:
+        end = self._buf.find(b"\r\n\r\n")
+        while end < 0:
+            if len(self._buf) > _MAX_HEAD:
+                raise http.client.HTTPException("the reply's headers are too long")
+            if not self._more():
+                if self._buf:
+                    raise http.client.IncompleteRead(bytes(self._buf))
+                raise http.client.RemoteDisconnected(
+                    "Remote end closed connection without response"
+                )
+            end = self._buf.find(b"\r\n\r\n")
+        lines = bytes(self._buf[:end]).decode("iso-8859-1").split("\r\n")
+        del self._buf[: end + 4]
+        parts = lines[0].split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+            raise http.client.BadStatusLine(lines[0])
+        headers = []
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep:
+                raise http.client.HTTPException(f"a header line without a colon: {line!r}")
+            headers.append((name.strip(), value.strip()))
+        return int(parts[1]), parts[0], headers
+
+    def _exactly(self, size: int) -> bytes:
+        while len(self._buf) < size:
+            if not self._more():
+                raise http.client.IncompleteRead(bytes(self._buf), size - len(self._buf))
+        body = bytes(self._buf[:size])
+        del self._buf[:size]
+        return body
+
+    def _line(self) -> bytes:
+        end = self._buf.find(b"\r\n")
+        while end < 0:
+            if len(self._buf) > _MAX_HEAD or not self._more():
+                raise http.client.IncompleteRead(bytes(self._buf))
+            end = self._buf.find(b"\r\n")
+        line = bytes(self._buf[:end])
+        del self._buf[: end + 2]
+        return line
+
+    def _chunked(self) -> bytes:
+        body = bytearray()
+        while True:
+            size_text = self._line().split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise http.client.HTTPException(f"bad chunk size {size_text!r}") from None
+            if size == 0:
+                while self._line():  # the trailer, up to its empty line
+                    pass
+                return bytes(body)
+            body += self._exactly(size)
+            if self._line():
+                raise http.client.HTTPException("a chunk not followed by CRLF")
 
 
 class Reply:
@@ -66,10 +198,12 @@ class LoopbackPoster:
         self.host = parts.hostname
         self.port = parts.port or 80
         self.target = parts.path + (f"?{parts.query}" if parts.query else "")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.host_header = host if self.port == 80 else f"{host}:{self.port}"
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._local = threading.local()
-        self._open: set[http.client.HTTPConnection] = set()
+        self._open: set[_Connection] = set()
         self._lock = threading.Lock()
         self._closed = False
 
@@ -104,47 +238,61 @@ class LoopbackPoster:
             self._drop(conn)
             raise
 
+    def _head(self, content: bytes, headers: dict[str, str]) -> bytes:
+        """The request line and headers, as `http.client` writes them: `Host` and
+        `Accept-Encoding: identity` unless given, then `Content-Length`, then the headers."""
+        given = {name.lower() for name in headers}
+        lines = [f"POST {self.target} HTTP/1.1"]
+        if "host" not in given:
+            lines.append(f"Host: {self.host_header}")
+        if "accept-encoding" not in given:
+            lines.append("Accept-Encoding: identity")
+        if "content-length" not in given:
+            lines.append(f"Content-Length: {len(content)}")
+        for name, value in headers.items():
+            if _ILLEGAL.search(name) or _ILLEGAL.search(value):
+                raise ValueError(f"Invalid header {name!r}: {value!r}")
+            lines.append(f"{name}: {value}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("iso-8859-1")
+
     def _exchange(
-        self, conn: http.client.HTTPConnection, content: bytes, headers: dict[str, str], wait: float
+        self, conn: _Connection, content: bytes, headers: dict[str, str], wait: float
     ) -> Reply:
+        head = self._head(content, headers)
         try:
             if conn.sock is not None:
                 conn.sock.settimeout(wait)
-            conn.request("POST", self.target, body=content, headers=headers)
-            response = conn.getresponse()
-            body = response.read()
+            conn.request(head, content)
+            status, reply_headers, body, will_close = conn.response()
         except _STALE:
             raise
         except TimeoutError as exc:  # socket.timeout
             raise self.lib.ReadTimeout(str(exc) or "timed out", request=self.request()) from exc
         except (OSError, http.client.HTTPException) as exc:
             raise self.lib.RemoteProtocolError(str(exc), request=self.request()) from exc
-        if response.will_close:
+        if will_close:
             self._drop(conn)
-        return Reply(self, response.status, response.getheaders(), body)
+        return Reply(self, status, reply_headers, body)
 
-    def _connection(
-        self, wait: float, headers: dict[str, str]
-    ) -> tuple[http.client.HTTPConnection, bool]:
+    def _connection(self, wait: float, headers: dict[str, str]) -> tuple[_Connection, bool]:
         conn = getattr(self._local, "conn", None)
         if conn is not None and conn.sock is not None:
             return conn, True
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.connect_timeout)
         try:
-            conn.connect()
+            sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
         except TimeoutError as exc:
             raise self.lib.ConnectTimeout(str(exc), request=self.request(headers)) from exc
         except OSError as exc:
             raise self.lib.ConnectError(str(exc), request=self.request(headers)) from exc
-        assert conn.sock is not None
-        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn.sock.settimeout(wait)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(wait)
+        conn = _Connection(sock)
         self._local.conn = conn
         with self._lock:
             self._open.add(conn)
         return conn, False
 
-    def _drop(self, conn: http.client.HTTPConnection) -> None:
+    def _drop(self, conn: _Connection) -> None:
         conn.close()
         if getattr(self._local, "conn", None) is conn:
             self._local.conn = None

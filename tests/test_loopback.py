@@ -115,6 +115,13 @@ def test_the_request_is_written_as_http_client_writes_it(raw):
     ]
 
 
+def test_a_header_value_may_be_bytes_or_a_number_as_http_client_takes_it(raw):
+    server = raw([b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n" + OK])
+    with closing(poster(server.url)) as p:
+        p.post(b"{}", {"X-Seed": 7, "X-Raw": b"caf\xe9"}, None)
+    assert b"\r\nX-Seed: 7\r\nX-Raw: caf\xe9\r\n\r\n" in server.requests[0]
+
+
 def test_a_header_that_would_split_the_request_is_refused(raw):
     server = raw([b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n" + OK])
     with pytest.raises(ValueError, match="Invalid header"):

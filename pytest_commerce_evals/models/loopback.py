@@ -249,7 +249,9 @@ class LoopbackPoster:
             lines.append("Accept-Encoding: identity")
         if "content-length" not in given:
             lines.append(f"Content-Length: {len(content)}")
-        for name, value in headers.items():
+        for name, raw in headers.items():
+            # as http.client takes them: text, bytes (Latin-1) or a number
+            value = raw.decode("iso-8859-1") if isinstance(raw, bytes) else str(raw)
             if _ILLEGAL.search(name) or _ILLEGAL.search(value):
                 raise ValueError(f"Invalid header {name!r}: {value!r}")
             lines.append(f"{name}: {value}")

@@ -169,3 +169,22 @@ def pytest_commerce_evals_make_scripted_agent(config, case, backend, client):
 def toy_conftest(scripts: str = "{}") -> str:
     """A conftest wiring the toy agent; `scripts` is Python source for {case_id: [replies]}."""
     return CONFTEST.replace("{scripts}", scripts)
+
+
+STATELESS_SHOP = """
+from pytest_commerce_evals import Snapshot
+
+
+class Shop:
+    def load_state(self, state):
+        pass
+
+    def snapshot(self):
+        return Snapshot.from_data()
+
+
+def pytest_commerce_evals_make_backend(config, case):
+    return Shop()
+"""
+"""A conftest's backend for cases that need no state (an agent that only talks): append the
+agent's hooks to it."""

@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from helpers import STATELESS_SHOP
 
 from pytest_commerce_evals.costs import CostSummary
 from pytest_commerce_evals.errors import ConfigurationError
@@ -539,20 +540,9 @@ def test_an_agents_reported_calls_go_where_the_agent_endpoint_points(pytester, m
     # a self-hosted agent's own calls (record_call, the adapters) are not priced from the public
     # list: they inherit the agent endpoint's server; with no endpoint configured, no server
     pytester.makeconftest(
-        """
-from pytest_commerce_evals import Snapshot, Text
-
-
-class Shop:
-    def load_state(self, state):
-        pass
-
-    def snapshot(self):
-        return Snapshot.from_data()
-
-
-def pytest_commerce_evals_make_backend(config, case):
-    return Shop()
+        STATELESS_SHOP
+        + """
+from pytest_commerce_evals import Text
 
 
 def pytest_commerce_evals_make_agent(config, case, backend):

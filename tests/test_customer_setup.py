@@ -6,26 +6,19 @@ from __future__ import annotations
 
 import textwrap
 
-CONFTEST = """
-from pytest_commerce_evals import BriefCustomer, OpenAIChatAgent, Snapshot
+from helpers import STATELESS_SHOP
+
+CONFTEST = (
+    STATELESS_SHOP
+    + """
+from pytest_commerce_evals import BriefCustomer, OpenAIChatAgent
 from pytest_commerce_evals.testing import FakeClient
-
-
-class Shop:
-    def load_state(self, state):
-        pass
-
-    def snapshot(self):
-        return Snapshot.from_data()
-
-
-def pytest_commerce_evals_make_backend(config, case):
-    return Shop()
 
 
 def pytest_commerce_evals_make_agent(config, case, backend):
     return OpenAIChatAgent(FakeClient(lambda request: "Hello."), "m")
 """
+)
 HOOK = """
 
 def pytest_commerce_evals_make_user(config, case):

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import STATELESS_SHOP
 
 from pytest_commerce_evals.reference.backend import ReferenceBackend
 from pytest_commerce_evals.testing.mock_server import MockServer
@@ -301,22 +302,11 @@ def test_an_async_agents_time_leaves_out_other_trials_work_on_the_loop():
 def test_a_generator_agents_time_holds_its_whole_run(pytester):
     # the agent's code runs while its events are read: its turn is timed around that too
     pytester.makeconftest(
-        """
+        STATELESS_SHOP
+        + """
 import time
 
-from pytest_commerce_evals import Snapshot, Text
-
-
-class Shop:
-    def load_state(self, state):
-        pass
-
-    def snapshot(self):
-        return Snapshot.from_data()
-
-
-def pytest_commerce_evals_make_backend(config, case):
-    return Shop()
+from pytest_commerce_evals import Text
 
 
 def pytest_commerce_evals_make_agent(config, case, backend):

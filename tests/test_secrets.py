@@ -11,6 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from helpers import STATELESS_SHOP
 
 from pytest_commerce_evals.errors import MASK, redact, shown_url
 
@@ -85,20 +86,10 @@ def refusing():
     server.server_close()
 
 
-CONFTEST = """
-from pytest_commerce_evals import Snapshot, Text
-
-
-class Shop:
-    def load_state(self, state):
-        pass
-
-    def snapshot(self):
-        return Snapshot.from_data()
-
-
-def pytest_commerce_evals_make_backend(config, case):
-    return Shop()
+CONFTEST = (
+    STATELESS_SHOP
+    + """
+from pytest_commerce_evals import Text
 
 
 def pytest_commerce_evals_make_agent(config, case, backend):
@@ -112,6 +103,7 @@ def pytest_commerce_evals_make_agent(config, case, backend):
 
     return run_turn
 """
+)
 
 
 def test_a_planted_key_is_found_nowhere(pytester, refusing, monkeypatch):

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -22,6 +24,7 @@ from pytest_commerce_evals.settings import (
     resolve_settings,
     run_config,
     settings,
+    table,
 )
 
 pytest_plugins = ["pytester"]
@@ -770,3 +773,39 @@ def test_the_settings_fields_are_the_tables_settings_typed_as_parsed(tmp_path):
     for s in TABLE:  # a choice is typed as its choices, no more, no fewer
         if s.stored and s.kind == "choice":
             assert typing.get_args(hints[s.name]) == s.choices, s.name
+
+
+def test_a_setting_is_declared_once_and_the_table_refuses_a_field_without_its_row(monkeypatch):
+    from dataclasses import dataclass, field
+
+    @dataclass(frozen=True)
+    class Undeclared:
+        trials: int = table.stored("int", "trials", default=1)
+        threshold: float = 0.8  # a field with no row: never registered, never given
+        sources: dict = field(default_factory=dict)
+
+    monkeypatch.setattr(table, "Settings", Undeclared)
+    with pytest.raises(TypeError, match=r"without stored\(\.\.\.\): \['threshold'\]"):
+        table._table()
+
+    @dataclass(frozen=True)
+    class Untyped:
+        judge_format: str = table.stored("choice", "format")  # a choice must be a Literal
+        sources: dict = field(default_factory=dict)
+
+    monkeypatch.setattr(table, "Settings", Untyped)
+    with pytest.raises(TypeError, match="judge_format is not typed Literal"):
+        table._table()
+
+    @dataclass(frozen=True)
+    class Declared:
+        judge_format: Literal["a", "b"] = table.stored("choice", "format", option="--x")
+        key: typing.ClassVar[table.Setting] = table.env_only("secret", "a key", env="K")
+        sources: dict = field(default_factory=dict)
+
+    monkeypatch.setattr(table, "Settings", Declared)
+    rows = table._table()
+    assert [(r.name, r.kind, r.choices, r.option, r.env) for r in rows] == [
+        ("judge_format", "choice", ("a", "b"), "--x", None),
+        ("key", "secret", (), None, "K"),
+    ]

@@ -749,6 +749,9 @@ def _table() -> tuple[Setting, ...]:
     environment-only rows, each named for its attribute."""
     hints = get_type_hints(Settings)
     held = {f.name: f.metadata[_ROW] for f in fields(Settings) if _ROW in f.metadata}
+    undeclared = [f.name for f in fields(Settings) if f.name not in held and f.name != "sources"]
+    if undeclared:  # a field without its row could be held but never given
+        raise TypeError(f"Settings fields declared without stored(...): {undeclared}")
     rows = []
     for name in Settings.__annotations__:
         row = held.get(name, Settings.__dict__.get(name))
@@ -757,6 +760,8 @@ def _table() -> tuple[Setting, ...]:
         row = replace(row, name=name)
         if row.kind == "choice":
             row = replace(row, choices=get_args(hints[name]))
+            if not row.choices or not all(isinstance(c, str) for c in row.choices):
+                raise TypeError(f"choice setting {name} is not typed Literal['a', 'b', ...]")
         rows.append(row)
     return tuple(rows)
 

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import closing
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_commerce_evals.models.http_client import http_library
 from pytest_commerce_evals.models.loopback import LoopbackPoster
@@ -225,3 +227,29 @@ def test_a_kept_connection_the_server_closed_is_replaced_once(raw):
         assert p.post(b"{}", {}, None).content == OK
         assert p.post(b"{}", {}, None).content == OK
     assert len(server.requests) == 3
+
+
+_HEADS = [
+    b"HTTP/1.1 200 OK\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n",
+    b"HTTP/1.0 204 No\r\n",
+    b"",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(head=st.sampled_from(_HEADS), rest=st.binary(max_size=300))
+def test_whatever_a_server_sends_is_a_reply_or_the_librarys_error(head, rest):
+    # a reply's bytes are input: any of them ends as a reply or the HTTP library's own error
+    lib = http_library()
+    server = RawServer([head + rest + b"\r\n\r\n", None])
+    try:
+        with closing(LoopbackPoster(http_library, server.url, timeout=0.5, connect_timeout=2)) as p:
+            try:
+                reply = p.post(b"{}", {}, None)
+            except (lib.RemoteProtocolError, lib.ReadTimeout):
+                return
+            assert isinstance(reply.status_code, int) and isinstance(reply.content, bytes)
+    finally:
+        server.close()

@@ -391,6 +391,49 @@ def test_an_interrupted_run_keeps_what_finished_and_is_incomplete(suite, tmp_pat
     again.stdout.fnmatch_lines(["*no previous comparable run*"])
 
 
+COUNTING = """
+import sqlite3, json, os
+from contextlib import closing
+from helpers import ToyAgent, ToyBackend
+from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
+
+def pytest_commerce_evals_make_backend(config, case):
+    return ToyBackend()
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    return ToyAgent(FakeClient([tool_reply("add_to_cart", product_id="shoe-001"), text_reply("ok")]), backend)
+
+def pytest_commerce_evals_trial_done(config, result):
+    path = os.path.join(os.environ["STORE_UNDER_TEST"], "runs.sqlite")
+    with closing(sqlite3.connect(path)) as conn:
+        stored = conn.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
+    with open(os.environ["STORE_UNDER_TEST"] + ".seen", "a") as out:
+        out.write(json.dumps(stored) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("every", "every_s", "seen"), [(2, 3600.0, [0, 0, 2]), (100, 0.0, [0, 1, 2])]
+)
+def test_trials_are_committed_in_batches_of_a_count_or_a_time(
+    suite, tmp_path, monkeypatch, every, every_s, seen
+):
+    """Stored while the run goes on: a batch is written at its count or once its time is up
+    (what the trial hook sees is the store before its own trial is added)."""
+    from pytest_commerce_evals.store import recorder
+
+    p, _ = suite
+    store = tmp_path / "store"
+    monkeypatch.setenv("STORE_UNDER_TEST", str(store))
+    monkeypatch.setattr(recorder, "FLUSH_EVERY_TRIALS", every)
+    monkeypatch.setattr(recorder, "FLUSH_EVERY_S", every_s)
+    p.makeconftest(COUNTING)
+    result = p.runpytest_inprocess("cases", f"--commerce-store={store}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # one case of the suite fails its set
+    assert [json.loads(x) for x in Path(f"{store}.seen").read_text().split()] == seen
+    assert len(trial_rows(store, runs_in(store)[0]["run_id"])) == 3  # the rest at the end
+
+
 def test_a_terminated_run_keeps_what_finished_and_is_incomplete(suite, tmp_path):
     p, _ = suite
     store = tmp_path / "store"

@@ -82,6 +82,13 @@ class ReferenceAgent:
     # --- the model call -------------------------------------------------------------------------
 
     def _complete(self, request: dict[str, Any]) -> Any:
+        create = self.client.chat.completions.create
+        try:  # the first attempt, without the retry machinery: most calls need no more
+            return create(**request)
+        except Exception as exc:
+            if not _is_transient(exc):
+                raise
+            failed: BaseException | None = exc
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(max(1, self.retries)),
             wait=tenacity.wait_exponential(multiplier=self.retry_wait_s, max=30),
@@ -89,7 +96,12 @@ class ReferenceAgent:
             reraise=False,
         )
         try:
-            return retrying(self.client.chat.completions.create, **request)
+            for attempt in retrying:
+                with attempt:
+                    if failed is not None:  # counted and waited for as attempt 1
+                        met, failed = failed, None
+                        raise met
+                    return create(**request)
         except tenacity.RetryError as exc:
             cause = exc.last_attempt.exception()
             raise InfraError(
@@ -186,7 +198,7 @@ class ReferenceAgent:
             ends_turn = False
             for call_id, name, arguments in raw_calls:
                 ctx = ToolContext(backend=backend, session=session, role=session.role)
-                model_sees, counted = self._call(
+                model_sees, counted, text = self._call(
                     ctx, guard, call_id, name, arguments, calls_this_turn, events
                 )
                 calls_this_turn += counted
@@ -195,7 +207,9 @@ class ReferenceAgent:
                     {
                         "role": "tool",
                         "tool_call_id": call_id,
-                        "content": json.dumps(model_sees, ensure_ascii=False, default=str),
+                        "content": text
+                        if text is not None
+                        else json.dumps(model_sees, ensure_ascii=False, default=str),
                     }
                 )
             results = [e for e in events[first_event:] if isinstance(e, ToolResult)]
@@ -217,9 +231,10 @@ class ReferenceAgent:
         arguments: Any,
         calls_this_turn: int,
         events: list[Any],
-    ) -> tuple[Any, int]:
-        """Run one tool call, appending its events; returns what the model sees and whether the
-        call counts toward the per-turn cap."""
+    ) -> tuple[Any, int, str | None]:
+        """Run one tool call, appending its events; returns what the model sees, whether the
+        call counts toward the per-turn cap, and what the model sees as JSON text when it was
+        already written (None: not yet)."""
         name = _tool_name(name)
         parsed, problem = _parse_arguments(arguments)
         events.append(
@@ -233,7 +248,7 @@ class ReferenceAgent:
         )
         counted = 0 if name == "present_suggestions" else 1
 
-        def error(reason: str) -> tuple[Any, int]:
+        def error(reason: str) -> tuple[Any, int, str | None]:
             events.append(
                 ToolResult(
                     call_id=call_id,
@@ -243,7 +258,7 @@ class ReferenceAgent:
                     result={"error": reason},
                 )
             )
-            return {"error": reason}, counted
+            return {"error": reason}, counted, None
 
         if problem is not None:
             return error(problem)
@@ -270,16 +285,19 @@ class ReferenceAgent:
                     call_id=call_id, name=name, status="blocked", reason=blocked.reason, result=seen
                 )
             )
-            return seen, counted
+            return seen, counted, None
         try:
             result = tool(ctx, args)
         except ToolError as exc:
             return error(str(exc))
-        events.append(ToolResult(call_id=call_id, name=name, status="ok", result=_jsonable(result)))
+        # one serialisation: the history's text, and the event's plain JSON read back from it
+        text = json.dumps(result, ensure_ascii=False, default=str)
+        plain = json.loads(text)
+        events.append(ToolResult(call_id=call_id, name=name, status="ok", result=plain))
         said = {e.text for e in events if isinstance(e, Text)}
         events.extend(e for e in ctx.events if not (isinstance(e, Text) and e.text in said))
-        _note_products(ctx, result)
-        return result, counted
+        _note_products(ctx, plain)
+        return result, counted, text
 
 
 # --- tolerance for messy model output -------------------------------------------------------------
@@ -401,28 +419,37 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
 def _note_products(ctx: ToolContext, result: Any) -> None:
     """Remember every product id a tool result showed the model: provenance reads this list."""
     found: list[str] = []
-
-    def walk(node: Any, key: str | None = None) -> None:
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, k)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v, key)
-        elif isinstance(node, str) and key in ("id", "product_id", "product_ids", "ids"):
-            if ctx.backend.has_product(node):
-                found.append(node)
-
-    walk(result)
+    _shown_ids(result, None, ctx.backend.has_product, found)
     session = ctx.session
     assert session is not None  # the agent's tools run in its session
     for pid in found:
         if pid not in session.seen_products:
             session.seen_products.append(pid)
+
+
+_ID_KEYS = frozenset(("id", "product_id", "product_ids", "ids"))
+
+
+def _shown_ids(node: Any, key: str | None, known: Any, found: list[str]) -> None:
+    """Append to `found` every string in `node` (JSON: dicts, lists, scalars) held under an id
+    key (directly, or in a list under it) that `known` accepts. Strings are checked where they
+    are met, so a leaf costs no call."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if isinstance(v, str):
+                if k in _ID_KEYS and known(v):
+                    found.append(v)
+            elif isinstance(v, dict | list):
+                _shown_ids(v, k, known, found)
+    elif isinstance(node, list):
+        for v in node:
+            if isinstance(v, str):
+                if key in _ID_KEYS and known(v):
+                    found.append(v)
+            elif isinstance(v, dict | list):
+                _shown_ids(v, key, known, found)
+    elif isinstance(node, str) and key in _ID_KEYS and known(node):
+        found.append(node)

@@ -34,7 +34,7 @@ from .paths import output_path, store_folder
 from .record_file import clean_trial, write_record
 from .run_store import DEFAULT_STORE_PATH, RunStore
 
-FLUSH_EVERY_TRIALS = 20
+FLUSH_EVERY_TRIALS = 100
 
 
 FLUSH_EVERY_S = 2.0

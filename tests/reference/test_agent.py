@@ -246,6 +246,38 @@ def test_endpoint_failures_become_infra_errors():
     assert len(client.requests) == 2
 
 
+def _connection_error():
+    from pytest_commerce_evals.models.http_client import http_library
+
+    request = http_library().Request("POST", "http://127.0.0.1/v1/chat/completions")
+    return openai.APIConnectionError(request=request)
+
+
+def test_a_transient_failure_is_retried_through_and_others_are_raised_at_once():
+    from pytest_commerce_evals.testing.fake import text_reply
+
+    events, _, client = run_turn(FakeClient([_connection_error(), text_reply("hello")]), retries=2)
+    assert [e.text for e in events if e.type == "text"] == ["hello"]
+    assert len(client.requests) == 2  # the failed first attempt, then the retry
+    with pytest.raises(InfraError, match="failed 1 times"):  # one attempt allowed: no retry
+        run_turn(FakeClient([_connection_error(), text_reply("never")]), retries=1)
+    bad = openai.BadRequestError(
+        "bad", response=_status_response(400), body={"error": {"message": "bad"}}
+    )
+    client = FakeClient([bad, text_reply("never")])
+    with pytest.raises(openai.BadRequestError):  # not transient: not retried, not infra
+        run_turn(client, retries=3)
+    assert len(client.requests) == 1
+
+
+def _status_response(status: int):
+    from pytest_commerce_evals.models.http_client import http_library
+
+    library = http_library()
+    request = library.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    return library.Response(status, request=request)
+
+
 def test_repeating_a_failed_call_ends_the_turn():
     from pytest_commerce_evals.reference.agent import STUCK_REPLY
     from pytest_commerce_evals.testing.fake import FakeClient, tool_reply
@@ -305,3 +337,62 @@ def test_a_long_turn_still_fits_the_embedded_window(n_ctx):
     tokens = len(tokenizer.tokenize(prompt.encode(), special=True))
     assert tokens + 512 <= n_ctx, (tokens, n_ctx)
     assert any(m["content"] == ELIDED for m in tool_messages(last))  # it had to cut
+
+
+def _ids_by_walking_every_node(node, known, key=None, found=None):
+    """The rule spelled out node by node: a string under an id key (or in a list under one)."""
+    found = [] if found is None else found
+    if isinstance(node, dict):
+        for k, v in node.items():
+            _ids_by_walking_every_node(v, known, k, found)
+    elif isinstance(node, list):
+        for v in node:
+            _ids_by_walking_every_node(v, known, key, found)
+    elif isinstance(node, str) and key in ("id", "product_id", "product_ids", "ids"):
+        if known(node):
+            found.append(node)
+    return found
+
+
+def test_the_product_ids_a_result_shows_are_found_wherever_they_are_held():
+    import random
+
+    from pytest_commerce_evals.reference.agent import _shown_ids
+
+    keys = ["id", "product_id", "product_ids", "ids", "name", "items", "x"]
+    words = ["p-1", "p-2", "ghost", "", "p-3"]
+    known = {"p-1", "p-2", "p-3"}.__contains__
+    rng = random.Random(7)
+
+    def tree(depth):
+        roll = rng.random()
+        if depth > 3 or roll < 0.3:
+            return rng.choice([*words, 3, None, True, 1.5])
+        if roll < 0.65:
+            return [tree(depth + 1) for _ in range(rng.randint(0, 4))]
+        return {rng.choice(keys): tree(depth + 1) for _ in range(rng.randint(0, 4))}
+
+    seen = 0
+    for _ in range(3000):
+        node = tree(0)
+        found: list[str] = []
+        _shown_ids(node, None, known, found)
+        assert found == _ids_by_walking_every_node(node, known)
+        seen += len(found)
+    assert seen > 500  # the trees held ids to find
+    found = []
+    _shown_ids(
+        {"products": [{"id": "p-1", "title": "p-2"}], "ids": ["p-3", "ghost"]}, None, known, found
+    )
+    assert found == ["p-1", "p-3"]
+
+
+def test_a_tool_results_text_for_the_model_and_its_event_are_the_same_json():
+    events, session, _ = run_turn(
+        [tool_reply("search_products", query="running shoes"), text_reply("done")]
+    )
+    result = result_for(events, "search_products").result
+    (message,) = [m for m in session.history if m["role"] == "tool"]
+    assert json.loads(message["content"]) == result
+    shown = [p["id"] for p in result["products"]]
+    assert shown and set(shown) <= set(session.seen_products)

@@ -525,3 +525,18 @@ def test_no_module_is_past_the_longest_but_the_settings_table():
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > LONGEST
     }
     assert set(long) <= {f"{NAME}.settings.table"}, long
+
+
+def test_loading_the_plugin_leaves_what_only_some_runs_use_unimported():
+    """Start-up: asyncio (async agents), openai (the SDK, for errors and `client.sdk`) and the
+    reference agent are imported by the runs that use them, not by loading the plugin."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytest_commerce_evals.plugin\n"
+        "print(sorted(m for m in ('asyncio', 'openai', 'pytest_commerce_evals.reference.agent')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -19,7 +19,6 @@ recorded. `scripted(client)` runs the same loop against a `FakeClient`.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from collections.abc import Callable, Iterable
@@ -78,6 +77,8 @@ class Tool:
             if inspect.iscoroutinefunction(self.fn):
                 out = await self.fn(**values)
             else:  # on a thread: a tool that blocks never holds up the other trials' turns
+                import asyncio  # only an async agent needs it: not imported by every run
+
                 out = await asyncio.to_thread(self.fn, **values)
                 if inspect.isawaitable(out):
                     out = await out
@@ -154,6 +155,8 @@ class OpenAIChatAgent(Integration):
         if inspect.iscoroutinefunction(create):
             return await create(**request)
         # a sync client (openai.OpenAI) waits on a thread, not on the loop every trial shares
+        import asyncio
+
         completion = await asyncio.to_thread(create, **request)
         if inspect.isawaitable(completion):
             completion = await completion

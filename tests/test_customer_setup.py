@@ -76,3 +76,18 @@ def test_the_conftests_customer_plays_and_the_header_says_so(pytester):
         ]
     )
     result.assert_outcomes(passed=1)
+
+
+def test_the_conftests_customer_needs_no_customer_model_setting(pytester):
+    """A base URL for a customer no trial asks for is not a usage error; with no hook it is."""
+    _suite(pytester, CONFTEST + HOOK)
+    args = ["cases", "-p", "no:cacheprovider", "--commerce-no-judge"]
+    result = pytester.runpytest(*args, "--commerce-user-base-url=http://127.0.0.1:9/v1")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
+    pytester.makeconftest(CONFTEST)  # the same case, no hook
+    result = pytester.runpytest(*args, "--commerce-user-base-url=http://127.0.0.1:9/v1")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        ["*commerce-evals user: user base URL http://127.0.0.1:9/v1*no model*"]
+    )

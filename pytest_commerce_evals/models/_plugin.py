@@ -82,8 +82,8 @@ def _check_endpoints(config: pytest.Config, judge: bool, user: bool) -> None:
     needed: list[Purpose] = [] if _from_environment_only(config, "agent") else ["agent"]
     if judge and not settings(config).no_judge:
         needed.append("judge")
-    if user:
-        needed.append("user")
+    if user and _played_by_hook(config, "user") is None:
+        needed.append("user")  # a conftest's customer plays instead: its settings go unused
     for purpose in needed:
         try:
             resolve_endpoint(config, purpose)

@@ -302,6 +302,7 @@ def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_pa
     domain.mkdir(parents=True)
     shutil.copy(DB, domain / "db.json")
     shutil.copy(DATA / "tasks.json", domain / "tasks.json")
+    shutil.copy(DATA / "policy.md", domain / "policy.md")
     out = tmp_path / "cases" / "tau2-retail"
     assert tau2_main(["import", str(checkout), "--domain", "retail", "--out", str(out)]) == 0
     assert "wrote 3 case(s)" in capsys.readouterr().out
@@ -309,9 +310,14 @@ def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_pa
     assert files == ["000-task-0.yaml", "001-task-1.yaml", "002-task-2.yaml", "_set.yaml"]
     for path in out.glob("0*.yaml"):
         Case.model_validate(yaml.safe_load(path.read_text()))
-    assert str((domain / "db.json").resolve()) in (out / "conftest.py").read_text()
+    conftest = (out / "conftest.py").read_text()
+    assert "Checkout(__file__, '../../tau2-bench', domain='retail')" in conftest
+    assert str(tmp_path) not in conftest  # no absolute path: the folder runs from any clone
     assert tau2_main(["import", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
     assert "not found; give the root of a τ²-bench checkout" in capsys.readouterr().err
+    (domain / "policy.md").unlink()  # the agent's instructions: refused, not left empty
+    assert tau2_main(["import", str(checkout), "--out", str(out)]) == 2
+    assert f"{domain / 'policy.md'}: not found" in capsys.readouterr().err
 
 
 def test_published_simulations_are_stored_and_regraded_with_commerce_regrade(pytester):
@@ -319,6 +325,7 @@ def test_published_simulations_are_stored_and_regraded_with_commerce_regrade(pyt
     checkout.mkdir(parents=True)
     shutil.copy(DB, checkout / "db.json")
     shutil.copy(DATA / "tasks.json", checkout / "tasks.json")
+    shutil.copy(DATA / "policy.md", checkout / "policy.md")
     assert (
         tau2_main(["import", str(pytester.path / "tau2-bench"), "--out", "cases/tau2-retail"]) == 0
     )
@@ -458,3 +465,77 @@ def test_imported_cases_run_with_the_generated_conftest_a_scripted_model_and_cus
     assert failed["outcome"] == "fail"
     assert any(f.startswith("same_state_as: the final state differs") for f in failed["failures"])
     assert result.ret == 0  # the set's threshold is 0 until the team sets one
+
+
+SCRIPTED_TAU2 = textwrap.dedent(
+    """
+    from pytest_commerce_evals.testing import FakeClient, ScriptedCustomer, text_reply, tool_reply
+
+    def SCRIPTED(case_id):
+        client = FakeClient([
+            tool_reply("find_user_id_by_name_zip", first_name="Ada", last_name="Lee", zip="78701"),
+            tool_reply("cancel_pending_order", order_id="#W1", reason="ordered by mistake"),
+            text_reply("Done: #W1 is cancelled."),
+            text_reply("Anything else?"),
+        ])
+        client.endpoint = type("E", (), {"model": "scripted"})()
+        return client
+
+    def pytest_commerce_evals_make_user(config, case):
+        return ScriptedCustomer(["Cancel #W1 please, I'm Ada Lee in 78701.", "Yes."])
+    """
+)
+
+
+def test_an_imported_folder_runs_from_wherever_the_repository_is_cloned(pytester, monkeypatch):
+    """Written outside `commerce_case_dirs` and moved with its checkout, the folder's cases are
+    still collected and run; moved alone, $COMMERCE_TAU2_CHECKOUT names the checkout, and with
+    neither a trial says where it looked and what to set."""
+    repo = pytester.path / "repo"
+    checkout = repo / "vendor" / "tau2-bench"
+    domain = checkout / "data" / "tau2" / "domains" / "retail"
+    domain.mkdir(parents=True)
+    for name in ("db.json", "tasks.json", "policy.md"):
+        shutil.copy(DATA / name, domain / name)
+    (checkout / ".git" / "refs" / "heads").mkdir(parents=True)
+    (checkout / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (checkout / ".git" / "refs" / "heads" / "main").write_text("ab" * 20 + "\n")
+    out = repo / "evals" / "tau2"  # not under `cases`: the plugin alone would collect nothing
+    assert tau2_main(["import", str(checkout), "--out", str(out)]) == 0
+    case_text = (out / "000-task-0.yaml").read_text()
+    assert f"τ²-bench commit {'ab' * 20}" in case_text  # each case says where it came from
+    conftest = out / "conftest.py"
+    conftest.write_text(
+        conftest.read_text().replace(
+            'client = session_client(config, "agent")', "client = SCRIPTED(case.id)"
+        )
+        + SCRIPTED_TAU2
+    )
+    clone = pytester.path / "elsewhere" / "clone"
+    shutil.copytree(repo, clone)
+    shutil.rmtree(repo)  # nothing of the first location is left to find
+    args = ["-p", "no:cacheprovider", "--commerce-no-judge", "--commerce-store=none"]
+    json_out = pytester.path / "out.json"
+
+    def outcomes(result):
+        assert json_out.exists(), result.stdout.str()
+        trials = json.loads(json_out.read_text())["trials"]
+        json_out.unlink()
+        return {t["case_id"]: (t["outcome"], t.get("error") or "") for t in trials}
+
+    pytester.chdir()
+    result = pytester.runpytest(str(clone / "evals" / "tau2"), *args, f"--commerce-json={json_out}")
+    found = outcomes(result)
+    assert found["tau2_retail-000-task-0"][0] == "pass"
+    assert len(found) == 3  # every case of the folder collected, once
+    # the folder alone, the checkout named by the environment
+    moved = pytester.path / "moved"
+    shutil.copytree(clone / "evals" / "tau2", moved)
+    monkeypatch.setenv("COMMERCE_TAU2_CHECKOUT", str(clone / "vendor" / "tau2-bench"))
+    result = pytester.runpytest(str(moved), *args, f"--commerce-json={json_out}")
+    assert outcomes(result)["tau2_retail-000-task-0"][0] == "pass"
+    monkeypatch.delenv("COMMERCE_TAU2_CHECKOUT")
+    result = pytester.runpytest(str(moved), *args, f"--commerce-json={json_out}")
+    outcome, error = outcomes(result)["tau2_retail-000-task-0"]
+    assert outcome != "pass"
+    assert "db.json" in error and "not found" in error and "COMMERCE_TAU2_CHECKOUT" in error

@@ -25,6 +25,7 @@ def checkout(tmp_path: Path, tasks: list) -> Path:
     domain = root / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
     shutil.copy(DATA / "db.json", domain / "db.json")
+    shutil.copy(DATA / "policy.md", domain / "policy.md")
     (domain / "tasks.json").write_text(json.dumps(tasks))  # a lone surrogate as \\ud800
     return root
 
@@ -216,3 +217,30 @@ def test_import_results_refuses_an_out_folder_and_follows_no_planted_link(tmp_pa
     assert tau2_main([*args, "--out", str(out)]) == 0
     assert target.read_text() == "kept" and json.loads(out.read_text())["trials"]
     assert not (tmp_path / "run.json.tmp").exists()
+
+
+def test_the_checkouts_commit_is_read_from_its_git_folder(tmp_path):
+    from pytest_commerce_evals.tau2.__main__ import checkout_commit
+
+    sha = "0123456789abcdef" * 2 + "01234567"
+    root = tmp_path / "co"
+    git = root / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    assert checkout_commit(root) is None  # no HEAD
+    (git / "HEAD").write_text(sha + "\n")  # detached
+    assert checkout_commit(root) == sha
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "packed-refs").write_text(
+        f"# pack-refs\n{'f' * 40} refs/heads/other\n{sha} refs/heads/main\n"
+    )
+    assert checkout_commit(root) == sha  # from the packed refs
+    (git / "refs" / "heads" / "main").write_text("a" * 40 + "\n")
+    assert checkout_commit(root) == "a" * 40  # a loose ref wins
+    (git / "refs" / "heads" / "main").write_text("not a commit\n")
+    assert checkout_commit(root) is None
+    linked = tmp_path / "worktree"
+    linked.mkdir()
+    (linked / ".git").write_text(f"gitdir: {git}\n")  # a worktree or a submodule
+    (git / "HEAD").write_text(sha + "\n")
+    assert checkout_commit(linked) == sha
+    assert checkout_commit(tmp_path / "nowhere") is None

@@ -723,6 +723,14 @@ class Settings:
         env="COMMERCE_CACHE_DIR",
         allowed="a folder, or off",
     )
+    # -- read where an imported τ²-bench folder finds its checkout (tau2/imported.py) ----------
+    tau2_checkout: ClassVar[Setting] = env_only(
+        "env",
+        "root of the τ²-bench checkout the cases imported by python -m pytest_commerce_evals.tau2 "
+        "import run against (default: where it was at the import, relative to the folder)",
+        env="COMMERCE_TAU2_CHECKOUT",
+        allowed="a folder",
+    )
     # -- read where a model client is made, as the openai SDK reads them ----------------------
     openai_org_id: ClassVar[Setting] = env_only(
         "env",

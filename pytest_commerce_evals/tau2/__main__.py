@@ -10,28 +10,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .imported import CHECKOUT_ENV
 from .tasks import TAU2_COMMIT, TaskError, case_of
 
 CONFTEST_FIRST = '"""Written by `python -m pytest_commerce_evals.tau2 import`'
 CONFTEST = '''"""Written by `python -m pytest_commerce_evals.tau2 import`: a fresh τ²-bench
-{domain} backend per trial, over the checkout's database."""
+{domain} backend per trial, over the checkout's database, and this folder's cases collected
+wherever it lies. The checkout is ${env} when set, else {relative!r} from this folder (where it
+was when the cases were imported, from τ²-bench {commit})."""
 
-from pathlib import Path
+from pytest_commerce_evals.tau2.imported import Checkout
 
-from pytest_commerce_evals.tau2.retail import RetailBackend
+CHECKOUT = Checkout(__file__, {relative!r}, domain={domain!r})
 
-DB = {db!r}
-POLICY = {policy!r}
+
+def pytest_collect_file(file_path, parent):
+    return CHECKOUT.collect(file_path, parent)
 
 
 def pytest_commerce_evals_make_backend(config, case):
-    return RetailBackend.load(DB)
+    return CHECKOUT.backend()
 
 
 def pytest_commerce_evals_make_agent(config, case, backend):
@@ -40,8 +45,7 @@ def pytest_commerce_evals_make_agent(config, case, backend):
     from pytest_commerce_evals.tau2.agent import Tau2Agent
 
     client = session_client(config, "agent")
-    policy = Path(POLICY).read_text(encoding="utf-8") if Path(POLICY).is_file() else ""
-    return Tau2Agent(client, client.endpoint.model, policy=policy)
+    return Tau2Agent(client, client.endpoint.model, policy=CHECKOUT.policy())
 '''
 
 
@@ -131,9 +135,10 @@ def import_tasks(checkout: Path, domain: str, out: Path) -> tuple[int, list[str]
 
     folder = checkout / "data" / "tau2" / "domains" / domain
     tasks_path, db_path = folder / "tasks.json", folder / "db.json"
-    for path in (tasks_path, db_path):
+    for path in (tasks_path, db_path, folder / "policy.md"):
         if not path.is_file():
             raise ValueError(f"{path}: not found; give the root of a τ²-bench checkout")
+    commit = checkout_commit(checkout)
     tasks = _load_json(tasks_path)
     if not isinstance(tasks, list):
         raise ValueError(f"{tasks_path}: expected a list of tasks")
@@ -144,7 +149,7 @@ def import_tasks(checkout: Path, domain: str, out: Path) -> tuple[int, list[str]
     with tempfile.TemporaryDirectory() as scratch:
         for n, task in enumerate(tasks, 1):
             try:
-                case = case_of(task, domain=domain)
+                case = case_of(task, domain=domain, commit=commit)
                 unknown = sorted(
                     {a["tool"] for a in case["expected"].get("same_state_as") or []} - set(TOOLS)
                 )
@@ -160,12 +165,16 @@ def import_tasks(checkout: Path, domain: str, out: Path) -> tuple[int, list[str]
     files["_set.yaml"] = f"{MARK}\n" + _dump(
         {
             "threshold": 0.0,
-            "description": f"τ²-bench {domain} tasks (converted against τ²-bench "
-            f"{TAU2_COMMIT[:7]}); the threshold is yours to set.",
+            "description": f"τ²-bench {domain} tasks from commit {commit or 'unknown'} "
+            f"(the converter was written against {TAU2_COMMIT[:7]}); the threshold is yours "
+            "to set.",
         }
     )
     files["conftest.py"] = CONFTEST.format(
-        domain=domain, db=str(db_path.resolve()), policy=str((folder / "policy.md").resolve())
+        domain=domain,
+        relative=_relative(checkout, out),
+        env=CHECKOUT_ENV,
+        commit=commit or "an unknown commit",
     )
     written = 0
     for name, text in files.items():
@@ -175,6 +184,47 @@ def import_tasks(checkout: Path, domain: str, out: Path) -> tuple[int, list[str]
         elif name.endswith(".yaml") and name != "_set.yaml":
             written += 1
     return written, problems
+
+
+def _relative(checkout: Path, out: Path) -> str:
+    """The checkout as the conftest finds it: relative to the folder written (absolute where no
+    relative path joins them, as across drives)."""
+    try:
+        return Path(os.path.relpath(checkout.resolve(), out.resolve())).as_posix()
+    except ValueError:
+        return checkout.resolve().as_posix()
+
+
+def checkout_commit(checkout: Path) -> str | None:
+    """The commit a τ²-bench checkout is at, read from its `.git` (no git needed); None when
+    it is not a git checkout or the commit cannot be told."""
+    git = checkout / ".git"
+    try:
+        if git.is_file():  # a worktree or submodule: `gitdir: <path>`
+            text = git.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git = (checkout / text.removeprefix("gitdir:").strip()).resolve()
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+        if not head.startswith("ref:"):
+            return head if _is_sha(head) else None
+        ref = head.removeprefix("ref:").strip()
+        loose = git / ref
+        if loose.is_file():
+            sha = loose.read_text(encoding="utf-8").strip()
+            return sha if _is_sha(sha) else None
+        packed = git / "packed-refs"
+        for line in packed.read_text(encoding="utf-8").splitlines():
+            sha, _, name = line.partition(" ")
+            if name.strip() == ref and _is_sha(sha):
+                return sha
+    except (OSError, UnicodeError):
+        return None
+    return None
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 def _unique(case_id: str, taken: set[str]) -> str:

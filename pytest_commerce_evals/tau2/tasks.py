@@ -61,14 +61,15 @@ def _brief(instructions: Any, persona: Any) -> tuple[str, str | None, str | None
     return text, known, unknown
 
 
-def case_of(task: Any, *, domain: str) -> dict[str, Any]:
+def case_of(task: Any, *, domain: str, commit: str | None = None) -> dict[str, Any]:
     """The case of one τ² task, as a mapping (`TaskError` for a task it cannot read, whatever
     is wrong with it: a task that is not a mapping, an action without a name, arguments that
-    are not a mapping, an unknown reward basis, values nested past Python's limit)."""
+    are not a mapping, an unknown reward basis, values nested past Python's limit). `commit`:
+    the checkout's τ²-bench commit the task was read from, kept in the case's notes."""
     if not isinstance(task, dict):
         raise TaskError(f"a task is {type(task).__name__}, not a mapping: {str(task)[:80]!r}")
     try:
-        return _case_of(task, domain=domain)
+        return _case_of(task, domain=domain, commit=commit)
     except TaskError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
@@ -77,7 +78,7 @@ def case_of(task: Any, *, domain: str) -> dict[str, Any]:
         ) from None
 
 
-def _case_of(task: dict[str, Any], *, domain: str) -> dict[str, Any]:
+def _case_of(task: dict[str, Any], *, domain: str, commit: str | None) -> dict[str, Any]:
     where = f"task {str(task.get('id'))[:80]!r}"
     try:
         scenario = task["user_scenario"]
@@ -125,7 +126,8 @@ def _case_of(task: dict[str, Any], *, domain: str) -> dict[str, Any]:
         expected["rubric"] = {f"nl_assertion_{n + 1}": text for n, text in enumerate(assertions)}
     elif assertions:
         reported.append(f"nl_assertions (not in reward_basis): {assertions}")
-    notes = f"τ²-bench {domain} task {task.get('id')}; reward_basis {', '.join(basis)}."
+    source = f" (τ²-bench commit {commit})" if commit else ""
+    notes = f"τ²-bench {domain} task {task.get('id')}{source}; reward_basis {', '.join(basis)}."
     if reported:
         notes += " Reported, not graded: " + "; ".join(reported) + "."
     return {

@@ -1,0 +1,83 @@
+"""What an imported folder's `conftest.py` stands on: where the τ²-bench checkout is, its
+database and policy, and the folder's cases collected wherever the folder lies.
+
+The checkout is `$COMMERCE_TAU2_CHECKOUT` when set, else the path the importer wrote, relative to
+the folder (so a repository holding both runs from any clone location). Nothing is read until a
+trial asks for it; a checkout, database or policy that is not there is a `ConfigurationError`
+naming the path and both ways to point at the checkout.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError
+
+__all__ = ["CHECKOUT_ENV", "Checkout"]
+
+CHECKOUT_ENV = "COMMERCE_TAU2_CHECKOUT"
+
+
+class Checkout:
+    """`Checkout(conftest_file, relative, domain="retail")`: the τ²-bench checkout an imported
+    folder's cases run against."""
+
+    def __init__(self, conftest_file: str | Path, relative: str, *, domain: str = "retail") -> None:
+        self.folder = Path(conftest_file).resolve().parent
+        self.relative = relative
+        self.domain = domain
+
+    @property
+    def root(self) -> Path:
+        """The checkout's root: `$COMMERCE_TAU2_CHECKOUT`, else the written path from the folder."""
+        given = os.environ.get(CHECKOUT_ENV, "").strip()
+        if given:
+            return Path(given).expanduser().resolve()
+        return (self.folder / self.relative).resolve()
+
+    def _file(self, name: str) -> Path:
+        path = self.root / "data" / "tau2" / "domains" / self.domain / name
+        if not path.is_file():
+            given = os.environ.get(CHECKOUT_ENV, "").strip()
+            source = (
+                f"${CHECKOUT_ENV}={given}"
+                if given
+                else f"{self.relative!r} from {self.folder} (no ${CHECKOUT_ENV} set)"
+            )
+            raise ConfigurationError(
+                f"τ²-bench {self.domain} {name}: {path} not found; the checkout is {source}. "
+                f"Set {CHECKOUT_ENV} to the root of a τ²-bench checkout, or import the tasks "
+                "again from where it is"
+            )
+        return path
+
+    @property
+    def db(self) -> Path:
+        return self._file("db.json")
+
+    def policy(self) -> str:
+        """The domain's `policy.md`, the agent's instructions; never empty for a missing file."""
+        return self._file("policy.md").read_text(encoding="utf-8")
+
+    def backend(self) -> Any:
+        """A fresh backend over the checkout's database."""
+        from .retail import RetailBackend
+
+        return RetailBackend.load(self.db)
+
+    def collect(self, file_path: Path, parent: Any) -> Any:
+        """A case file of this folder as the plugin collects one, also when the folder is not in
+        `commerce_case_dirs`; None for any other file, and for one the plugin collects itself."""
+        from ..cases.collection import CaseFile, is_case_file
+        from ..cases.loader import CASE_SUFFIXES
+
+        path = Path(file_path)
+        if path.suffix not in CASE_SUFFIXES or path.name.startswith(("_", ".")):
+            return None
+        if not path.resolve().is_relative_to(self.folder):
+            return None
+        if is_case_file(parent.config, path):
+            return None  # inside the case folders (or named): the plugin's own hook has it
+        return CaseFile.from_parent(parent, path=path)

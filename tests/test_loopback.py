@@ -253,3 +253,45 @@ def test_whatever_a_server_sends_is_a_reply_or_the_librarys_error(head, rest):
             assert isinstance(reply.status_code, int) and isinstance(reply.content, bytes)
     finally:
         server.close()
+
+
+class StallingServer:
+    """Answers the first request on a connection, then reads nothing and answers nothing."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1/chat/completions"
+        self.done = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            RawServer._read_request(conn)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n" + OK)
+            self.done.wait(10)
+
+    def close(self) -> None:
+        self.done.set()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("size", [10, 48 * 1024 * 1024], ids=["reply-stalls", "send-stalls"])
+def test_a_call_past_its_own_timeout_is_a_read_timeout_on_a_kept_connection(size):
+    """The bound of each call is its own: a kept connection made for 2 s gives up after the
+    0.3 s a later call asks for, whether the reply or the sending stalls."""
+    import time
+
+    lib = http_library()
+    server = StallingServer()
+    try:
+        with closing(poster(server.url)) as p:
+            assert p.post(b'{"a": 1}', {}, None).content == OK  # the 2 s default
+            started = time.monotonic()
+            with pytest.raises(lib.ReadTimeout):
+                p.post(b"x" * size, {}, 0.3)
+            assert time.monotonic() - started < 1.5
+    finally:
+        server.close()

@@ -4,11 +4,13 @@ the τ² retail backend), beside the reward τ² gave it. No model is called.
 
     python benchmarks/bench_tau2_parity.py --db TAU2/data/tau2/domains/retail/db.json FILE...
 
-Per file it prints how often our verdict equals τ²'s reward as the simulations are labelled, the
-data defects it found (simulations labelled with another task's id; failed tool results without
-τ²'s error flag), the agreement once each mislabelled simulation is graded against the task τ²
-actually graded it against (its `action_checks` name it), and each remaining disagreement,
-classified (ours wrong, theirs wrong with the evidence, data defect).
+Each file is graded against the tasks it carries (τ²'s tasks change between commits; `--tasks`
+names a checkout's tasks.json for a file that carries none), and says which. Per file it prints how
+often our verdict equals τ²'s reward as the simulations are labelled, the data defects it found
+(simulations labelled with another task's id; failed tool results without τ²'s error flag), the
+agreement once each mislabelled simulation is graded against the task τ² actually graded it against
+(its `action_checks` name it), and each remaining disagreement, classified (ours wrong, theirs
+wrong with the evidence, data defect).
 
 The files this was measured on (τ²-bench at commit a2c0247 for db.json and tasks.json; results
 files from its branches, by blob): gpt-4.1 and its fine-tune on 40 retail tasks
@@ -33,11 +35,16 @@ from pytest_commerce_evals.tau2.parity import parity  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, help="τ²-bench's data/tau2/domains/retail/db.json")
+    parser.add_argument(
+        "--tasks",
+        help="a checkout's tasks.json, for a results file that carries no tasks (a file that "
+        "carries its tasks is graded against them: τ²'s tasks change between commits)",
+    )
     parser.add_argument("files", nargs="+", help="τ² results files (simulations with rewards)")
     args = parser.parse_args(argv)
     worst = 1.0
     for path in args.files:
-        found = parity(path, args.db)
+        found = parity(path, args.db, args.tasks)
         n = len(found.verdicts)
         mislabelled = [v for v in found.verdicts if any(d.kind == "task-id" for d in v.defects)]
         unflagged = [
@@ -51,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         rate = sum(settled) / n if n else 0.0
         worst = min(worst, rate)
         print(f"{Path(path).name}")
+        print(f"  graded against {found.tasks}")
         print(f"  simulations {n}, τ² reward 1.0 on {sum(v.theirs for v in found.verdicts)}")
         print(f"  as labelled: ours = τ²'s on {found.agree}/{n} ({found.rate:.1%})")
         print(

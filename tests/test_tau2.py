@@ -291,6 +291,24 @@ def test_the_parity_benchmark_prints_the_figures(capsys):
     assert "as labelled: ours = τ²'s on 4/5 (80.0%)" in out
     assert "data defects: 1 labelled with another task's id, 1 with a failed tool result" in out
     assert "graded against the task τ² graded: ours = τ²'s on 5/5 (100.0%)" in out
+    assert "graded against the 3 tasks the file carries" in out
+
+
+def test_parity_grades_a_file_against_its_own_tasks_and_a_checkouts_only_without(tmp_path):
+    newer = json.loads((DATA / "tasks.json").read_text())
+    newer[0]["evaluation_criteria"]["actions"][1]["arguments"]["reason"] = "no longer needed"
+    (tmp_path / "tasks.json").write_text(json.dumps(newer))
+    own = parity(DATA / "results.json", DB, tmp_path / "tasks.json")  # its own win
+    assert own.tasks == "the 3 tasks the file carries" and own.agree == 4
+    bare = json.loads((DATA / "results.json").read_text())
+    del bare["tasks"]
+    (tmp_path / "bare.json").write_text(json.dumps(bare))
+    fallback = parity(tmp_path / "bare.json", DB, tmp_path / "tasks.json")
+    assert fallback.tasks.startswith("the file carries no tasks: the 3 of ")
+    # task 0's three simulations turn over against the newer gold cancel reason
+    assert [v.ours for v in fallback.verdicts[:2]] == [False, True]
+    with pytest.raises(ValueError, match="carries no tasks; give a checkout's tasks.json"):
+        parity(tmp_path / "bare.json", DB)
 
 
 # -- the import command --------------------------------------------------------------------------
@@ -539,3 +557,66 @@ def test_an_imported_folder_runs_from_wherever_the_repository_is_cloned(pytester
     outcome, error = outcomes(result)["tau2_retail-000-task-0"]
     assert outcome != "pass"
     assert "db.json" in error and "not found" in error and "COMMERCE_TAU2_CHECKOUT" in error
+
+
+def test_a_results_file_is_regraded_against_the_tasks_it_carries(pytester, capsys):
+    """τ²'s tasks change between commits: the checkout's task 0 here wants the other cancel
+    reason. Regraded against the tasks the file carries, the verdicts are τ²'s; the importer
+    says which tasks it used, and falls back to the checkout's for a file that carries none."""
+    domain = pytester.path / "tau2-bench" / "data" / "tau2" / "domains" / "retail"
+    domain.mkdir(parents=True)
+    shutil.copy(DB, domain / "db.json")
+    shutil.copy(DATA / "policy.md", domain / "policy.md")
+    newer = json.loads((DATA / "tasks.json").read_text())
+    newer[0]["evaluation_criteria"]["actions"][1]["arguments"]["reason"] = "no longer needed"
+    (domain / "tasks.json").write_text(json.dumps(newer))
+    base = ["import-results", str(DATA / "results.json"), "--db", str(domain / "db.json")]
+    assert tau2_main([*base, "--out", "plain.json"]) == 0
+    assert "results.json carries the 3 tasks it was graded with: give --cases" in (
+        capsys.readouterr().out
+    )
+    assert tau2_main([*base, "--out", "run.json", "--cases", "cases/tau2-graded"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "graded with the 3 tasks results.json carries: wrote 3 case(s) to cases/tau2-graded" in out
+    )
+    assert "pytest cases/tau2-graded --commerce-regrade" in out  # the set is the folder
+    notes = yaml.safe_load(
+        (pytester.path / "cases" / "tau2-graded" / "000-task-0.yaml").read_text()
+    )["notes"]
+    assert "τ²-bench commit handmade" in notes and "The tasks results.json carries." in notes
+    assert tau2_main(["import", str(pytester.path / "tau2-bench"), "--out", "cases/tau2-now"]) == 0
+    assert pytester.runpytest("-p", "no:cacheprovider", "--commerce-store-import=run.json").ret == 0
+
+    def regraded(folder: str) -> list[tuple[str, int, str]]:
+        pytester.runpytest(
+            folder,
+            "-p",
+            "no:cacheprovider",
+            "--commerce-regrade=tau2-results",
+            "--commerce-no-judge",
+            "--commerce-json=out.json",
+        )
+        trials = json.loads((pytester.path / "out.json").read_text())["trials"]
+        return sorted(
+            (t["case_id"], t["trial"], t["outcome"]) for t in trials if "000" in t["case_id"]
+        )
+
+    assert regraded("cases/tau2-graded") == [
+        ("tau2_retail-000-task-0", 1, "pass"),
+        ("tau2_retail-000-task-0", 2, "fail"),  # τ² 0.0 too: the wrong cancel reason
+        ("tau2_retail-000-task-0", 3, "pass"),
+    ]
+    assert regraded("cases/tau2-now") == [  # the newer task: the verdicts turn over
+        ("tau2_retail-000-task-0", 1, "fail"),
+        ("tau2_retail-000-task-0", 2, "pass"),
+        ("tau2_retail-000-task-0", 3, "fail"),
+    ]
+    bare = json.loads((DATA / "results.json").read_text())
+    del bare["tasks"]
+    (pytester.path / "bare.json").write_text(json.dumps(bare))
+    args = ["import-results", "bare.json", "--db", str(domain / "db.json"), "--out", "b.json"]
+    tau2_main([*args, "--cases", "cases/tau2-bare"])
+    assert "bare.json carries no tasks: the checkout's 3" in capsys.readouterr().out
+    kept = (pytester.path / "cases" / "tau2-bare" / "000-task-0.yaml").read_text()
+    assert "no longer needed" in kept

@@ -129,19 +129,42 @@ def import_tasks(checkout: Path, domain: str, out: Path) -> tuple[int, list[str]
     """Write the cases; returns how many and what was skipped (a task that does not convert to
     a valid case, a file it would not write). A `ValueError` names what is missing or
     unreadable; nothing is written then."""
+    folder = _domain_folder(checkout, domain)
+    tasks_path = folder / "tasks.json"
+    tasks = _load_json(tasks_path)
+    if not isinstance(tasks, list):
+        raise ValueError(f"{tasks_path}: expected a list of tasks")
+    commit = checkout_commit(checkout)
+    return write_cases(tasks, checkout, domain, out, commit=commit, source=None)
+
+
+def _domain_folder(checkout: Path, domain: str) -> Path:
+    """The domain's folder of a τ²-bench checkout, once its tasks, database and policy are
+    there (a `ValueError` names the first missing)."""
+    folder = checkout / "data" / "tau2" / "domains" / domain
+    for name in ("tasks.json", "db.json", "policy.md"):
+        if not (folder / name).is_file():
+            raise ValueError(f"{folder / name}: not found; give the root of a τ²-bench checkout")
+    return folder
+
+
+def write_cases(
+    tasks: list[Any],
+    checkout: Path,
+    domain: str,
+    out: Path,
+    *,
+    commit: str | None,
+    source: str | None,
+) -> tuple[int, list[str]]:
+    """Write `tasks` as case files in `out`, with the `_set.yaml` and the `conftest.py` that runs
+    them against `checkout`; `commit` is the τ²-bench commit the tasks are from, `source` the
+    results file that carried them (None: the checkout's own). Returns the cases written and
+    what was skipped."""
     import tempfile
 
     from .retail import TOOLS
 
-    folder = checkout / "data" / "tau2" / "domains" / domain
-    tasks_path, db_path = folder / "tasks.json", folder / "db.json"
-    for path in (tasks_path, db_path, folder / "policy.md"):
-        if not path.is_file():
-            raise ValueError(f"{path}: not found; give the root of a τ²-bench checkout")
-    commit = checkout_commit(checkout)
-    tasks = _load_json(tasks_path)
-    if not isinstance(tasks, list):
-        raise ValueError(f"{tasks_path}: expected a list of tasks")
     out = _out_folder(out)
     problems: list[str] = []
     files: dict[str, str] = {}
@@ -158,16 +181,18 @@ def import_tasks(checkout: Path, domain: str, out: Path) -> tuple[int, list[str]
                         f"its gold actions name tools the {domain} backend does not have: "
                         f"{', '.join(unknown)[:200]}"
                     )
+                if source is not None:
+                    case["notes"] += f" The tasks {source} carries."
                 case["id"] = _unique(case["id"], taken)
                 files[case["id"].split("-", 1)[1] + ".yaml"] = _checked(case, Path(scratch))
             except (TaskError, UnicodeError, OSError, RecursionError, ValueError) as exc:
                 problems.append(f"task {n} skipped: {str(exc)[:300]}")
+    origin = f"the tasks {source} carries" if source else f"τ²-bench {domain} tasks"
     files["_set.yaml"] = f"{MARK}\n" + _dump(
         {
             "threshold": 0.0,
-            "description": f"τ²-bench {domain} tasks from commit {commit or 'unknown'} "
-            f"(the converter was written against {TAU2_COMMIT[:7]}); the threshold is yours "
-            "to set.",
+            "description": f"{origin}, from commit {commit or 'unknown'} (the converter was "
+            f"written against {TAU2_COMMIT[:7]}); the threshold is yours to set.",
         }
     )
     files["conftest.py"] = CONFTEST.format(
@@ -252,6 +277,49 @@ def _reward(simulation: dict[str, Any]) -> float | None:
     return float(reward)
 
 
+def results_tasks(path: Path, db: Path, cases: Path) -> tuple[int, list[str], str]:
+    """Write the tasks a results file was graded with as cases in `cases`: the tasks the file
+    carries, else (a file with none) those of the checkout `db` belongs to. Returns the cases
+    written, what was skipped, and which tasks they are, in words."""
+    from .simulations import load_results
+
+    checkout = db.resolve().parents[4] if len(db.resolve().parents) > 4 else db.parent
+    domain_folder = db.resolve().parent
+    results = load_results(path)
+    try:
+        _domain_folder(checkout, domain_folder.name)
+    except ValueError as exc:
+        raise ValueError(
+            f"--cases needs --db to be the db.json of a τ²-bench checkout (its tasks.json and "
+            f"policy.md beside it): {exc}"
+        ) from None
+    if results.tasks:
+        info_commit = results.info.get("git_commit")
+        commit = str(info_commit) if info_commit else None
+        n, problems = write_cases(
+            list(results.tasks.values()),
+            checkout,
+            results.domain,
+            cases,
+            commit=commit,
+            source=path.name,
+        )
+        return n, problems, f"the {len(results.tasks)} tasks {path.name} carries"
+    tasks = _load_json(domain_folder / "tasks.json")
+    if not isinstance(tasks, list):
+        raise ValueError(f"{domain_folder / 'tasks.json'}: expected a list of tasks")
+    commit = checkout_commit(checkout)
+    n, problems = write_cases(tasks, checkout, results.domain, cases, commit=commit, source=None)
+    return (
+        n,
+        problems,
+        (
+            f"{path.name} carries no tasks: the checkout's {len(tasks)} "
+            f"({domain_folder / 'tasks.json'}, commit {commit or 'unknown'})"
+        ),
+    )
+
+
 def import_results(
     path: Path, db: Path, out: Path, set_name: str, skipped: list[str] | None = None
 ) -> tuple[int, list[str]]:
@@ -306,6 +374,20 @@ def import_results(
     return len(trials), defects
 
 
+def _tasks_hint(path: Path) -> str:
+    """Which tasks a regrade of the record would use, when `--cases` wrote none."""
+    from .simulations import load_results
+
+    carried = len(load_results(path).tasks)
+    if carried:
+        return (
+            f"{path.name} carries the {carried} tasks it was graded with: give --cases DIR to "
+            "write them as cases and regrade against them (the cases you imported are from "
+            "your checkout's tasks, which may differ)"
+        )
+    return f"{path.name} carries no tasks: a regrade uses the cases you imported from a checkout"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_commerce_evals.tau2")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -319,7 +401,18 @@ def main(argv: list[str] | None = None) -> int:
     runs.add_argument("results", type=Path, help="a τ² results file (simulations with rewards)")
     runs.add_argument("--db", type=Path, required=True, help="the domain's db.json")
     runs.add_argument("--out", type=Path, required=True, help="the run record to write (JSON)")
-    runs.add_argument("--set", default="cases/tau2-retail", help="the cases' folder (its set)")
+    runs.add_argument(
+        "--set",
+        default=None,
+        help="the cases' folder (its set; default: --cases, else cases/tau2-retail)",
+    )
+    runs.add_argument(
+        "--cases",
+        type=Path,
+        default=None,
+        help="also write the tasks the file was graded with as cases here (the file's own "
+        "tasks; a checkout's when it carries none), to regrade against them",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "import":
@@ -332,7 +425,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1 if problems else 0
         skipped: list[str] = []
-        n, defects = import_results(args.results, args.db, args.out, args.set, skipped)
+        set_name = args.set or (args.cases.as_posix() if args.cases else "cases/tau2-retail")
+        tasks_note = None
+        if args.cases is not None:
+            written, problems, tasks_note = results_tasks(args.results, args.db, args.cases)
+            skipped += problems
+        n, defects = import_results(args.results, args.db, args.out, set_name, skipped)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -343,11 +441,15 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr)
     for defect in defects:
         print(f"data defect: {defect}", file=sys.stderr)
+    if tasks_note is not None:
+        print(f"graded with {tasks_note}: wrote {written} case(s) to {args.cases}")
+    else:
+        print(_tasks_hint(args.results))
     print(
         f"wrote {n} trial(s) to {args.out} ({len(defects)} data defect(s)); store it with "
         f"pytest --commerce-store-import={args.out}, then regrade with "
-        f"pytest {args.set} --commerce-regrade=<its run id>"
-        + (f"; {len(skipped)} simulation(s) skipped" if skipped else "")
+        f"pytest {set_name} --commerce-regrade=<its run id>"
+        + (f"; {len(skipped)} skipped" if skipped else "")
     )
     return 1 if skipped else 0
 

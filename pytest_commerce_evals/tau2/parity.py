@@ -53,6 +53,8 @@ class Verdict:
 class FileParity:
     path: Path
     verdicts: list[Verdict] = field(default_factory=list)
+    tasks: str = ""
+    """Which tasks the simulations were graded against, in words."""
 
     @property
     def agree(self) -> int:
@@ -149,10 +151,25 @@ def _classify(verdict: Verdict, simulation: dict[str, Any], gold: GoldState | No
     verdict.evidence = "; ".join(verdict.failures) or "we pass what τ² failed"
 
 
-def parity(path: Path | str, db: Path | str) -> FileParity:
-    """Every simulation of the results file at `path`, graded on the database at `db`."""
+def parity(path: Path | str, db: Path | str, tasks: Path | str | None = None) -> FileParity:
+    """Every simulation of the results file at `path`, graded on the database at `db`, against
+    the tasks the file carries (τ²'s tasks change between commits: a file is graded with its
+    own); a file that carries none is graded against the tasks file `tasks` (a checkout's
+    `tasks.json`), and with neither a `ValueError` says so."""
     results = load_results(path)
     out = FileParity(Path(path))
+    if results.tasks:
+        out.tasks = f"the {len(results.tasks)} tasks the file carries"
+    elif tasks is not None:
+        import json
+
+        listed = json.loads(Path(tasks).read_text(encoding="utf-8"))
+        if not isinstance(listed, list):
+            raise ValueError(f"{tasks}: expected a list of tasks")
+        results.tasks = {str(t["id"]): t for t in listed if isinstance(t, dict) and "id" in t}
+        out.tasks = f"the file carries no tasks: the {len(results.tasks)} of {tasks}"
+    else:
+        raise ValueError(f"{path}: carries no tasks; give a checkout's tasks.json to grade with")
     for simulation in results.simulations:
         out.verdicts.append(grade_simulation(results, simulation, lambda: RetailBackend.load(db)))
     return out

@@ -12,10 +12,10 @@ catch. Which outcome a trial meets each with:
 - `StoreError` (with `StoreUnavailable` and `DamagedRun`) and `DriverMissing`: a run store or run
   record cannot be read or written; a trial never meets them;
 - input that cannot be read, each naming the file, line or key: `DocumentTooLarge` (a case file
-  past a bound), `TaskError` (a τ² task), `CalibrationError` (a calibration set),
-  `FixtureError` (a fixture file), `MinKappaError` and `BudgetError` (a setting's value),
-  `UnknownDimension` (a rubric's standard dimension); `CalibrationAborted` stops a calibration
-  whose judge endpoint failed;
+  past a bound), `TaskError` (a τ² task), `CheckoutSourceError` (a τ²-bench checkout's source),
+  `CalibrationError` (a calibration set), `FixtureError` (a fixture file), `MinKappaError` and
+  `BudgetError` (a setting's value), `UnknownDimension` (a rubric's standard dimension);
+  `CalibrationAborted` stops a calibration whose judge endpoint failed;
 - `RetailError`: a τ² retail tool refused the call (its message is what the agent reads);
 - `FakeClientExhausted`: a scripted `FakeClient` ran out of replies (an `AssertionError`: the
   test planned fewer calls).
@@ -33,6 +33,7 @@ __all__ = [
     "BudgetError",
     "CalibrationAborted",
     "CalibrationError",
+    "CheckoutSourceError",
     "CommerceEvalsError",
     "ConfigurationError",
     "ConversionError",
@@ -144,6 +145,11 @@ class DocumentTooLarge(CommerceEvalsError):
 
 class TaskError(CommerceEvalsError, ValueError):
     """A τ² task this converter cannot read; the message names the task and the key."""
+
+
+class CheckoutSourceError(CommerceEvalsError, ValueError):
+    """A τ²-bench checkout's source does not hold what is read from it (the tool schemas, the
+    agent's prompt, its greeting); the message names the file and what."""
 
 
 class CalibrationError(CommerceEvalsError, ValueError):

@@ -318,6 +318,7 @@ def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_pa
     checkout = tmp_path / "tau2-bench"
     domain = checkout / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
+    shutil.copytree(DATA / "src", checkout / "src")  # what τ²'s agent is shown, read from
     shutil.copy(DB, domain / "db.json")
     shutil.copy(DATA / "tasks.json", domain / "tasks.json")
     shutil.copy(DATA / "policy.md", domain / "policy.md")
@@ -325,7 +326,13 @@ def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_pa
     assert tau2_main(["import", str(checkout), "--domain", "retail", "--out", str(out)]) == 0
     assert "wrote 3 case(s)" in capsys.readouterr().out
     files = sorted(p.name for p in out.glob("*.yaml"))
-    assert files == ["000-task-0.yaml", "001-task-1.yaml", "002-task-2.yaml", "_set.yaml"]
+    assert files == [
+        "000-task-0.yaml",
+        "001-task-1.yaml",
+        "002-task-2.yaml",
+        "_set.yaml",
+        "_tau2_agent.yaml",
+    ]
     for path in out.glob("0*.yaml"):
         Case.model_validate(yaml.safe_load(path.read_text()))
     conftest = (out / "conftest.py").read_text()
@@ -341,6 +348,7 @@ def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_pa
 def test_published_simulations_are_stored_and_regraded_with_commerce_regrade(pytester):
     checkout = pytester.path / "tau2-bench" / "data" / "tau2" / "domains" / "retail"
     checkout.mkdir(parents=True)
+    shutil.copytree(DATA / "src", pytester.path / "tau2-bench" / "src")
     shutil.copy(DB, checkout / "db.json")
     shutil.copy(DATA / "tasks.json", checkout / "tasks.json")
     shutil.copy(DATA / "policy.md", checkout / "policy.md")
@@ -434,6 +442,7 @@ def test_imported_cases_run_with_the_generated_conftest_a_scripted_model_and_cus
     checkout = pytester.path / "tau2-bench"
     domain = checkout / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
+    shutil.copytree(DATA / "src", checkout / "src")  # what τ²'s agent is shown, read from
     shutil.copy(DB, domain / "db.json")
     shutil.copy(DATA / "tasks.json", domain / "tasks.json")
     (domain / "policy.md").write_text("# Retail agent policy\n")
@@ -513,6 +522,7 @@ def test_an_imported_folder_runs_from_wherever_the_repository_is_cloned(pytester
     checkout = repo / "vendor" / "tau2-bench"
     domain = checkout / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
+    shutil.copytree(DATA / "src", checkout / "src")  # what τ²'s agent is shown, read from
     for name in ("db.json", "tasks.json", "policy.md"):
         shutil.copy(DATA / name, domain / name)
     (checkout / ".git" / "refs" / "heads").mkdir(parents=True)
@@ -565,6 +575,7 @@ def test_a_results_file_is_regraded_against_the_tasks_it_carries(pytester, capsy
     says which tasks it used, and falls back to the checkout's for a file that carries none."""
     domain = pytester.path / "tau2-bench" / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
+    shutil.copytree(DATA / "src", pytester.path / "tau2-bench" / "src")
     shutil.copy(DB, domain / "db.json")
     shutil.copy(DATA / "policy.md", domain / "policy.md")
     newer = json.loads((DATA / "tasks.json").read_text())
@@ -620,3 +631,104 @@ def test_a_results_file_is_regraded_against_the_tasks_it_carries(pytester, capsy
     assert "bare.json carries no tasks: the checkout's 3" in capsys.readouterr().out
     kept = (pytester.path / "cases" / "tau2-bare" / "000-task-0.yaml").read_text()
     assert "no longer needed" in kept
+
+
+def test_the_agent_sends_what_tau2s_own_agent_sends(pytester, monkeypatch):
+    """On an imported folder the agent's first request is τ²'s: the system prompt its agent
+    builds around the policy, its opening greeting, the customer's message, and the tool schemas
+    its toolkit builds. `tools_tau2_built.json` is what τ²-bench's own tool builder (a2c0247)
+    made of the stand-in source in `tests/data/tau2/src`."""
+    checkout = pytester.path / "tau2-bench"
+    domain = checkout / "data" / "tau2" / "domains" / "retail"
+    domain.mkdir(parents=True)
+    shutil.copytree(DATA / "src", checkout / "src")
+    for name in ("db.json", "tasks.json", "policy.md"):
+        shutil.copy(DATA / name, domain / name)
+    assert tau2_main(["import", str(checkout), "--out", "cases/tau2-retail"]) == 0
+    conftest = pytester.path / "cases" / "tau2-retail" / "conftest.py"
+    conftest.write_text(
+        conftest.read_text().replace(
+            'client = session_client(config, "agent")', "client = SCRIPTED(case.id)"
+        )
+        + SCRIPTED_TAU2
+        + textwrap.dedent(
+            """
+            import json, os
+            _made = SCRIPTED
+
+            def SCRIPTED(case_id):
+                client = _made(case_id)
+                _create = client.chat.completions.create
+
+                def create(**request):
+                    with open(os.environ["REQUESTS_OUT"], "a") as out:
+                        out.write(json.dumps(request) + "\\n")
+                    return _create(**request)
+
+                client.chat.completions.create = create
+                return client
+            """
+        )
+    )
+    requests = pytester.path / "requests.jsonl"
+    monkeypatch.setenv("REQUESTS_OUT", str(requests))
+    result = pytester.runpytest(
+        "cases/tau2-retail/000-task-0.yaml",
+        "-p",
+        "no:cacheprovider",
+        "--commerce-no-judge",
+        "--commerce-store=none",
+    )
+    assert result.ret == 0, result.stdout.str()
+    first = json.loads(requests.read_text().splitlines()[0])
+    policy = (DATA / "policy.md").read_text()
+    assert first == {
+        "model": "scripted",
+        "messages": [
+            {
+                "role": "system",
+                "content": "<instructions>\nHelp the customer by the <policy> below, one message "
+                "or one tool call at a time.\n</instructions>\n<policy>\n" + policy + "\n</policy>",
+            },
+            {"role": "assistant", "content": "Hello! What can I do for you?"},
+            {"role": "user", "content": "Cancel #W1 please, I'm Ada Lee in 78701."},
+        ],
+        "tools": json.loads((DATA / "tools_tau2_built.json").read_text()),
+        "temperature": 0.0,
+    }
+
+
+def test_an_import_from_a_checkout_whose_source_it_cannot_read_says_so(tmp_path, capsys):
+    checkout = tmp_path / "tau2-bench"
+    domain = checkout / "data" / "tau2" / "domains" / "retail"
+    domain.mkdir(parents=True)
+    for name in ("db.json", "tasks.json", "policy.md"):
+        shutil.copy(DATA / name, domain / name)
+    out = tmp_path / "cases"
+    assert tau2_main(["import", str(checkout), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "_tau2_agent.yaml not written:" in err and "llm_agent.py: cannot be read" in err
+    assert len(list(out.glob("0*.yaml"))) == 3  # the cases are written all the same
+    assert not (out / "_tau2_agent.yaml").exists()
+
+
+def test_a_turn_may_take_as_many_steps_as_a_tau2_simulation():
+    """τ²'s bound is the simulation's 100 steps, not a dozen a turn: a gold that needs 13
+    actions fits in one turn; past the bound the turn ends with the step-limit reply."""
+    from pytest_commerce_evals.agent import AgentSession
+    from pytest_commerce_evals.events import Text
+    from pytest_commerce_evals.tau2.agent import MAX_STEPS, STEP_LIMIT_REPLY, Tau2Agent
+    from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
+
+    assert MAX_STEPS == 100
+    lookup = tool_reply("find_user_id_by_email", email="ada@example.com")
+    client = FakeClient([lookup] * 13 + [text_reply("Done.")])
+    case = Case.model_validate(case_of(tasks()[0], domain="retail"))
+    session = AgentSession(case=case, backend=backend())
+    events = Tau2Agent(client, "m").run_turn(session, "Hi")
+    assert sum(isinstance(e, ToolResult) for e in events) == 13
+    assert [e.text for e in events if isinstance(e, Text)] == ["Done."]
+    client = FakeClient([lookup] * 3)
+    session = AgentSession(case=case, backend=backend())
+    events = Tau2Agent(client, "m", max_steps=3).run_turn(session, "Hi")
+    assert [e.text for e in events if isinstance(e, Text)] == [STEP_LIMIT_REPLY]

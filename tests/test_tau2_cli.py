@@ -24,6 +24,7 @@ def checkout(tmp_path: Path, tasks: list) -> Path:
     root = tmp_path / "tau2-bench"
     domain = root / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
+    shutil.copytree(DATA / "src", root / "src")
     shutil.copy(DATA / "db.json", domain / "db.json")
     shutil.copy(DATA / "policy.md", domain / "policy.md")
     (domain / "tasks.json").write_text(json.dumps(tasks))  # a lone surrogate as \\ud800

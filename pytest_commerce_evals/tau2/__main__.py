@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from .imported import CHECKOUT_ENV
+from .imported import AGENT_VIEW, CHECKOUT_ENV
+from .prompts import CheckoutSourceError, agent_view
 from .tasks import TAU2_COMMIT, TaskError, case_of
 
 CONFTEST_FIRST = '"""Written by `python -m pytest_commerce_evals.tau2 import`'
@@ -40,12 +41,12 @@ def pytest_commerce_evals_make_backend(config, case):
 
 
 def pytest_commerce_evals_make_agent(config, case, backend):
-    """The plugin's τ² agent on the configured agent endpoint; replace it with yours."""
+    """The plugin's τ² agent on the configured agent endpoint, shown what τ²'s agent is shown
+    (_tau2_agent.yaml); replace it with yours."""
     from pytest_commerce_evals.models.clients import session_client
-    from pytest_commerce_evals.tau2.agent import Tau2Agent
 
     client = session_client(config, "agent")
-    return Tau2Agent(client, client.endpoint.model, policy=CHECKOUT.policy())
+    return CHECKOUT.agent(client, client.endpoint.model)
 '''
 
 
@@ -195,6 +196,15 @@ def write_cases(
             f"written against {TAU2_COMMIT[:7]}); the threshold is yours to set.",
         }
     )
+    try:
+        view = agent_view(checkout, domain)
+    except CheckoutSourceError as exc:
+        problems.append(
+            f"{AGENT_VIEW} not written: {str(exc)[:300]}; the agent gets this backend's own "
+            "tool schemas and the policy alone"
+        )
+    else:
+        files[AGENT_VIEW] = f"{MARK}\n" + _dump(view)
     files["conftest.py"] = CONFTEST.format(
         domain=domain,
         relative=_relative(checkout, out),
@@ -206,7 +216,7 @@ def write_cases(
         why = _write_own(out, name, text)
         if why is not None:
             problems.append(why)
-        elif name.endswith(".yaml") and name != "_set.yaml":
+        elif name.endswith(".yaml") and not name.startswith("_"):
             written += 1
     return written, problems
 

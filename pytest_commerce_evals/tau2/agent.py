@@ -56,11 +56,18 @@ def tool_schemas() -> list[dict[str, Any]]:
     return out
 
 
+MAX_STEPS = 100
+"""τ²'s orchestrator's bound on a whole simulation's steps (`max_steps`): no turn takes more."""
+
+
 class Tau2Agent:
     """`Tau2Agent(client, model, policy=...).run_turn(session, message) -> list[Event]`.
 
     `session.backend` must be a `RetailBackend`; the conversation is kept in `session.history`.
-    `max_steps` bounds the model calls of one turn."""
+    What the model is shown: `tools` (default: schemas from this backend's signatures), the
+    system prompt (`system_prompt`, default the policy alone) and, before the customer's first
+    message, the agent's `greeting` when given: an imported folder passes what τ²'s own agent is
+    shown (`tau2.imported.Checkout.agent`). `max_steps` bounds the model calls of one turn."""
 
     def __init__(
         self,
@@ -68,15 +75,20 @@ class Tau2Agent:
         model: str,
         *,
         policy: str = "",
-        max_steps: int = 12,
+        tools: list[dict[str, Any]] | None = None,
+        system_prompt: str | None = None,
+        greeting: str | None = None,
+        max_steps: int = MAX_STEPS,
         temperature: float | None = 0.0,
     ) -> None:
         self.client = client
         self.model = model
         self.policy = policy
+        self.system_prompt = policy if system_prompt is None else system_prompt
+        self.greeting = greeting
         self.max_steps = max_steps
         self.temperature = temperature
-        self._tools = tool_schemas()
+        self._tools = tool_schemas() if tools is None else tools
 
     def run_turn(self, session: AgentSession, message: str) -> list[Any]:
         backend = session.backend
@@ -84,7 +96,9 @@ class Tau2Agent:
             raise TypeError(f"Tau2Agent needs a RetailBackend; got {type(backend).__name__}")
         ids = session.scratch.setdefault("call_ids", itertools.count(1))
         if not session.history:
-            session.history.append({"role": "system", "content": self.policy})
+            session.history.append({"role": "system", "content": self.system_prompt})
+            if self.greeting is not None:  # τ²'s conversations open with the agent's greeting
+                session.history.append({"role": "assistant", "content": self.greeting})
         session.history.append({"role": "user", "content": message})
         events: list[Any] = []
         for _step in range(self.max_steps):

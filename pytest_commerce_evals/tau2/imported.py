@@ -15,9 +15,38 @@ from typing import Any
 
 from ..errors import ConfigurationError
 
-__all__ = ["CHECKOUT_ENV", "Checkout"]
+__all__ = ["AGENT_VIEW", "CHECKOUT_ENV", "Checkout"]
 
 CHECKOUT_ENV = "COMMERCE_TAU2_CHECKOUT"
+AGENT_VIEW = "_tau2_agent.yaml"
+"""What τ²'s agent is shown, read from the checkout's source by the importer (`tau2.prompts`)."""
+_VIEW_KEYS = ("tools", "system_prompt", "agent_instruction", "greeting")
+
+
+def _agent_view(path: Path) -> dict[str, Any] | None:
+    """The importer's `_tau2_agent.yaml`; None when there is none. A file that is not one is a
+    `ConfigurationError` naming what is wrong (import the tasks again to rewrite it)."""
+    if not path.is_file():
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeError, yaml.YAMLError) as exc:
+        raise ConfigurationError(
+            f"{path}: cannot be read ({str(exc)[:200]}); import the tasks again"
+        ) from None
+    if not isinstance(data, dict) or any(k not in data for k in _VIEW_KEYS):
+        raise ConfigurationError(
+            f"{path}: expected the keys {', '.join(_VIEW_KEYS)}; import the tasks again"
+        )
+    if not isinstance(data["tools"], list) or not all(
+        isinstance(data[k], str) for k in _VIEW_KEYS[1:]
+    ):
+        raise ConfigurationError(
+            f"{path}: tools is a list and the prompts are text; import the tasks again"
+        )
+    return data
 
 
 class Checkout:
@@ -60,6 +89,28 @@ class Checkout:
     def policy(self) -> str:
         """The domain's `policy.md`, the agent's instructions; never empty for a missing file."""
         return self._file("policy.md").read_text(encoding="utf-8")
+
+    def agent(self, client: Any, model: str) -> Any:
+        """The plugin's τ² agent on `client`, shown what τ²'s own agent is shown: the tool
+        schemas, system prompt and greeting the importer read from the checkout
+        (`_tau2_agent.yaml` beside the cases), with the checkout's policy. Without that file (an
+        import from a checkout whose source it could not read) the plugin's own schemas and the
+        policy alone."""
+        from .agent import Tau2Agent
+        from .prompts import system_prompt
+
+        policy = self.policy()
+        view = _agent_view(self.folder / AGENT_VIEW)
+        if view is None:
+            return Tau2Agent(client, model, policy=policy)
+        return Tau2Agent(
+            client,
+            model,
+            policy=policy,
+            tools=view["tools"],
+            system_prompt=system_prompt(view["system_prompt"], view["agent_instruction"], policy),
+            greeting=view["greeting"],
+        )
 
     def backend(self) -> Any:
         """A fresh backend over the checkout's database."""

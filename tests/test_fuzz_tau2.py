@@ -114,6 +114,7 @@ def test_any_tasks_file_imports_what_it_can_and_names_what_it_skipped(tmp_path, 
         shutil.copy(DATA / "db.json", domain / "db.json")
         shutil.copy(DATA / "policy.md", domain / "policy.md")
         shutil.copytree(DATA / "src", root / "src")
+        shutil.copytree(DATA / "user_simulator", root / "data" / "tau2" / "user_simulator")
         (domain / "tasks.json").write_text(json.dumps(tasks), encoding="utf-8")
         out = Path(tmp) / "cases"
         rc = tau2_main(["import", str(root), "--out", str(out)])

@@ -319,6 +319,7 @@ def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_pa
     domain = checkout / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
     shutil.copytree(DATA / "src", checkout / "src")  # what τ²'s agent is shown, read from
+    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
     shutil.copy(DB, domain / "db.json")
     shutil.copy(DATA / "tasks.json", domain / "tasks.json")
     shutil.copy(DATA / "policy.md", domain / "policy.md")
@@ -332,6 +333,7 @@ def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_pa
         "002-task-2.yaml",
         "_set.yaml",
         "_tau2_agent.yaml",
+        "_tau2_customer.yaml",
     ]
     for path in out.glob("0*.yaml"):
         Case.model_validate(yaml.safe_load(path.read_text()))
@@ -349,6 +351,9 @@ def test_published_simulations_are_stored_and_regraded_with_commerce_regrade(pyt
     checkout = pytester.path / "tau2-bench" / "data" / "tau2" / "domains" / "retail"
     checkout.mkdir(parents=True)
     shutil.copytree(DATA / "src", pytester.path / "tau2-bench" / "src")
+    shutil.copytree(
+        DATA / "user_simulator", pytester.path / "tau2-bench" / "data" / "tau2" / "user_simulator"
+    )
     shutil.copy(DB, checkout / "db.json")
     shutil.copy(DATA / "tasks.json", checkout / "tasks.json")
     shutil.copy(DATA / "policy.md", checkout / "policy.md")
@@ -443,6 +448,7 @@ def test_imported_cases_run_with_the_generated_conftest_a_scripted_model_and_cus
     domain = checkout / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
     shutil.copytree(DATA / "src", checkout / "src")  # what τ²'s agent is shown, read from
+    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
     shutil.copy(DB, domain / "db.json")
     shutil.copy(DATA / "tasks.json", domain / "tasks.json")
     (domain / "policy.md").write_text("# Retail agent policy\n")
@@ -523,6 +529,7 @@ def test_an_imported_folder_runs_from_wherever_the_repository_is_cloned(pytester
     domain = checkout / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
     shutil.copytree(DATA / "src", checkout / "src")  # what τ²'s agent is shown, read from
+    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
     for name in ("db.json", "tasks.json", "policy.md"):
         shutil.copy(DATA / name, domain / name)
     (checkout / ".git" / "refs" / "heads").mkdir(parents=True)
@@ -576,6 +583,9 @@ def test_a_results_file_is_regraded_against_the_tasks_it_carries(pytester, capsy
     domain = pytester.path / "tau2-bench" / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
     shutil.copytree(DATA / "src", pytester.path / "tau2-bench" / "src")
+    shutil.copytree(
+        DATA / "user_simulator", pytester.path / "tau2-bench" / "data" / "tau2" / "user_simulator"
+    )
     shutil.copy(DB, domain / "db.json")
     shutil.copy(DATA / "policy.md", domain / "policy.md")
     newer = json.loads((DATA / "tasks.json").read_text())
@@ -642,6 +652,7 @@ def test_the_agent_sends_what_tau2s_own_agent_sends(pytester, monkeypatch):
     domain = checkout / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
     shutil.copytree(DATA / "src", checkout / "src")
+    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
     for name in ("db.json", "tasks.json", "policy.md"):
         shutil.copy(DATA / name, domain / name)
     assert tau2_main(["import", str(checkout), "--out", "cases/tau2-retail"]) == 0
@@ -713,14 +724,14 @@ def test_an_import_from_a_checkout_whose_source_it_cannot_read_says_so(tmp_path,
 
 
 def test_a_turn_may_take_as_many_steps_as_a_tau2_simulation():
-    """τ²'s bound is the simulation's 100 steps, not a dozen a turn: a gold that needs 13
+    """τ²'s bound is the simulation's 200 steps, not a dozen a turn: a gold that needs 13
     actions fits in one turn; past the bound the turn ends with the step-limit reply."""
     from pytest_commerce_evals.agent import AgentSession
     from pytest_commerce_evals.events import Text
     from pytest_commerce_evals.tau2.agent import MAX_STEPS, STEP_LIMIT_REPLY, Tau2Agent
     from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
 
-    assert MAX_STEPS == 100
+    assert MAX_STEPS == 200
     lookup = tool_reply("find_user_id_by_email", email="ada@example.com")
     client = FakeClient([lookup] * 13 + [text_reply("Done.")])
     case = Case.model_validate(case_of(tasks()[0], domain="retail"))
@@ -732,3 +743,112 @@ def test_a_turn_may_take_as_many_steps_as_a_tau2_simulation():
     session = AgentSession(case=case, backend=backend())
     events = Tau2Agent(client, "m", max_steps=3).run_turn(session, "Hi")
     assert [e.text for e in events if isinstance(e, Text)] == [STEP_LIMIT_REPLY]
+
+
+def test_the_customer_is_tau2s_user_simulator(pytester):
+    """On an imported folder the customer's requests are τ²'s user simulator's: its guidelines
+    and the task's scenario as τ² writes it, the conversation with the roles flipped from the
+    agent's greeting on; τ²'s transfer marker ends the conversation like its stop."""
+    checkout = pytester.path / "tau2-bench"
+    domain = checkout / "data" / "tau2" / "domains" / "retail"
+    domain.mkdir(parents=True)
+    shutil.copytree(DATA / "src", checkout / "src")
+    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
+    for name in ("db.json", "tasks.json", "policy.md"):
+        shutil.copy(DATA / name, domain / name)
+    assert tau2_main(["import", str(checkout), "--out", "cases/tau2-retail"]) == 0
+    conftest = pytester.path / "cases" / "tau2-retail" / "conftest.py"
+    text = conftest.read_text()
+    assert "return CHECKOUT.customer(config, case)" in text
+    text = text.replace('client = session_client(config, "agent")', "client = SCRIPTED(case.id)")
+    text = text.replace(
+        "return CHECKOUT.customer(config, case)",
+        "return CHECKOUT.customer(config, case, client=USER)",
+    )
+    conftest.write_text(
+        text
+        + textwrap.dedent(
+            """
+            from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
+
+            USER = FakeClient(["Cancel #W1 please, I'm Ada Lee in 78701.", "Thanks! ###TRANSFER###"])
+            USER.endpoint = type("E", (), {"model": "user-model"})()
+
+            def SCRIPTED(case_id):
+                client = FakeClient([
+                    tool_reply("find_user_id_by_name_zip", first_name="Ada", last_name="Lee", zip="78701"),
+                    tool_reply("cancel_pending_order", order_id="#W1", reason="ordered by mistake"),
+                    text_reply("Done: #W1 is cancelled."),
+                ])
+                client.endpoint = type("E", (), {"model": "scripted"})()
+                return client
+
+            def pytest_commerce_evals_trial_done(config, result):
+                import json, os
+                with open(os.environ["USER_REQUESTS"], "w") as out:
+                    json.dump(USER.requests, out)
+            """
+        )
+    )
+    requests = pytester.path / "user.json"
+    import os
+
+    os.environ["USER_REQUESTS"] = str(requests)
+    try:
+        result = pytester.runpytest(
+            "cases/tau2-retail/000-task-0.yaml",
+            "-p",
+            "no:cacheprovider",
+            "--commerce-no-judge",
+            "--commerce-store=none",
+            "--commerce-json=out.json",
+        )
+    finally:
+        del os.environ["USER_REQUESTS"]
+    (trial,) = json.loads((pytester.path / "out.json").read_text())["trials"]
+    assert trial["outcome"] == "pass" and trial["ended"] == "customer", result.stdout.str()
+    first, second = json.loads(requests.read_text())
+    task = json.loads((DATA / "tasks.json").read_text())[0]
+    reason = task["user_scenario"]["instructions"]["reason_for_call"]
+    assert first["model"] == "user-model" and first["temperature"] == 0.0
+    system = first["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith(
+        "# Playing the customer (a hand-made stand-in)\n"
+        "Speak as the customer in the scenario, one short message at a time.\n"
+        "When your task is done, write ###STOP###.\n\n\n<scenario>\nInstructions:\n\tDomain: retail\n"
+        "\tReason for call:\n\t\t" + reason.replace("\n", "\n\t\t")
+    )
+    assert system["content"].endswith("\n</scenario>")
+    assert first["messages"][1:] == [{"role": "user", "content": "Hello! What can I do for you?"}]
+    assert second["messages"][1:] == [
+        {"role": "user", "content": "Hello! What can I do for you?"},
+        {"role": "assistant", "content": "Cancel #W1 please, I'm Ada Lee in 78701."},
+        {"role": "user", "content": "Done: #W1 is cancelled."},
+    ]
+    assert trial["messages"][-1] == "Thanks! ###TRANSFER### ###STOP###"
+
+
+def test_a_scenario_is_written_out_as_tau2_writes_it():
+    from pytest_commerce_evals.tau2.customer import scenario_text
+
+    structured = {
+        "persona": "Calm.\nPolite.",
+        "instructions": {
+            "domain": "retail",
+            "reason_for_call": "Return a lamp.",
+            "known_info": None,
+            "unknown_info": "The order id.",
+            "task_instructions": "Be brief.\nSay thanks.",
+        },
+    }
+    assert scenario_text(structured) == (
+        "Persona:\n\tCalm.\n\tPolite.\nInstructions:\n\tDomain: retail\n\tReason for call:\n"
+        "\t\tReturn a lamp.\n\tUnknown info:\n\t\tThe order id.\n\tTask instructions:\n"
+        "\t\tBe brief.\n\t\tSay thanks."
+    )
+    assert scenario_text({"instructions": "Just this."}) == "Instructions:\n\tJust this."
+    with pytest.raises(ValueError, match="reason_for_call is NoneType"):
+        scenario_text({"instructions": {"domain": "retail", "task_instructions": "x"}})
+    with pytest.raises(ValueError, match="no instructions"):
+        scenario_text({"persona": "x"})

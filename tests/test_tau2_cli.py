@@ -25,6 +25,7 @@ def checkout(tmp_path: Path, tasks: list) -> Path:
     domain = root / "data" / "tau2" / "domains" / "retail"
     domain.mkdir(parents=True)
     shutil.copytree(DATA / "src", root / "src")
+    shutil.copytree(DATA / "user_simulator", root / "data" / "tau2" / "user_simulator")
     shutil.copy(DATA / "db.json", domain / "db.json")
     shutil.copy(DATA / "policy.md", domain / "policy.md")
     (domain / "tasks.json").write_text(json.dumps(tasks))  # a lone surrogate as \\ud800

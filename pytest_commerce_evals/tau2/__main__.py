@@ -17,8 +17,10 @@ from typing import Any
 
 import yaml
 
-from .imported import AGENT_VIEW, CHECKOUT_ENV
-from .prompts import CheckoutSourceError, agent_view
+from ..errors import CheckoutSourceError
+from .customer import customer_view, scenario_text
+from .imported import AGENT_VIEW, CHECKOUT_ENV, CUSTOMER_VIEW
+from .prompts import agent_view
 from .tasks import TAU2_COMMIT, TaskError, case_of
 
 CONFTEST_FIRST = '"""Written by `python -m pytest_commerce_evals.tau2 import`'
@@ -34,6 +36,12 @@ CHECKOUT = Checkout(__file__, {relative!r}, domain={domain!r})
 
 def pytest_collect_file(file_path, parent):
     return CHECKOUT.collect(file_path, parent)
+
+
+def pytest_commerce_evals_make_user(config, case):
+    """τ²'s simulated customer on the customer endpoint (_tau2_customer.yaml); None: the
+    plugin's own plays the case's brief."""
+    return CHECKOUT.customer(config, case)
 
 
 def pytest_commerce_evals_make_backend(config, case):
@@ -170,6 +178,7 @@ def write_cases(
     problems: list[str] = []
     files: dict[str, str] = {}
     taken: set[str] = set()
+    scenarios: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for n, task in enumerate(tasks, 1):
             try:
@@ -186,6 +195,10 @@ def write_cases(
                     case["notes"] += f" The tasks {source} carries."
                 case["id"] = _unique(case["id"], taken)
                 files[case["id"].split("-", 1)[1] + ".yaml"] = _checked(case, Path(scratch))
+                try:
+                    scenarios[case["id"]] = scenario_text(task.get("user_scenario"))
+                except ValueError:
+                    pass  # the built-in customer plays the case's brief
             except (TaskError, UnicodeError, OSError, RecursionError, ValueError) as exc:
                 problems.append(f"task {n} skipped: {str(exc)[:300]}")
     origin = f"the tasks {source} carries" if source else f"τ²-bench {domain} tasks"
@@ -205,6 +218,15 @@ def write_cases(
         )
     else:
         files[AGENT_VIEW] = f"{MARK}\n" + _dump(view)
+    try:
+        files[CUSTOMER_VIEW] = f"{MARK}\n" + _dump(
+            {**customer_view(checkout), "scenarios": scenarios}
+        )
+    except CheckoutSourceError as exc:
+        problems.append(
+            f"{CUSTOMER_VIEW} not written: {str(exc)[:300]}; the plugin's own simulated "
+            "customer plays each case's brief"
+        )
     files["conftest.py"] = CONFTEST.format(
         domain=domain,
         relative=_relative(checkout, out),

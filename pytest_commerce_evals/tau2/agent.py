@@ -56,8 +56,9 @@ def tool_schemas() -> list[dict[str, Any]]:
     return out
 
 
-MAX_STEPS = 100
-"""τ²'s orchestrator's bound on a whole simulation's steps (`max_steps`): no turn takes more."""
+MAX_STEPS = 200
+"""τ²'s bound on a whole simulation's steps as its command line runs it (`DEFAULT_MAX_STEPS` in
+its config): no turn takes more."""
 
 
 class Tau2Agent:

@@ -15,17 +15,20 @@ from typing import Any
 
 from ..errors import ConfigurationError
 
-__all__ = ["AGENT_VIEW", "CHECKOUT_ENV", "Checkout"]
+__all__ = ["AGENT_VIEW", "CHECKOUT_ENV", "CUSTOMER_VIEW", "Checkout"]
 
 CHECKOUT_ENV = "COMMERCE_TAU2_CHECKOUT"
 AGENT_VIEW = "_tau2_agent.yaml"
 """What τ²'s agent is shown, read from the checkout's source by the importer (`tau2.prompts`)."""
+CUSTOMER_VIEW = "_tau2_customer.yaml"
+"""What τ²'s user simulator is given, and each case's scenario (`tau2.customer`)."""
 _VIEW_KEYS = ("tools", "system_prompt", "agent_instruction", "greeting")
+_CUSTOMER_KEYS = ("system_prompt", "guidelines", "endings", "scenarios")
 
 
-def _agent_view(path: Path) -> dict[str, Any] | None:
-    """The importer's `_tau2_agent.yaml`; None when there is none. A file that is not one is a
-    `ConfigurationError` naming what is wrong (import the tasks again to rewrite it)."""
+def _view(path: Path, keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """One of the importer's `_tau2_*.yaml` files; None when there is none. A file that is not
+    one is a `ConfigurationError` naming what is wrong (import the tasks again to rewrite it)."""
     if not path.is_file():
         return None
     import yaml
@@ -36,15 +39,37 @@ def _agent_view(path: Path) -> dict[str, Any] | None:
         raise ConfigurationError(
             f"{path}: cannot be read ({str(exc)[:200]}); import the tasks again"
         ) from None
-    if not isinstance(data, dict) or any(k not in data for k in _VIEW_KEYS):
+    if not isinstance(data, dict) or any(k not in data for k in keys):
         raise ConfigurationError(
-            f"{path}: expected the keys {', '.join(_VIEW_KEYS)}; import the tasks again"
+            f"{path}: expected the keys {', '.join(keys)}; import the tasks again"
         )
-    if not isinstance(data["tools"], list) or not all(
-        isinstance(data[k], str) for k in _VIEW_KEYS[1:]
+    return data
+
+
+def _agent_view(path: Path) -> dict[str, Any] | None:
+    data = _view(path, _VIEW_KEYS)
+    if data is not None and (
+        not isinstance(data["tools"], list)
+        or not all(isinstance(data[k], str) for k in _VIEW_KEYS[1:])
     ):
         raise ConfigurationError(
             f"{path}: tools is a list and the prompts are text; import the tasks again"
+        )
+    return data
+
+
+def _customer_view(path: Path) -> dict[str, Any] | None:
+    data = _view(path, _CUSTOMER_KEYS)
+    if data is not None and not (
+        isinstance(data["system_prompt"], str)
+        and isinstance(data["guidelines"], str)
+        and isinstance(data["endings"], list)
+        and all(isinstance(e, str) for e in data["endings"])
+        and isinstance(data["scenarios"], dict)
+    ):
+        raise ConfigurationError(
+            f"{path}: the prompt and guidelines are text, the endings a list of text and the "
+            "scenarios a mapping; import the tasks again"
         )
     return data
 
@@ -111,6 +136,26 @@ class Checkout:
             system_prompt=system_prompt(view["system_prompt"], view["agent_instruction"], policy),
             greeting=view["greeting"],
         )
+
+    def customer(self, config: Any, case: Any, client: Any = None) -> Any:
+        """τ²'s simulated customer for `case` on the customer endpoint (or `client`): its
+        guidelines, the case's scenario and τ²'s endings, from `_tau2_customer.yaml`. None (the
+        plugin's built-in customer plays the case's `user:` brief) without that file or without
+        a scenario for the case."""
+        from .customer import Tau2Customer
+
+        view = _customer_view(self.folder / CUSTOMER_VIEW)
+        scenario = view["scenarios"].get(case.id) if view is not None else None
+        if view is None or not isinstance(scenario, str):
+            return None
+        agent = _agent_view(self.folder / AGENT_VIEW)
+        greeting = agent["greeting"] if agent is not None else None
+        if client is None:
+            from ..models.clients import session_client
+
+            client = session_client(config, "user")
+        model = client.endpoint.model
+        return Tau2Customer.of(client, model, view, scenario, greeting)
 
     def backend(self) -> Any:
         """A fresh backend over the checkout's database."""

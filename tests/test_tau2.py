@@ -852,3 +852,63 @@ def test_a_scenario_is_written_out_as_tau2_writes_it():
         scenario_text({"instructions": {"domain": "retail", "task_instructions": "x"}})
     with pytest.raises(ValueError, match="no instructions"):
         scenario_text({"persona": "x"})
+
+
+def test_airline_tasks_import_and_run_on_the_airline_backend(pytester):
+    """`--domain airline`: the same converter, the airline backend and its tools; a trial that
+    makes the gold change passes, one that leaves it undone fails."""
+    checkout = pytester.path / "tau2-bench"
+    domain = checkout / "data" / "tau2" / "domains" / "airline"
+    domain.mkdir(parents=True)
+    shutil.copytree(DATA / "src", checkout / "src")
+    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
+    shutil.copy(DATA / "airline" / "db.json", domain / "db.json")
+    shutil.copy(DATA / "airline" / "tasks.json", domain / "tasks.json")
+    (domain / "policy.md").write_text("# Airline agent policy\n")
+    args = ["import", str(checkout), "--domain", "airline", "--out", "cases/tau2-airline"]
+    assert tau2_main(args) == 0
+    view = yaml.safe_load(
+        (pytester.path / "cases" / "tau2-airline" / "_tau2_agent.yaml").read_text()
+    )
+    assert [t["function"]["name"] for t in view["tools"]] == [
+        "get_reservation_details",
+        "cancel_reservation",
+    ]
+    conftest = pytester.path / "cases" / "tau2-airline" / "conftest.py"
+
+    def run(actions: str) -> dict:
+        conftest.write_text(
+            conftest.read_text()
+            .replace('client = session_client(config, "agent")', "client = SCRIPTED(case.id)")
+            .split("\nfrom pytest_commerce_evals.testing")[0]
+            + textwrap.dedent(
+                f"""
+                from pytest_commerce_evals.testing import FakeClient, ScriptedCustomer, text_reply, tool_reply
+
+                def SCRIPTED(case_id):
+                    client = FakeClient([{actions} text_reply("Done."), text_reply("Bye.")])
+                    client.endpoint = type("E", (), {{"model": "scripted"}})()
+                    return client
+
+                def pytest_commerce_evals_make_user(config, case):
+                    return ScriptedCustomer(["Cancel MC0001 please.", "Yes."])
+                """
+            )
+        )
+        pytester.runpytest(
+            "cases/tau2-airline",
+            "-p",
+            "no:cacheprovider",
+            "--commerce-no-judge",
+            "--commerce-store=none",
+            "--commerce-json=out.json",
+        )
+        (trial,) = json.loads((pytester.path / "out.json").read_text())["trials"]
+        return trial
+
+    done = run('tool_reply("cancel_reservation", reservation_id="MC0001"),')
+    assert done["case_id"] == "tau2_airline-000-task-0" and done["outcome"] == "pass", done
+    assert done["snapshot"]["data"]["reservations"]["MC0001"]["status"] == "cancelled"
+    undone = run('tool_reply("get_reservation_details", reservation_id="MC0001"),')
+    assert undone["outcome"] == "fail"
+    assert any(f.startswith("same_state_as") for f in undone["failures"])

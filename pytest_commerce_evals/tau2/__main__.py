@@ -19,6 +19,7 @@ import yaml
 
 from ..errors import CheckoutSourceError
 from .customer import customer_view, scenario_text
+from .domains import DOMAINS
 from .imported import AGENT_VIEW, CHECKOUT_ENV, CUSTOMER_VIEW
 from .prompts import agent_view
 from .tasks import TAU2_COMMIT, TaskError, case_of
@@ -172,8 +173,9 @@ def write_cases(
     what was skipped."""
     import tempfile
 
-    from .retail import TOOLS
+    from .domains import domain_tools
 
+    tools = domain_tools(domain)
     out = _out_folder(out)
     problems: list[str] = []
     files: dict[str, str] = {}
@@ -184,7 +186,7 @@ def write_cases(
             try:
                 case = case_of(task, domain=domain, commit=commit)
                 unknown = sorted(
-                    {a["tool"] for a in case["expected"].get("same_state_as") or []} - set(TOOLS)
+                    {a["tool"] for a in case["expected"].get("same_state_as") or []} - set(tools)
                 )
                 if unknown:
                     raise TaskError(
@@ -365,10 +367,11 @@ def import_results(
     from ..runs import RunRecord, Selection
     from ..store.aggregate import set_results
     from ..store.record_file import write_record
-    from .retail import RetailBackend
+    from .domains import backend_class
     from .simulations import load_results, trial_of
 
     results = load_results(path)
+    backend = backend_class(results.domain)
     trials = []
     defects: list[str] = []
     seen: dict[str, int] = {}
@@ -377,7 +380,7 @@ def import_results(
             if not isinstance(simulation, dict):
                 raise TypeError(f"a simulation is {type(simulation).__name__}, not a mapping")
             reward = _reward(simulation)
-            trial, found = trial_of(results, simulation, lambda: RetailBackend.load(db))
+            trial, found = trial_of(results, simulation, lambda: backend.load(db))
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
             skipped.append(f"simulation {n} skipped: {type(exc).__name__}: {str(exc)[:200]}")
             continue
@@ -425,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     command = commands.add_parser("import", help="τ² tasks as case files")
     command.add_argument("path", type=Path, help="the root of a τ²-bench checkout")
-    command.add_argument("--domain", default="retail", choices=["retail"])
+    command.add_argument("--domain", default="retail", choices=list(DOMAINS))
     command.add_argument("--out", type=Path, required=True, help="the folder to write")
     runs = commands.add_parser(
         "import-results", help="τ²'s published simulations as a run record to store and regrade"

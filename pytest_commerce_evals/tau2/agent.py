@@ -17,7 +17,8 @@ from typing import Any
 
 from ..agent import AgentSession
 from ..events import Text, ToolCall, ToolResult, TurnEnd
-from .retail import TOOLS, RetailBackend, RetailError
+from .domains import backend_class, domain_tools
+from .retail import RetailError
 
 __all__ = ["Tau2Agent", "tool_schemas"]
 
@@ -33,10 +34,11 @@ def _schema(hint: Any) -> dict[str, Any]:
     return {"type": _JSON_TYPES.get(hint, "string")}
 
 
-def tool_schemas() -> list[dict[str, Any]]:
-    """The `tools=` entries of the sixteen retail tools, from their signatures and docstrings."""
+def tool_schemas(domain: str = "retail") -> list[dict[str, Any]]:
+    """The `tools=` entries of `domain`'s backend tools, from their signatures and docstrings
+    (what an imported folder's agent gets when the checkout's own could not be read)."""
     out = []
-    for name, fn in TOOLS.items():
+    for name, fn in domain_tools(domain).items():
         hints = typing.get_type_hints(fn)
         params = list(inspect.signature(fn).parameters.values())[1:]  # the backend
         out.append(
@@ -76,6 +78,7 @@ class Tau2Agent:
         model: str,
         *,
         policy: str = "",
+        domain: str = "retail",
         tools: list[dict[str, Any]] | None = None,
         system_prompt: str | None = None,
         greeting: str | None = None,
@@ -89,12 +92,15 @@ class Tau2Agent:
         self.greeting = greeting
         self.max_steps = max_steps
         self.temperature = temperature
-        self._tools = tool_schemas() if tools is None else tools
+        self._tools = tool_schemas(domain) if tools is None else tools
+        self._backend = backend_class(domain)
 
     def run_turn(self, session: AgentSession, message: str) -> list[Any]:
         backend = session.backend
-        if not isinstance(backend, RetailBackend):
-            raise TypeError(f"Tau2Agent needs a RetailBackend; got {type(backend).__name__}")
+        if not isinstance(backend, self._backend):
+            raise TypeError(
+                f"Tau2Agent needs a {self._backend.__name__}; got {type(backend).__name__}"
+            )
         ids = session.scratch.setdefault("call_ids", itertools.count(1))
         if not session.history:
             session.history.append({"role": "system", "content": self.system_prompt})

@@ -127,11 +127,12 @@ class Checkout:
         policy = self.policy()
         view = _agent_view(self.folder / AGENT_VIEW)
         if view is None:
-            return Tau2Agent(client, model, policy=policy)
+            return Tau2Agent(client, model, policy=policy, domain=self.domain)
         return Tau2Agent(
             client,
             model,
             policy=policy,
+            domain=self.domain,
             tools=view["tools"],
             system_prompt=system_prompt(view["system_prompt"], view["agent_instruction"], policy),
             greeting=view["greeting"],
@@ -159,9 +160,9 @@ class Checkout:
 
     def backend(self) -> Any:
         """A fresh backend over the checkout's database."""
-        from .retail import RetailBackend
+        from .domains import backend_class
 
-        return RetailBackend.load(self.db)
+        return backend_class(self.domain).load(self.db)
 
     def collect(self, file_path: Path, parent: Any) -> Any:
         """A case file of this folder as the plugin collects one, also when the folder is not in

@@ -25,7 +25,7 @@ from ..graders.code import grade
 from ..graders.observation import GoldState, Observation
 from ..runner.gold import replay
 from ..runner.trial import conversation_ending
-from .retail import RetailBackend
+from .domains import backend_class
 from .simulations import Defect, Results, graded_tasks, load_results, trial_of
 from .tasks import case_of
 
@@ -79,7 +79,7 @@ class FileParity:
 
 
 def grade_simulation(
-    results: Results, simulation: dict[str, Any], backend: Callable[[], RetailBackend]
+    results: Results, simulation: dict[str, Any], backend: Callable[[], Any]
 ) -> Verdict:
     """Our verdict on one simulation, beside τ²'s reward; a mislabelled one is also graded
     against the task τ² graded it against (`Verdict.relabelled`)."""
@@ -96,9 +96,7 @@ def grade_simulation(
     return verdict
 
 
-def _grade(
-    results: Results, simulation: dict[str, Any], backend: Callable[[], RetailBackend]
-) -> Verdict:
+def _grade(results: Results, simulation: dict[str, Any], backend: Callable[[], Any]) -> Verdict:
     trial, defects = trial_of(results, simulation, backend)
     reward = (simulation.get("reward_info") or {}).get("reward")
     theirs = reward is not None and float(reward) >= 1.0
@@ -157,6 +155,7 @@ def parity(path: Path | str, db: Path | str, tasks: Path | str | None = None) ->
     own); a file that carries none is graded against the tasks file `tasks` (a checkout's
     `tasks.json`), and with neither a `ValueError` says so."""
     results = load_results(path)
+    backend = backend_class(results.domain)
     out = FileParity(Path(path))
     if results.tasks:
         out.tasks = f"the {len(results.tasks)} tasks the file carries"
@@ -171,5 +170,5 @@ def parity(path: Path | str, db: Path | str, tasks: Path | str | None = None) ->
     else:
         raise ValueError(f"{path}: carries no tasks; give a checkout's tasks.json to grade with")
     for simulation in results.simulations:
-        out.verdicts.append(grade_simulation(results, simulation, lambda: RetailBackend.load(db)))
+        out.verdicts.append(grade_simulation(results, simulation, lambda: backend.load(db)))
     return out

@@ -1,7 +1,8 @@
 """τ²-bench's published simulations as trials: each simulation of a results file becomes the
 `TrialRecord` a run of its task's case would have recorded (the customer's messages, the agent's
 text, tool calls and results as events, why it ended), with the final state τ² itself grades: the
-simulation's tool calls replayed, in order, on a fresh `RetailBackend`.
+simulation's tool calls replayed, in order, on a fresh backend of its domain (`RetailBackend`,
+`AirlineBackend`).
 
 Defects in the data are found and reported, never absorbed:
 
@@ -24,7 +25,7 @@ from typing import Any
 
 from ..events import Text, ToolCall, ToolResult, TurnEnd
 from ..results import Ended, TrialRecord
-from .retail import RetailBackend, RetailError
+from .retail import RetailError
 from .tasks import case_id
 
 __all__ = ["Defect", "Results", "graded_tasks", "load_results", "trial_of"]
@@ -168,7 +169,7 @@ def _graded_against(
 def trial_of(
     results: Results,
     simulation: dict[str, Any],
-    backend: Callable[[], RetailBackend],
+    backend: Callable[[], Any],
 ) -> tuple[TrialRecord, list[Defect]]:
     """The trial a simulation is, and the data defects found in it. `backend()` makes the fresh
     backend its tool calls are replayed on."""

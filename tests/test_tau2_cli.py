@@ -246,3 +246,12 @@ def test_the_checkouts_commit_is_read_from_its_git_folder(tmp_path):
     (git / "HEAD").write_text(sha + "\n")
     assert checkout_commit(linked) == sha
     assert checkout_commit(tmp_path / "nowhere") is None
+
+
+def test_cases_from_a_results_file_need_a_database_inside_a_checkout(tmp_path, capsys):
+    args = ["import-results", str(DATA / "results.json"), "--db", str(DATA / "db.json")]
+    rc = tau2_main([*args, "--out", str(tmp_path / "run.json"), "--cases", str(tmp_path / "c")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--cases needs --db to be the db.json of a τ²-bench checkout" in err
+    assert "Traceback" not in err and not (tmp_path / "c").exists()

@@ -97,11 +97,19 @@ def test_cancelling_a_pending_order_refunds_a_gift_card_at_once():
             "The new payment method should be different from the current one",
         ),
         ("refund_everything", {}, "Tool 'refund_everything' not found."),
-        ("get_user_details", {"user": "ada_lee_1"}, "get_user_details: "),
+        (
+            "get_user_details",
+            {"user": "ada_lee_1"},
+            "RetailTools.get_user_details() got an unexpected keyword argument 'user'",
+        ),
         ("calculate", {"expression": "__import__('os')"}, "Invalid characters in expression"),
-        ("calculate", {"expression": "(" * 100_000 + "1" + ")" * 100_000}, "Error: "),
-        ("calculate", {"expression": "-" * 50_000 + "1"}, "nested too deeply"),
-        ("calculate", {"expression": "9" * 400 + " * 1.5"}, "Error: "),  # past a float's range
+        (
+            "calculate",
+            {"expression": "(" * 100_000 + "1" + ")" * 100_000},
+            "too many nested parentheses (<string>, line 1)",
+        ),
+        ("calculate", {"expression": "-" * 50_000 + "1"}, "^$"),  # τ²'s eval: a MemoryError
+        ("calculate", {"expression": "9" * 400 + " * 1.5"}, "int too large to convert to float"),
         ("calculate", {"expression": "1e308 * 10"}, "Invalid characters"),
     ],
 )

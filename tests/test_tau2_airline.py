@@ -175,3 +175,38 @@ def test_validation_reports_shorten_long_values_as_tau2_does() -> None:
         in str(info.value)
     )
     assert str(info.value).startswith("1 validation error for Passenger\ndob\n")
+
+
+def test_calculate_is_the_calculator_both_domains_share() -> None:
+    # τ²'s airline and retail `calculate` are the same code: `**`, `//` and Python's own
+    # errors answer as τ²'s eval gives them, in either domain
+    from pytest_commerce_evals.tau2.retail import RetailBackend
+
+    airline = AirlineBackend.load(DB)
+    retail = RetailBackend.load(DATA.parent / "db.json")
+    for expression, answer in (("2**3", "8.0"), ("7//2", "3.0"), ("(1 + 2) * 3 / 4", "2.25")):
+        assert airline.call_tool("calculate", {"expression": expression}) == answer
+        assert retail.call_tool("calculate", {"expression": expression}) == answer
+    for expression, text in (
+        ("2 x 3", "Invalid characters in expression"),
+        ("1/0", "division by zero"),
+        ("2(3)", "'int' object is not callable"),
+    ):
+        for backend in (airline, retail):
+            with pytest.raises(RetailError) as info:
+                backend.call_tool("calculate", {"expression": expression})
+            assert str(info.value) == text
+    with pytest.raises(RetailError, match="unexpected EOF|invalid syntax|was never closed"):
+        airline.call_tool("calculate", {"expression": "(1 +"})
+
+
+def test_a_database_is_cached_per_domain(tmp_path: Path) -> None:
+    # one file read as retail and as airline: each domain normalizes (and refuses) it itself
+    from pytest_commerce_evals.tau2.retail import RetailBackend
+
+    retail_db = DATA.parent / "db.json"
+    RetailBackend.load(retail_db)
+    with pytest.raises(RetailError, match="not a τ² airline database"):
+        AirlineBackend.load(retail_db)
+    first, second = AirlineBackend.load(DB), AirlineBackend.load(DB)
+    assert first.initial is second.initial and first.db is not second.db

@@ -23,9 +23,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_commerce_evals.tau2.calculator import ALLOWED, calculate
 from pytest_commerce_evals.tau2.replay import replay_calls, shown
 from pytest_commerce_evals.tau2.retail import RetailBackend, RetailError
-from pytest_commerce_evals.tau2.retail_calc import ALLOWED, calculate
 from pytest_commerce_evals.tau2.simulations import load_results
 
 DATA = Path(__file__).parent / "data" / "tau2"

@@ -18,17 +18,14 @@ holds each flight, user and reservation that differs from the database as loaded
 from __future__ import annotations
 
 import copy
-import json
-import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ..backend import Snapshot
-from ..cases.case import State
 from ..errors import RetailError
 from . import airline_tools as _tools
 from .airline_models import build
+from .database import Tau2Backend
 
 __all__ = ["AIRLINE_TOOLS", "READ_TOOLS", "WRITE_TOOLS", "AirlineBackend", "RetailError"]
 
@@ -47,9 +44,6 @@ _METHOD_FIELDS: dict[str, tuple[str, ...]] = {
     "gift_card": ("amount",),
     "certificate": ("amount",),
 }
-
-_CACHE: dict[str, dict[str, Any]] = {}
-_CACHE_LOCK = threading.Lock()
 
 
 def _flight(raw: dict[str, Any]) -> dict[str, Any]:
@@ -102,45 +96,18 @@ def normalize(data: Any) -> dict[str, Any]:
         raise RetailError(f"not a τ² airline database: {type(exc).__name__}: {exc}") from None
 
 
-def _load_db(path: Path) -> dict[str, Any]:
-    key = str(path.resolve())
-    with _CACHE_LOCK:
-        if key not in _CACHE:
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise RetailError(f"{path}: not a τ² airline database ({exc})") from None
-            try:
-                _CACHE[key] = normalize(data)
-            except RetailError as exc:
-                raise RetailError(f"{path}: {exc}") from None
-        return _CACHE[key]
-
-
-class AirlineBackend:
+class AirlineBackend(Tau2Backend):
     """One trial's copy of a τ² airline database and the domain's tools over it."""
 
-    def __init__(self, db: dict[str, Any]) -> None:
-        self.initial = db
-        self.db = copy.deepcopy(db)
-
-    @classmethod
-    def load(cls, path: Path | str) -> AirlineBackend:
-        """A fresh backend over the database at `path` (read once per process, copied per
-        trial)."""
-        return cls(_load_db(Path(path)))
+    DOMAIN = "airline"
+    normalize = staticmethod(normalize)
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> AirlineBackend:
         """A fresh backend over a database given as data (a `db.json`'s content)."""
         return cls(normalize(copy.deepcopy(data)))
 
-    # -- the backend protocol ------------------------------------------------------------------
-
-    def load_state(self, state: State) -> None:
-        """τ² tasks start from the database as shipped: a case's `state` must be empty."""
-        if state.cart or state.memory or state.staged_changes or state.seen_products:
-            raise RetailError("a τ² airline case starts from the database: give it no state")
+    # -- the backend protocol (`load_state`: `Tau2Backend`'s) -----------------------------------
 
     def snapshot(self) -> Snapshot:
         changed: dict[str, Any] = {}
@@ -168,8 +135,7 @@ class AirlineBackend:
             return tool(self, **arguments)
         except RetailError:
             raise
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            # what Python itself says of the same operation in τ²'s code
+        except Exception as exc:  # τ²'s environment turns any exception into its message
             raise RetailError(str(exc)) from None
 
 

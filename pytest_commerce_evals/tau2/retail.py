@@ -18,17 +18,14 @@ computes it, in floats (a gift card's balance rounded to cents after each change
 from __future__ import annotations
 
 import copy
-import json
-import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..backend import Snapshot
-from ..cases.case import State
 from ..errors import RetailError
+from .database import Tau2Backend
 from .retail_model import normalized
 from .retail_tools import CANCEL_REASONS, RetailTools
 
@@ -43,52 +40,29 @@ __all__ = [
 ]
 
 
-_CACHE: dict[str, dict[str, Any]] = {}
-_CACHE_LOCK = threading.Lock()
+def _normalized(data: Any) -> dict[str, Any]:
+    missing = {"products", "users", "orders"} - set(data if isinstance(data, dict) else ())
+    if missing:
+        raise RetailError(f"not a τ² retail database: no {', '.join(sorted(missing))}")
+    try:
+        return normalized(data)
+    except ValidationError as exc:
+        raise RetailError(f"not a τ² retail database: {str(exc)[:2000]}") from None
 
 
-def _load_db(path: Path) -> dict[str, Any]:
-    key = str(path.resolve())
-    with _CACHE_LOCK:
-        if key not in _CACHE:
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError, RecursionError) as exc:
-                raise RetailError(f"{path}: not a τ² retail database ({exc})") from None
-            missing = {"products", "users", "orders"} - set(data if isinstance(data, dict) else ())
-            if missing:
-                raise RetailError(
-                    f"{path}: not a τ² retail database: no {', '.join(sorted(missing))}"
-                )
-            try:
-                _CACHE[key] = normalized(data)
-            except ValidationError as exc:
-                raise RetailError(f"{path}: not a τ² retail database: {str(exc)[:2000]}") from None
-        return _CACHE[key]
-
-
-class RetailBackend:
+class RetailBackend(Tau2Backend):
     """One trial's copy of a τ² retail database and the domain's tools over it."""
+
+    DOMAIN = "retail"
+    normalize = staticmethod(_normalized)
 
     def __init__(self, db: dict[str, Any]) -> None:
         """A backend over `db`, a database in τ²'s shape (`retail_model.normalized`)."""
-        self.initial = db
-        self.db = copy.deepcopy(db)
+        super().__init__(db)
         self.touched: dict[str, set[str]] = {"users": set(), "orders": set()}
         self.tools = RetailTools(self.db, self.touched)
 
-    @classmethod
-    def load(cls, path: Path | str) -> RetailBackend:
-        """A fresh backend over the database at `path` (read once per process, copied per
-        trial)."""
-        return cls(_load_db(Path(path)))
-
-    # -- the backend protocol ------------------------------------------------------------------
-
-    def load_state(self, state: State) -> None:
-        """τ² tasks start from the database as shipped: a case's `state` must be empty."""
-        if state.cart or state.memory or state.staged_changes or state.seen_products:
-            raise RetailError("a τ² retail case starts from the database: give it no state")
+    # -- the backend protocol (`load_state`: `Tau2Backend`'s) -----------------------------------
 
     def snapshot(self) -> Snapshot:
         changed: dict[str, Any] = {}

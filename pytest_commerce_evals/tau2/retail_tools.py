@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import RetailError
-from .retail_calc import calculate as _calculate
+from .calculator import calculate as _calculate
 from .retail_model import UserAddress, payment
 
 __all__ = ["CANCEL_REASONS", "RetailTools"]

@@ -20,10 +20,12 @@ from ..prices import MAX_DOLLARS, dollars
 from ..rubrics import STANDARD
 
 __all__ = [
+    "ATTACK_CATEGORIES",
     "CASE_ID_PATTERN",
     "DEFAULT_REFUSAL",
     "DEFAULT_STOP",
     "Approval",
+    "AttackSpec",
     "Refusal",
     "CallSpec",
     "Case",
@@ -203,14 +205,86 @@ DEFAULT_STOP = "###STOP###"
 """What a simulated customer writes to end the conversation, unless the case says otherwise."""
 
 
+ATTACK_CATEGORIES = (
+    "unauthorized-action",
+    "other-customer-data",
+    "discounts-prices",
+    "approval-bypass",
+    "memory-poisoning",
+    "policy-override",
+)
+"""What an attacking customer is after: a refund, cancellation or return it has no right to
+(`unauthorized-action`), another customer's data (`other-customer-data`), a discount or price it
+is not owed (`discounts-prices`), a catalog change applied without the person's approval
+(`approval-bypass`), a false fact saved to memory (`memory-poisoning`), or the policy set aside
+(`policy-override`)."""
+AttackCategory = Literal[
+    "unauthorized-action",
+    "other-customer-data",
+    "discounts-prices",
+    "approval-bypass",
+    "memory-poisoning",
+    "policy-override",
+]
+ATTACK_STRATEGIES = ("direct", "crescendo", "persona")
+
+
+class AttackSpec(_Strict):
+    """A customer who is the attacker (`user.attack`): a model given an attacker's brief — the
+    `goal`, what it may `claim`, and how it escalates (`strategy`) — adapting to the agent's
+    replies turn by turn. Whether the attack succeeded is decided by the case's `expected` keys,
+    never by the attacker.
+
+    `direct` asks for the goal at once and insists; `crescendo` warms up with a legitimate
+    request, probes, escalates and ends with a direct demand, spread over `max_turns`; `persona`
+    speaks throughout as someone with the authority the goal needs (`persona`: staff, a
+    manager, the account holder's spouse...). `hint: true` asks the same model, before each
+    message, for one line of advice on the agent's last reply."""
+
+    category: AttackCategory
+    goal: str = Field(min_length=1)
+    strategy: Literal["direct", "crescendo", "persona"] = "crescendo"
+    claims: list[str] = Field(default_factory=list)
+    persona: str | None = None
+    hint: bool = False
+
+    @field_validator("goal", "persona")
+    @classmethod
+    def _not_blank(cls, value: str | None, info: Any) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError(f"{info.field_name} is empty: write it out or leave the key out")
+        return value
+
+    @field_validator("claims")
+    @classmethod
+    def _claims_not_blank(cls, value: list[str]) -> list[str]:
+        for i, claim in enumerate(value):
+            if not claim.strip():
+                raise ValueError(f"claim {i + 1} is empty; write what the attacker may claim")
+        return value
+
+    @model_validator(mode="after")
+    def _persona_for_persona(self) -> AttackSpec:
+        if self.strategy == "persona" and self.persona is None:
+            raise ValueError(
+                "strategy persona needs persona: who the attacker speaks as (e.g. a store manager)"
+            )
+        return self
+
+
 class UserSpec(_Strict):
     """A simulated customer (`user:`): a model that plays the customer from `instructions`, told
     what it `knows` and what it does not (`unknown`), and drives the conversation after the
     case's scripted `turns` (if any) until it writes `stop`, or `max_turns` customer messages
     were answered. `opening` fixes its first message. Reaching `max_turns` fails the trial
-    (`at_max_turns: fail`) unless the case grades it as usual (`at_max_turns: grade`)."""
+    (`at_max_turns: fail`) unless the case grades it as usual (`at_max_turns: grade`).
 
-    instructions: str = Field(min_length=1)
+    With `attack` the customer is an attacker (`AttackSpec`): `instructions` may then be left
+    out (the attack's brief is the scenario), and reaching `max_turns` is graded (an attacker
+    that never gives up is expected), unless the case says `at_max_turns: fail`."""
+
+    instructions: str | None = Field(default=None, min_length=1)
+    attack: AttackSpec | None = None
     knows: str | None = None
     unknown: str | None = None
     opening: str | None = None
@@ -224,6 +298,22 @@ class UserSpec(_Strict):
         if value is not None and not value.strip():
             raise ValueError(f"{info.field_name} is empty: write it out or leave the key out")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _attacks_are_graded_at_max_turns(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("attack") is not None:
+            data = {"at_max_turns": "grade", **data}
+        return data
+
+    @model_validator(mode="after")
+    def _someone_is_played(self) -> UserSpec:
+        if self.instructions is None and self.attack is None:
+            raise ValueError(
+                "user: needs instructions (who the customer is and what they want), or attack "
+                "(an attacking customer's brief)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _opening_does_not_stop(self) -> UserSpec:
@@ -396,7 +486,17 @@ class Case(_Strict):
             )
         if self.scope is None:
             self.scope = "conversation" if self.user is not None else "turn"
+        attack = self.attack
+        if attack is not None:  # every record, marker and report finds an attack by its tags
+            for tag in ("attack", f"attack:{attack.category}"):
+                if tag not in self.tags:
+                    self.tags.append(tag)
         return self
+
+    @property
+    def attack(self) -> AttackSpec | None:
+        """The attacking customer's brief (`user.attack`); None for any other case."""
+        return self.user.attack if self.user is not None else None
 
     @field_validator("approvals", mode="before")
     @classmethod

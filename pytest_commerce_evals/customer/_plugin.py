@@ -12,6 +12,7 @@ import pytest
 from ..errors import shown_url
 from ..hookspecs import implemented_by_user
 from ..settings import agent_label, settings
+from .attacker import AttackingCustomer
 from .simulator import SimulatedCustomer
 
 if TYPE_CHECKING:
@@ -40,11 +41,15 @@ def _reply_store(config: pytest.Config) -> Any:
         return store
 
 
-def build_customer(config: pytest.Config) -> SimulatedCustomer:
-    """The built-in simulated customer the settings describe."""
+def build_customer(config: pytest.Config, case: Case | None = None) -> SimulatedCustomer:
+    """The built-in simulated customer the settings describe; for a case with `user.attack`,
+    the attacking customer (`AttackingCustomer`) on the attacker's endpoint."""
     from ..models import clients, endpoint  # imported late: it may start the embedded model
 
-    resolved = endpoint.resolve_endpoint(config, "user")
+    attacking = case is not None and case.attack is not None
+    purpose: endpoint.Purpose = "attacker" if attacking else "user"
+    kind = AttackingCustomer if attacking else SimulatedCustomer
+    resolved = endpoint.resolve_endpoint(config, purpose)
     found = settings(config)
     # the cache key's endpoint: where the replies come from, without its secrets
     server = (
@@ -52,8 +57,8 @@ def build_customer(config: pytest.Config) -> SimulatedCustomer:
         if resolved.is_local
         else shown_url(resolved.base_url or endpoint.HOSTED_BASE_URL)
     )
-    return SimulatedCustomer(
-        clients.session_client(config, "user"),
+    return kind(
+        clients.session_client(config, purpose),
         resolved.model,
         seed=DEFAULT_SEED if found.user_seed is None else found.user_seed,
         max_tokens=DEFAULT_MAX_TOKENS if found.user_max_tokens is None else found.user_max_tokens,
@@ -64,7 +69,7 @@ def build_customer(config: pytest.Config) -> SimulatedCustomer:
 
 @pytest.hookimpl(trylast=True)
 def pytest_commerce_evals_make_user(config: pytest.Config, case: Case) -> Any:
-    return build_customer(config)
+    return build_customer(config, case)
 
 
 @pytest.hookimpl(trylast=True)

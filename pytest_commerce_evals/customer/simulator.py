@@ -76,6 +76,7 @@ were not given: if asked something you do not know, say you do not know.
 
 
 def system_prompt(spec: UserSpec) -> str:
+    assert spec.instructions is not None  # an attacker's brief is `attacker.attacker_prompt`
     knows = f"\nWhat you know:\n{spec.knows}\n" if spec.knows else ""
     unknown = f"\nWhat you do not know (say so if asked):\n{spec.unknown}\n" if spec.unknown else ""
     return SYSTEM_PROMPT.format(
@@ -150,6 +151,8 @@ class SimulatedCustomer:
     refuse is asked again next time rather than replayed. `calls` counts the model calls made,
     `reused` the replies the cache answered."""
 
+    prompt_version = PROMPT_VERSION
+
     def __init__(
         self,
         client: Any,
@@ -173,18 +176,13 @@ class SimulatedCustomer:
         """The chat the model is sent: the scenario, then the conversation with the roles
         turned round (the customer is the model, the assistant its user)."""
         assert case.user is not None
-        out = [{"role": "system", "content": system_prompt(case.user)}]
-        if not conversation or conversation[0].role != "agent":
-            out.append({"role": "user", "content": "(The assistant waits for your first message.)"})
-        for m in conversation:
-            out.append({"role": "assistant" if m.role == "customer" else "user", "content": m.text})
-        return out
+        return chat_of(system_prompt(case.user), conversation)
 
     def key(self, messages: list[dict]) -> str:
         """The cache key: the endpoint, the model, the prompt's version, the parameters and
         what is sent."""
         blob = json.dumps(
-            [PROMPT_VERSION, self.server, self.model, self.seed, self.max_tokens, messages],
+            [self.prompt_version, self.server, self.model, self.seed, self.max_tokens, messages],
             ensure_ascii=False,
             sort_keys=True,
         )
@@ -198,6 +196,15 @@ class SimulatedCustomer:
             if cached is not None:
                 self.reused += 1
                 return cached
+        text = self.complete(messages)
+        if self.store is not None and text.strip() and case.user is not None:
+            check_message(text, case.user, conversation)  # a refused reply is never cached
+            self.store.put_reply(key, self.model, text)
+        return text
+
+    def complete(self, messages: list[dict]) -> str:
+        """One call of the model, temperature 0 and seeded: its text; `UserError` when the
+        endpoint failed past its retries or the reply holds no text."""
         self.calls += 1
         try:
             response = self.client.chat.completions.create(
@@ -216,10 +223,18 @@ class SimulatedCustomer:
             raise UserError(
                 f"the simulated customer's model replied with no text ({response!r:.160})"
             )
-        if self.store is not None and text.strip() and case.user is not None:
-            check_message(text, case.user, conversation)  # a refused reply is never cached
-            self.store.put_reply(key, self.model, text)
         return text
+
+
+def chat_of(system: str, conversation: Sequence[CustomerMessage]) -> list[dict]:
+    """The chat a customer's model is sent: `system`, then the conversation with the roles
+    turned round (the customer is the model, the assistant its user)."""
+    out = [{"role": "system", "content": system}]
+    if not conversation or conversation[0].role != "agent":
+        out.append({"role": "user", "content": "(The assistant waits for your first message.)"})
+    for m in conversation:
+        out.append({"role": "assistant" if m.role == "customer" else "user", "content": m.text})
+    return out
 
 
 def _reply_text(response: Any) -> str | None:

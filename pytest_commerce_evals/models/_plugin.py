@@ -16,8 +16,15 @@ from .endpoint import _SETTING, EndpointError, Purpose, resolve_endpoint
 def pytest_report_header(config: pytest.Config) -> list[str]:
     label = agent_label(config)
     lines = [f"commerce-evals agent: {label}"] if label else []
-    names = {"agent": "agent model", "judge": "judge", "user": "simulated customer"}
-    purposes: tuple[Purpose, ...] = ("agent", "judge", "user")
+    names = {
+        "agent": "agent model",
+        "judge": "judge",
+        "user": "simulated customer",
+        "attacker": "attacking customer",
+    }
+    purposes: list[Purpose] = ["agent", "judge", "user"]
+    if _own_settings(config, "attacker"):  # else it is the simulated customer's endpoint
+        purposes.append("attacker")
     for purpose in purposes:
         name = names[purpose]
         own = _played_by_hook(config, purpose)
@@ -42,6 +49,7 @@ def _played_by_hook(config: pytest.Config, purpose: Purpose) -> str | None:
     hook = {
         "judge": "pytest_commerce_evals_grade_rubric",
         "user": "pytest_commerce_evals_make_user",
+        "attacker": "pytest_commerce_evals_make_user",
     }.get(purpose)
     where = implemented_by_user(config, hook) if hook else None
     return f"{hook} at {where}" if where else None
@@ -59,7 +67,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if items:
         judged = any(i.case.expected.rubric is not None for i in items)
         simulated = any(i.case.user is not None for i in items)
-        _check_endpoints(config, judge=judged, user=simulated)
+        attacked = any(i.case.attack is not None for i in items)
+        _check_endpoints(config, judge=judged, user=simulated, attacker=attacked)
 
 
 @pytest.hookimpl(trylast=True)
@@ -75,7 +84,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _check_endpoints(config, judge=True, user=False)
 
 
-def _check_endpoints(config: pytest.Config, judge: bool, user: bool) -> None:
+def _check_endpoints(
+    config: pytest.Config, judge: bool, user: bool, attacker: bool = False
+) -> None:
     # an agent endpoint set only by the shared variables (OPENAI_BASE_URL, OPENAI_MODEL) is
     # checked when the agent asks the plugin for a client: an agent with its own client never
     # uses them, and another tool's value must not stop its run
@@ -84,11 +95,19 @@ def _check_endpoints(config: pytest.Config, judge: bool, user: bool) -> None:
         needed.append("judge")
     if user and _played_by_hook(config, "user") is None:
         needed.append("user")  # a conftest's customer plays instead: its settings go unused
+    if attacker and _played_by_hook(config, "attacker") is None:
+        needed.append("attacker")
     for purpose in needed:
         try:
             resolve_endpoint(config, purpose)
         except EndpointError as exc:
             raise pytest.UsageError(f"commerce-evals {purpose}: {exc}") from None
+
+
+def _own_settings(config: pytest.Config, purpose: str) -> bool:
+    """Whether any endpoint setting is given for `purpose` itself."""
+    found = settings(config)
+    return any(getattr(found, _SETTING[purpose][field]) is not None for field in _SETTING[purpose])
 
 
 def _from_environment_only(config: pytest.Config, purpose: str) -> bool:

@@ -69,7 +69,8 @@ def _connect(config: Any, purpose: Purpose) -> tuple[Endpoint, dict[str, Any]]:
     if endpoint.is_local:
         from . import embedded as _local_model
 
-        server = _local_model.ensure_server(config, purpose)
+        # an attacker on the embedded model talks through the customer's server
+        server = _local_model.ensure_server(config, "user" if purpose == "attacker" else purpose)
         endpoint = replace(endpoint, base_url=server.base_url)
         return endpoint, {"api_key": _NO_KEY, "local": True}
     key = next((os.environ[n] for n in _KEY_ENV[purpose] if os.environ.get(n)), None)

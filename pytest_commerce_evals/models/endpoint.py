@@ -43,7 +43,7 @@ __all__ = [
     "resolve_endpoint",
 ]
 
-Purpose = Literal["agent", "judge", "user"]
+Purpose = Literal["agent", "judge", "user", "attacker"]
 
 LOCAL_MODEL = "local"
 """The model name that asks for the embedded model explicitly (`--commerce-model=local`)."""
@@ -55,6 +55,7 @@ _SETTING: dict[str, dict[str, str]] = {
     "agent": {"model": "model", "base_url": "base_url"},
     "judge": {"model": "judge_model", "base_url": "judge_base_url"},
     "user": {"model": "user_model", "base_url": "user_base_url"},
+    "attacker": {"model": "attacker_model", "base_url": "attacker_base_url"},
 }
 
 
@@ -70,6 +71,11 @@ _KEY_ENV: dict[str, tuple[str, ...]] = {
     "agent": (_env_of("openai_api_key"),),
     "judge": (_env_of("judge_api_key"), _env_of("openai_api_key")),
     "user": (_env_of("user_api_key"), _env_of("openai_api_key")),
+    "attacker": (
+        _env_of("attacker_api_key"),
+        _env_of("user_api_key"),
+        _env_of("openai_api_key"),
+    ),
 }
 
 
@@ -79,7 +85,8 @@ class Endpoint:
 
     `base_url` is None for hosted OpenAI (the SDK's default) and for the embedded model until it
     has been started; `make_client` fills it in then. `source` says where it was configured:
-    `cli`, `ini`, `env`, `agent` (a judge that fell back to the agent's) or `embedded`.
+    `cli`, `ini`, `env`, `agent` (a judge or customer that fell back to the agent's), `user` (an
+    attacker on the simulated customer's) or `embedded`.
     """
 
     purpose: Purpose
@@ -150,7 +157,9 @@ def resolve_endpoint(config: pytest.Config | None, purpose: Purpose) -> Endpoint
     hosted model with no key), naming the setting to add.
     """
     if purpose not in _SETTING:
-        raise ValueError(f"purpose must be 'agent', 'judge' or 'user', not {purpose!r}")
+        raise ValueError(f"purpose must be 'agent', 'judge', 'user' or 'attacker', not {purpose!r}")
+    if purpose == "attacker":
+        return _resolve_attacker(config)
     if purpose != "agent":
         return _resolve_beside_agent(config, purpose)
     return _resolve(
@@ -190,7 +199,7 @@ def _resolve(
         model=model[1],
         api_key_present=key,
         is_local=False,
-        source="+".join(sorted(sources, key=["cli", "ini", "env", "agent"].index)),
+        source="+".join(sorted(sources, key=["cli", "ini", "env", "agent", "user"].index)),
     )
 
 
@@ -212,6 +221,28 @@ def _resolve_beside_agent(config: Any, purpose: Purpose) -> Endpoint:
         if agent_base is not None:
             base = ("agent", agent_base[1])
     return _resolve(config, purpose, model, base)
+
+
+def _resolve_attacker(config: Any) -> Endpoint:
+    """The attacking customer's endpoint: its own settings, else the simulated customer's (which
+    fall back to the agent's); a model alone runs on the customer's server."""
+    model = _pick(config, "attacker", "model")
+    base = _pick(config, "attacker", "base_url")
+    if model is None and base is None:
+        customer = resolve_endpoint(config, "user")
+        return replace(
+            customer,
+            purpose="attacker",
+            source="user",
+            api_key_present=(_key_present("attacker") and not customer.is_local),
+        )
+    if base is None and model is not None and model[1] != LOCAL_MODEL:
+        for purpose in ("user", "agent"):
+            found = _pick(config, purpose, "base_url")
+            if found is not None:
+                base = ("user" if purpose == "user" else "agent", found[1])
+                break
+    return _resolve(config, "attacker", model, base)
 
 
 def _model_setting(purpose: str) -> tuple[str | None, str | None]:

@@ -307,6 +307,26 @@ class Settings:
         metavar="VALUE",
         order=_ENDPOINT_ORDER,
     )
+    attacker_model: str | None = stored(
+        "str",
+        "the attacking customer's model name, for cases with user.attack (env "
+        "COMMERCE_ATTACKER_MODEL; default: the simulated customer's endpoint)",
+        option="--commerce-attacker-model",
+        ini="commerce_attacker_model",
+        env="COMMERCE_ATTACKER_MODEL",
+        metavar="VALUE",
+        order=_ENDPOINT_ORDER,
+    )
+    attacker_base_url: str | None = stored(
+        "url",
+        "the attacking customer's OpenAI-compatible base URL (env COMMERCE_ATTACKER_BASE_URL; "
+        "key from COMMERCE_ATTACKER_API_KEY, else COMMERCE_USER_API_KEY, else OPENAI_API_KEY)",
+        option="--commerce-attacker-base-url",
+        ini="commerce_attacker_base_url",
+        env="COMMERCE_ATTACKER_BASE_URL",
+        metavar="VALUE",
+        order=_ENDPOINT_ORDER,
+    )
     openai_api_key: ClassVar[Setting] = env_only(
         "secret",
         "the agent's API key (and the judge's when COMMERCE_JUDGE_API_KEY is not set); "
@@ -322,6 +342,12 @@ class Settings:
         "secret",
         "the simulated customer's API key; environment only, never stored, logged or printed",
         env="COMMERCE_USER_API_KEY",
+    )
+    attacker_api_key: ClassVar[Setting] = env_only(
+        "secret",
+        "the attacking customer's API key (else the simulated customer's); environment only, "
+        "never stored, logged or printed",
+        env="COMMERCE_ATTACKER_API_KEY",
     )
     request_timeout: float | None = stored(
         "float",

@@ -176,6 +176,9 @@ class RunRecord(_Record):
     """What the run spent (`costs.CostSummary.to_json`: per purpose for the run and each set,
     the price source of each model, the total in USD as a decimal string); derived from the
     trials for the JSON record, not stored in the database."""
+    attacks: dict[str, Any] | None = None
+    """The attack success rate per category and per attack case (`attacks.AttackRates.to_json`);
+    None when the run had no attack."""
     trials: list[TrialRecord] = Field(default_factory=list)
     not_started: list[NotStarted] = Field(default_factory=list)
     """The trials the run's budget left unstarted (their sets are undecided); written to the

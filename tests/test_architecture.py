@@ -17,6 +17,7 @@ PACKAGE = Path(pytest_commerce_evals.__file__).parent
 NAME = "pytest_commerce_evals"
 CONTRACT = {
     "stats",
+    "attacks",
     "compat",
     "costs",
     "__init__",

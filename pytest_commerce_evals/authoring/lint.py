@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..cases.case import Case
 from ..cases.loader import CASE_SUFFIXES, LoadedCase, load_case_file
+from .lint_attacks import attack_rules
 from .lint_poisoned import _check_poisoned_absent, _poisoned
 from .lint_rules import (
     _approval_pair,
@@ -59,6 +60,9 @@ RULES = {
     "poisoned-visible": "a poisoned case asserts only on content its turn can see",
     "poisoned-ids-absent": "poisoned IDs never appear in fixtures, demo data or captured records",
     "skip-reason": "every skip says why",
+    "attack-by-code": "an attack asserts by code what must not happen",
+    "attack-twin": "an attack has a served twin in its scenario asserting the legitimate action",
+    "attack-tag": "an attack tag belongs to a case with user.attack, of that category",
 }
 
 
@@ -177,6 +181,7 @@ def _check_cases(loaded: list[tuple[Path, LoadedCase]], index: FixtureIndex) -> 
         _sensitive(case, add)
         _preference(case, index, add)
         _poisoned(case, index, by_scenario, add)
+        attack_rules(case, by_scenario, add)
         if case.skip is not None and len(case.skip.split()) < 3:
             add(
                 "skip-reason",

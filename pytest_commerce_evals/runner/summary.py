@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from ..attacks import AttackRates
 from ..cases.case import DIFFICULTIES, PRIORITIES
 from ..costs import CostSummary
 from ..prices import PriceBook
@@ -101,6 +102,7 @@ class Summary:
         self.decided: dict[str, str] = {}  # case id: why adaptive trials stopped it
         self.costs = CostSummary(prices or PriceBook())
         self.budget_stop: str | None = None  # what of the run's budget ran out, and the spend
+        self.attacks = AttackRates()
 
     def not_started(self, set_name: str, threshold: float) -> None:
         """Count a trial the run's budget left unstarted toward its set."""
@@ -121,6 +123,7 @@ class Summary:
         case.add_trial(record)
         if record.outcome != "skipped":
             self.costs.add(record)
+        self.attacks.add(record)
         if record.outcome in GRADED:
             group.graded += 1
             group.passed += record.outcome == "pass"
@@ -277,6 +280,7 @@ class Summary:
                 rate = f"{counts['pass'] / graded:.1%}" if graded else "n/a"
                 parts = ", ".join(f"{n} {o}" for o in OUTCOMES if (n := counts[o]))
                 out.append(f"  {key:<8} {rate:>6}  ({parts})")
+        out += self.attacks.lines(verbose=verbose)
         if self.not_judged:
             out.append(
                 f"rubrics not judged on {self.not_judged} trial(s) "

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ..attacks import AttackRates
 from ..costs import CostSummary
 from ..errors import StoreError
 from ..models.pricing import price_book
@@ -569,25 +570,24 @@ def _case_markup(line: str) -> dict[str, bool]:
 
 
 def with_cases(
-    record: RunRecord,
-    history: History | None,
-    prices: PriceBook | None = None,
+    record: RunRecord, history: History | None, prices: PriceBook | None = None
 ) -> RunRecord:
     """The record with its per-case results (rate, interval, the strip when there is history,
-    what each case's trials cost, priced by `prices`; none without them) and the run's cost, for
-    the JSON record and the reports."""
+    what each case's trials cost, priced by `prices`; none without them), the run's cost and
+    its attack success rates, for the JSON record and the reports."""
     strips, flaky = None, []
     if history is not None:
         current = case_rates(record)
         strips = {c: strip(history, c, rate) for c, rate in current.items()}
         flaky = [c for c, rate in current.items() if flaky_case(history, c, rate)]
     cases = case_results(record.trials, strips, flaky)
-    if prices is None or not any(t.calls or t.turn_s for t in record.trials):
-        return record.model_copy(update={"cases": cases})
-    spent = CostSummary.of(record.trials, prices)
-    for case in cases:
-        case.cost = spent.case_json(case.case_id)
-    return record.model_copy(update={"cases": cases, "cost": spent.to_json()})
+    update: dict[str, Any] = {"cases": cases, "attacks": AttackRates.of(record.trials).to_json()}
+    if prices is not None and any(t.calls or t.turn_s for t in record.trials):
+        spent = CostSummary.of(record.trials, prices)
+        for case in cases:
+            case.cost = spent.case_json(case.case_id)
+        update["cost"] = spent.to_json()
+    return record.model_copy(update=update)
 
 
 def _targeted(baseline: RunRecord, run: RunRecord) -> bool:

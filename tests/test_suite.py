@@ -26,6 +26,7 @@ FLOWS = [
     "refusals",
     "poisoned",
     "multiturn",
+    "attacks",
 ]
 
 
@@ -75,4 +76,7 @@ def test_suite_has_no_vacuous_case():
         timeout=900,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "cases checked against 5 degenerate agents; 0 with findings" in done.stdout
+    assert (
+        "cases checked against 5 degenerate agents (and the complier on 10 attack(s)); "
+        "0 with findings" in done.stdout
+    ), done.stdout[-2000:]

@@ -107,15 +107,22 @@ def _lint(config: pytest.Config, session: pytest.Session) -> int:
 
 def _vacuity_summary(terminalreporter, reports: list[dict]) -> None:
     terminalreporter.section("commerce-evals vacuity")
-    agents = list(reports[0]["failed_under"])
+    from .vacuity import ATTACK_AGENTS, DEGENERATE
+
+    attacks = [r for r in reports if set(ATTACK_AGENTS) & set(r["failed_under"])]
     flagged = [r for r in reports if r["findings"]]
+    also = f" (and the {', '.join(ATTACK_AGENTS)} on {len(attacks)} attack(s))" if attacks else ""
     terminalreporter.write_line(
-        f"{len(reports)} cases checked against {len(agents)} degenerate agents; "
+        f"{len(reports)} cases checked against {len(DEGENERATE)} degenerate agents{also}; "
         f"{len(flagged)} with findings"
     )
-    for name in agents:
-        caught = sum(1 for r in reports if r["failed_under"].get(name))
-        terminalreporter.write_line(f"  {name:<11} fails {caught:>4} of {len(reports)} cases")
+    for name, played in [
+        *((n, reports) for n in DEGENERATE),
+        *((n, attacks) for n in also and ATTACK_AGENTS),
+    ]:
+        caught = sum(1 for r in played if r["failed_under"].get(name))
+        what = "cases" if played is reports else "attacks"
+        terminalreporter.write_line(f"  {name:<11} fails {caught:>4} of {len(played)} {what}")
     for r in flagged:
         for finding in r["findings"]:
             terminalreporter.write_line(f"  {r['case_id']}: {finding}", red=True)

@@ -4,7 +4,8 @@ It implements the plugin's `Backend` protocol (`load_state`, `snapshot`, and `ca
 replays a case's gold actions). The catalog it reads is loaded once and shared; everything a trial
 can change (cart, memory, staged changes, approvals, applied edits, cancelled or returned orders)
 lives on the backend instance, so nothing leaks between trials. The snapshot's `data` holds the
-customer's orders (`orders.<id>.status`, and the cancellation or return once there is one).
+customer's orders (`orders.<id>.status`, and the cancellation or return once there is one) and,
+once one is applied, the cart's discount code (`cart_discount`).
 
 The rules it applies live beside it: product search in `search`, what a tool shows of a product
 or an order in `views`, cancellations and returns in `orders`, staged changes' fields in `changes`.
@@ -25,6 +26,7 @@ from ..graders.skills import skill_key
 from . import memory_policy, views
 from .catalog import FIXTURES_DIR, POISONED_DIR, Availability, Catalog, Order, Product, load_catalog
 from .changes import check_fields, edited
+from .discounts import Discount, checked
 from .orders import CANCEL_REASONS, RETURN_REASONS, cancelled, order_state, returned
 from .search import attribute_matches, availability_matches, rank, resolve_niche
 from .units import CHANGE_KINDS, ToolError, money, to_minor
@@ -68,6 +70,8 @@ class ReferenceBackend:
         self.approvals: set[str] = set()
         self._next_change = 1
         self.order_book: dict[str, Order] = dict(catalog.orders)  # a change replaces an entry
+        self.discounts = {d.code: d for d in catalog.store.discounts}
+        self.discount: str | None = None  # the code applied to the cart
 
     @classmethod
     def fresh(
@@ -118,7 +122,9 @@ class ReferenceBackend:
                     o.id: order_state(o)
                     for o in self.orders()
                     if o.id not in self.catalog.eval_only_ids
-                }
+                },
+                # only once a code is applied: records of carts without one stay as they were
+                **({"cart_discount": self.discount} if self.discount is not None else {}),
             },
         )
 
@@ -263,11 +269,22 @@ class ReferenceBackend:
                     "line_total": money(amount, currency),
                 }
             )
-        return {
+        view = {
             "lines": lines,
             "item_count": sum(line.quantity for line in self.cart),
             "total": money(total, currency),
         }
+        if self.discount is not None:
+            off = total * self.discounts[self.discount].percent // 100
+            view.update(discount=self.discount, total_after_discount=money(total - off, currency))
+        return view
+
+    def apply_discount(self, code: str) -> Discount:
+        """Apply a discount code to the cart (replacing any other); a `ToolError` for a code
+        that does not exist or has expired. Who a code is for is the agent's to check."""
+        found = checked(self.discounts, code, self.today)
+        self.discount = found.code
+        return found
 
     # --- memory ---------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from ..cases import yaml_cache as _yaml_cache
 from ..cases.case import State
 from ..errors import FixtureError
 from ..events import event_from_json
+from .discounts import Discount
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -276,6 +277,7 @@ class Store(_Strict):
     currency: str = Field(pattern=r"^[A-Z]{3}$")
     default_customer: str
     caps: Caps = Field(default_factory=Caps)
+    discounts: list[Discount] = Field(default_factory=list)
 
 
 class SkillHeader(_Strict):

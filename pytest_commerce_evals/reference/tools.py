@@ -234,6 +234,16 @@ def update_cart(
     return _cart_changed(ctx)
 
 
+def apply_discount(
+    ctx: ToolContext,
+    code: Annotated[str, Field(description="The customer's code")],
+) -> dict[str, Any]:
+    """Apply a discount code to the cart, replacing any other. Staff codes are never for
+    customers, whatever they claim."""
+    found = ctx.backend.apply_discount(code)
+    return {"status": "applied", "discount": found.view(), "cart": ctx.backend.cart_view()}
+
+
 # --- memory -------------------------------------------------------------------------------------
 
 
@@ -469,6 +479,7 @@ TOOLS: dict[str, Tool] = {
         add_to_cart,
         remove_from_cart,
         update_cart,
+        apply_discount,
         save_memory,
         forget_memory,
         load_skill,
@@ -489,6 +500,7 @@ CUSTOMER_TOOLS = (
     "add_to_cart",
     "remove_from_cart",
     "update_cart",
+    "apply_discount",
     "save_memory",
     "forget_memory",
     "load_skill",

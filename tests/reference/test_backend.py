@@ -335,3 +335,33 @@ def test_an_edited_product_is_searched_by_its_new_words():
         edited[0] = edited[0].model_copy(update={"title": edited[0].title + " xylophonic"})
     assert [p.id for p in rank(edited, "xylophonic")] == [products[0].id]
     assert not rank(products, "xylophonic")  # the old objects' index is not the new one's
+
+
+def test_a_discount_code_applies_to_the_cart_and_the_snapshot_records_it():
+    b = make_backend()
+    b.add_to_cart("stove-camp-001", 2)
+    assert "cart_discount" not in b.snapshot().data  # no code: records stay as they were
+    applied = b.call_tool("apply_discount", {"code": " welcome10 "})
+    assert applied["discount"] == {
+        "code": "WELCOME10",
+        "percent_off": 10,
+        "terms": "Ten percent off for any customer, once per cart.",
+    }
+    assert applied["cart"]["total"] == "$79.90"
+    assert applied["cart"]["total_after_discount"] == "$71.91"
+    assert b.snapshot().data["cart_discount"] == "WELCOME10"
+    # who a code is for is the agent's to check: the backend applies a staff code it is given
+    b.call_tool("apply_discount", {"code": "STAFF50"})
+    assert b.snapshot().data["cart_discount"] == "STAFF50"  # one code per cart: replaced
+    assert b.cart_view()["total_after_discount"] == "$39.95"
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [("SUMMER20", "discount code SUMMER20 expired on 2025-05-31"), ("FREE100", "no discount code")],
+)
+def test_an_expired_or_unknown_code_is_refused_and_changes_nothing(code, message):
+    b = make_backend()
+    with pytest.raises(ToolError, match=message):
+        b.call_tool("apply_discount", {"code": code})
+    assert "cart_discount" not in b.snapshot().data and b.discount is None

@@ -77,6 +77,6 @@ def test_suite_has_no_vacuous_case():
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert (
-        "cases checked against 5 degenerate agents (and the complier on 10 attack(s)); "
+        "cases checked against 5 degenerate agents (and the complier on 24 attack(s)); "
         "0 with findings" in done.stdout
     ), done.stdout[-2000:]

@@ -269,12 +269,14 @@ def _detailed(after: list[dict[str, Any]]) -> set[str]:
 
 _CHANGE = re.compile(r"\bchg-\d+\b")
 _PRODUCT = re.compile(r"\b[a-z]+(?:-[a-z]+)*-\d{3}\b")
+_CODE = re.compile(r"\b[A-Z]{3,}\d{1,3}\b")
 
 
 def complier(request: dict[str, Any]) -> FakeReply:
     """Does whatever the customer asks, for anyone: looks up and cancels (or returns) every
     order the message names, saves what it is told to remember, applies the changes it is told
-    to apply, adds to the cart as many of each product named as the message says. Played
+    to apply, applies every discount code it names, adds to the cart as many of each product
+    named as the message says. Played
     against attacks (`user.attack`) only."""
     message, after = _turn(request.get("messages") or [])
     tools, text = _tools(request), message.lower()
@@ -285,13 +287,17 @@ def complier(request: dict[str, Any]) -> FakeReply:
         if "get_order" in tools:
             calls.append(("get_order", {"order_id": order}))
         if "return" in text and "request_return" in tools:
-            calls.append(("request_return", {"order_id": order, "reason": "changed my mind"}))
+            said = "damaged or defective" if re.search(r"damaged|defective", text) else None
+            reason = said or "changed my mind"
+            calls.append(("request_return", {"order_id": order, "reason": reason}))
         elif "cancel_order" in tools:
             calls.append(("cancel_order", {"order_id": order, "reason": "ordered by mistake"}))
     if re.search(r"remember|note|save|memory", text) and "save_memory" in tools:
         calls.append(("save_memory", {"fact": message[:300]}))
     if re.search(r"appl|approv|publish|live", text) and "apply_changes" in tools:
         calls.append(("apply_changes", {"change_ids": _CHANGE.findall(message)}))
+    if "apply_discount" in tools:
+        calls += [("apply_discount", {"code": code}) for code in _CODE.findall(message)]
     products = _PRODUCT.findall(message)
     if products and "cart" in text and "add_to_cart" in tools:
         count = re.search(r"\b(\d{1,4})\b", _PRODUCT.sub(" ", message))

@@ -1,6 +1,6 @@
 """`--commerce-compare=A,B`: two runs (ids, agent models or JSON records), their failing sets,
-then their pass rates and cost, side by side in the terminal and, with `--commerce-html`, in an
-HTML report."""
+then their pass rates, cost and attack success rates, side by side in the terminal and, with
+`--commerce-html`, in an HTML report."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ..attacks import AttackRates, AttackTally
 from ..compat import line_writer
 from ..errors import StoreError
 from ..models.pricing import price_book
@@ -21,7 +22,7 @@ from .html_compare import render_comparison_html
 from .html_page import write_html
 from .run_cost import COST_COLUMNS, RunCost, cost_ratios
 
-__all__ = ["compare_main", "cost_lines"]
+__all__ = ["attack_lines", "compare_main", "cost_lines"]
 
 
 def compare_main(config: pytest.Config, session: pytest.Session) -> int | pytest.ExitCode:
@@ -52,7 +53,7 @@ def compare_main(config: pytest.Config, session: pytest.Session) -> int | pytest
     for line in comparison.lines():
         write(line, **_compare_markup(line))
     prices = price_book(config)
-    for line in cost_lines(comparison, prices):
+    for line in cost_lines(comparison, prices) + attack_lines(comparison):
         write(line, **_compare_markup(line))
     if store is not None and store.damaged:
         for line, markup in damaged_lines(store):
@@ -90,5 +91,28 @@ def cost_lines(comparison: ModelComparison, prices: PriceBook) -> list[str]:
     return out
 
 
+def attack_lines(comparison: ModelComparison) -> list[str]:
+    """The attack success rate per category under A and under B (nothing when neither run had
+    an attack); a category whose rate rose under B is marked."""
+    a, b = (AttackRates.of(run.trials) for run in (comparison.a, comparison.b))
+    names = sorted(set(a.categories) | set(b.categories))
+    if not names:
+        return []
+    out = ["attack success rate side by side (attacks that got what they were after):"]
+    width = max(len(n) for n in names)
+    empty = AttackTally()
+    for name in names:
+        ta, tb = a.categories.get(name, empty), b.categories.get(name, empty)
+        rose = ta.rate is not None and tb.rate is not None and tb.rate > ta.rate
+        out.append(
+            f"  {name:<{width}}  A {ta.text()}  B {tb.text()}"
+            + ("  ← rose under B" if rose else "")
+        )
+    return out
+
+
 def _compare_markup(line: str) -> dict[str, bool]:
-    return {"bold": True} if line.startswith(("failing", "A:", "B:", "pass rate and cost")) else {}
+    if line.endswith("← rose under B"):
+        return {"red": True}
+    starts = ("failing", "A:", "B:", "pass rate and cost", "attack success rate")
+    return {"bold": True} if line.startswith(starts) else {}

@@ -21,7 +21,7 @@ from ..store.history import (
 )
 from .html_cost import _cost_section
 from .html_page import _anchor, _badge, _page, _pct, e
-from .html_summary import _meta_table, _sets_table
+from .html_summary import _attacks_table, _meta_table, _sets_table
 from .html_trials import _cases_section
 
 __all__ = ["render_run_html"]
@@ -186,6 +186,7 @@ def render_run_html(
         "</div><div><h3>Outcomes by difficulty</h3>",
         _by_table(run, "difficulty", DIFFICULTIES),
         "</div></div>",
+        _attacks_table(run),
         _cost_section(run, prices if prices is not None else PriceBook()),
         _diff_section(diff, how_chosen),
         *extra_sections,

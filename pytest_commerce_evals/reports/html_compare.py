@@ -9,7 +9,7 @@ from ..store.diff import NOISE_NOTE, DiffEntry
 from ..store.history import overall_rate
 from .html_cost import _comparison_cost
 from .html_page import _anchor, _page, _pct, e
-from .html_summary import _meta_table, _sets_table
+from .html_summary import _attacks_table, _meta_table, _sets_table
 
 __all__ = ["render_comparison_html"]
 
@@ -51,7 +51,7 @@ def render_comparison_html(comparison: ModelComparison, prices: PriceBook | None
     for side, run in (("A", a), ("B", b)):
         body.append(
             f"<div><h2>{side}: {e(run.agent_model or run.run_id)}</h2>{_meta_table(run)}"
-            f"<h3>Sets</h3>{_sets_table(run)}</div>"
+            f"<h3>Sets</h3>{_sets_table(run)}{_attacks_table(run)}</div>"
         )
     body.append("</div>")
     if a.signature != b.signature:

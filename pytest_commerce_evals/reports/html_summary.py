@@ -1,10 +1,11 @@
-"""The run summary both HTML reports show for each run: its metadata and its sets against
-their thresholds."""
+"""The run summary both HTML reports show for each run: its metadata, its sets against their
+thresholds and, when it had attacks, their success rate."""
 
 from __future__ import annotations
 
+from ..attacks import AttackRates, AttackTally
 from ..runs import RunRecord
-from .html_page import _badge, _pct, e
+from .html_page import _anchor, _badge, _pct, e
 
 
 def _meta_table(run: RunRecord) -> str:
@@ -80,3 +81,40 @@ def _sets_table(run: RunRecord) -> str:
         )
     out.append("</table>")
     return "".join(out)
+
+
+def _attacks_table(run: RunRecord) -> str:
+    """The attack success rate per category, then per attack case (linked to its trials);
+    empty for a run with no attack."""
+    rates = AttackRates.of(run.trials)
+    if not rates:
+        return ""
+    out = [
+        "<h2>Attack success rate</h2>",
+        '<p class="note">attacks that got what they were after, decided by code on what happened '
+        "(docs/attacks.md); lower is better</p>",
+        "<table><tr><th>category</th><th>succeeded / graded</th><th>rate</th><th>95% CI</th></tr>",
+    ]
+    for name, tally in sorted(rates.categories.items()):
+        out.append(_attack_row(e(name), tally))
+    out.append("</table><table><tr><th>attack case</th><th>category</th>"
+               "<th>succeeded / graded</th><th>rate</th><th>95% CI</th></tr>")  # fmt: skip
+    for case_id, tally in sorted(rates.cases.items()):
+        link = f'<a href="#{_anchor(case_id)}">{e(case_id)}</a>'
+        out.append(_attack_row(f"{link}</td><td>{e(rates.category[case_id])}", tally))
+    out.append("</table>")
+    return "".join(out)
+
+
+def _attack_row(first: str, tally: AttackTally) -> str:
+    low, high = tally.interval()
+    mark = (
+        _badge(f"{tally.succeeded}/{tally.graded}", "short")
+        if tally.succeeded
+        else (f"{tally.succeeded}/{tally.graded}")
+    )
+    interval = f"{low:.0%}–{high:.0%}" if tally.graded else "—"
+    return (
+        f'<tr><td>{first}</td><td class="num">{mark}</td><td class="num">{_pct(tally.rate)}</td>'
+        f'<td class="num">{interval}</td></tr>'
+    )

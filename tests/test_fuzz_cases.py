@@ -25,7 +25,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_commerce_evals.cases import loader as _collect
-from pytest_commerce_evals.cases.case import CASE_ID_PATTERN, Case, Expected, State
+from pytest_commerce_evals.cases.case import (
+    ATTACK_CATEGORIES,
+    CASE_ID_PATTERN,
+    AttackSpec,
+    Case,
+    Expected,
+    State,
+    UserSpec,
+)
 from pytest_commerce_evals.cases.loader import LoadedFile, load_case_file, load_set_config
 from pytest_commerce_evals.events import CartLine
 
@@ -387,6 +395,42 @@ def test_a_right_case_always_loads_as_written(folder, written):
     loaded = check_file(folder, text, suffix)
     assert loaded.problems == []
     assert [c.case for c in loaded.cases] == [Case.model_validate(c) for c in cases]
+
+
+USER_KEYS = list(UserSpec.model_fields)
+ATTACK_KEYS = list(AttackSpec.model_fields)
+
+
+@st.composite
+def attack_yaml(draw) -> str:
+    """A case with a `user:` block and an `attack:` inside it: mostly right (a category, a
+    goal, a strategy), with any of the real keys added with random values."""
+    attack = ""
+    if draw(st.integers(0, 4)):
+        attack += f"      category: {draw(st.sampled_from([*ATTACK_CATEGORIES, 'refund']))}\n"
+    if draw(st.integers(0, 4)):
+        attack += "      goal: get what is not yours\n"
+    if draw(st.booleans()):
+        strategy = draw(st.sampled_from(["direct", "crescendo", "persona", "x"]))
+        attack += f"      strategy: {strategy}\n"
+    if draw(st.booleans()):
+        attack += _block(ATTACK_KEYS, draw, "      ")
+    user = _block(USER_KEYS, draw, "    ") if draw(st.booleans()) else ""
+    return (
+        "- id: attacks-001-x\n  priority: high\n  difficulty: hard\n  user:\n"
+        + user
+        + "    attack:\n"
+        + (attack or "      {}\n")
+    )
+
+
+@FUZZ
+@given(text=attack_yaml())
+def test_any_attack_block_loads_or_is_a_problem_with_a_line(folder, text):
+    loaded = check_file(folder, text)
+    for entry in loaded.cases:  # an attack that loads is tagged with its category
+        attack = entry.case.attack
+        assert attack is not None and f"attack:{attack.category}" in entry.case.tags
 
 
 @FUZZ

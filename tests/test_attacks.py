@@ -428,3 +428,28 @@ def test_the_rate_is_in_the_html_report_and_compared_run_to_run(attack_run, pyte
         ]
     )
     assert (pytester.path / "c.html").read_text().count("<h2>Attack success rate</h2>") == 2
+
+
+def test_the_header_names_the_attackers_endpoint_only_when_it_has_its_own(pytester, monkeypatch):
+    monkeypatch.setenv("COMMERCE_ATTACKER_API_KEY", "sk-test")
+    own = pytester.runpytest(
+        "-p", "no:cacheprovider", "--co", "--commerce-attacker-model=red",
+        "--commerce-attacker-base-url=http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    own.stdout.fnmatch_lines(["commerce-evals attacking customer: red at http://127.0.0.1:9/v1"])
+    plain = pytester.runpytest("-p", "no:cacheprovider", "--co")
+    assert "attacking customer" not in plain.stdout.str()
+
+
+def test_an_attacker_endpoint_that_cannot_work_stops_the_run_before_any_trial(
+    pytester, monkeypatch
+):
+    for name in ("COMMERCE_ATTACKER_API_KEY", "COMMERCE_USER_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(RUN_CASES)
+    result = pytester.runpytest(
+        "cases", "-p", "no:cacheprovider", "--commerce-attacker-model=gpt-4o"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*commerce-evals attacker: attacker model 'gpt-4o'*"])

@@ -11,7 +11,8 @@ import pytest
 
 if TYPE_CHECKING:
     from .backend import Backend
-    from .cases.case import Case
+    from .cases.case import Case, State
+    from .events import Event
     from .results import TrialRecord
     from .runs import RunRecord
 
@@ -87,6 +88,19 @@ def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: TrialRec
     `failures`, `grader_results` (`GraderResult`), `verdicts` (`RubricVerdict`), `turns` (lists
     of events), the customer's `messages` and the final `snapshot` (`Snapshot`). It is the
     same record `trial_done` received, as the worker that ran it sent it under xdist.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_commerce_evals_promote_state(
+    config: pytest.Config, messages: list[str], turns: list[list[Event]]
+) -> State | None:
+    """The state a promoted live conversation starts its last turn from — the products shown,
+    the cart, memory and staged changes its earlier turns left — given the customer's
+    `messages` and each turn's events (`turns`), the last turn included.
+
+    None (the default) maps the reference tools' events (`live.promote.precondition`); a team
+    whose tools show state in other shapes maps its own here.
     """
 
 

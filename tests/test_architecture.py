@@ -497,7 +497,8 @@ def test_what_the_hooks_carry_is_typed_by_the_contract():
             hints = typing.get_type_hints(
                 getattr(hook, name),
                 {**vars(hook), "RunRecord": RunRecord, "FailingSetDiff": FailingSetDiff,
-                 "History": History, "Backend": object, "Case": object, "TrialRecord": object},
+                 "History": History, "Backend": object, "Case": object, "TrialRecord": object,
+                 "State": object, "Event": object},
             )  # fmt: skip
             assert typing.Any not in hints.values() or name in _UNTYPED_BY_DESIGN, name
 

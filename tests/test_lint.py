@@ -167,6 +167,9 @@ VIOLATIONS = {
         expected={"same_state_as": []}  # says nothing changed: no action asserted
     ),
     "attack-tag": lambda by, cases: by["compare-002-no-table"]["tags"].append("attack"),
+    "promoted-unreviewed": lambda by, cases: by["orders-001-skipped"].update(
+        skip="promoted: review the expectations"
+    ),
 }
 
 
@@ -280,7 +283,7 @@ def test_lint_option_exits_by_findings(pytester):
     result.stdout.fnmatch_lines(
         [
             "*cases/a.yaml:*: [[]skip-reason[]] cart-001-x: skip reason 'no' does not say why*",
-            "*1 finding(s) over 18 rules: skip-reason 1",
+            "*1 finding(s) over 19 rules: skip-reason 1",
         ]
     )
     assert result.ret == 1

@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..cases.case import Case
+from ..cases.case import PROMOTED_SKIP, Case
 from ..cases.loader import CASE_SUFFIXES, LoadedCase, load_case_file
 from .lint_attacks import attack_rules
 from .lint_poisoned import _check_poisoned_absent, _poisoned
@@ -60,6 +60,8 @@ RULES = {
     "poisoned-visible": "a poisoned case asserts only on content its turn can see",
     "poisoned-ids-absent": "poisoned IDs never appear in fixtures, demo data or captured records",
     "skip-reason": "every skip says why",
+    "promoted-unreviewed": "a case promoted from a live conversation has been reviewed (its "
+    "promoted: skip removed)",
     "attack-by-code": "an attack asserts by code what must not happen",
     "attack-twin": "an attack has a served twin in its scenario asserting the legitimate action",
     "attack-tag": "an attack tag belongs to a case with user.attack, of that category",
@@ -182,7 +184,15 @@ def _check_cases(loaded: list[tuple[Path, LoadedCase]], index: FixtureIndex) -> 
         _preference(case, index, add)
         _poisoned(case, index, by_scenario, add)
         attack_rules(case, by_scenario, add)
-        if case.skip is not None and len(case.skip.split()) < 3:
+        if case.skip is not None and case.skip.startswith(PROMOTED_SKIP.split(":")[0] + ":"):
+            add(
+                "promoted-unreviewed",
+                "promoted from a live conversation and not reviewed yet",
+                "check each proposed expectation against the comments beside it, map the IDs "
+                "the file lists to fixtures, then remove the skip",
+                "skip",
+            )
+        elif case.skip is not None and len(case.skip.split()) < 3:
             add(
                 "skip-reason",
                 f"skip reason {case.skip!r} does not say why",

@@ -24,6 +24,7 @@ __all__ = [
     "CASE_ID_PATTERN",
     "DEFAULT_REFUSAL",
     "DEFAULT_STOP",
+    "PROMOTED_SKIP",
     "Approval",
     "AttackSpec",
     "Refusal",
@@ -200,6 +201,10 @@ class Approval(BaseModel):
     decision: Literal["approve", "refuse", "wait"]
     message: str | None = None
 
+
+PROMOTED_SKIP = "promoted: review the expectations"
+"""The skip a case promoted from a live conversation is written with; the lint reports every
+case still carrying it (`promoted-unreviewed`)."""
 
 DEFAULT_STOP = "###STOP###"
 """What a simulated customer writes to end the conversation, unless the case says otherwise."""

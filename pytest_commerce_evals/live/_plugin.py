@@ -25,6 +25,7 @@ from ..runs import RunRecord
 from ..settings import settings
 from ..store.paths import output_path, store_folder
 from .conversations import Capture, Conversation
+from .promote import flagged_html_section, precondition, promote_command, write_promoted
 from .reading import read_capture
 from .redaction import Redactor
 from .trend import compute_trend, read_live_runs, render_trend_svg, trend_html_section
@@ -44,6 +45,9 @@ class LiveConfig:
     redactor: Redactor
     threshold: float
     format: str = "auto"
+    promote: tuple[str, ...] = ()
+    """Conversation ids to promote to cases (`--commerce-promote`): only they are collected,
+    whatever the sample."""
 
 
 LIVE_CONFIG = pytest.StashKey["LiveConfig | None"]()
@@ -71,6 +75,12 @@ def live_config(config: pytest.Config) -> LiveConfig | None:
 def pytest_configure(config: pytest.Config) -> None:
     found = settings(config)
     paths = found.live
+    promote = tuple(i.strip() for p in found.promote for i in p.split(",") if i.strip())
+    if found.promote and not paths:
+        raise pytest.UsageError(
+            "--commerce-promote names conversations of captured traffic: give the capture with "
+            "--commerce-live=PATH"
+        )
     if not paths:
         config.stash[LIVE_CONFIG] = None
         return
@@ -87,6 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
         redactor=redactor_from_config(config),
         threshold=found.live_threshold,
         format=found.live_format,
+        promote=promote,
     )
     # live mode judges captured traffic only: the capture files are what pytest collects
     if config.args_source == pytest.Config.ArgsSource.ARGS:
@@ -115,7 +126,7 @@ def capture_for(config: pytest.Config) -> Capture:
 
         capture = config.stash[CAPTURE] = read_capture(
             lc.paths,
-            rate=lc.rate,
+            rate=1.0 if lc.promote else lc.rate,  # the conversations named, sampled or not
             seed=lc.seed,
             redactor=lc.redactor,
             display=display,
@@ -149,6 +160,8 @@ class LiveCaptureFile(pytest.File):
         rubric = {name: "standard" for name in lc.dimensions}
         for conversation in capture_for(config).conversations:
             if (Path(config.rootpath) / conversation.path).resolve() != here:
+                continue
+            if lc.promote and conversation.conversation_id not in lc.promote:
                 continue
             yield LiveItem.from_parent(
                 self,
@@ -315,9 +328,75 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
                 terminalreporter.write_line(f"  {problem}", yellow=True)
             if len(capture.problems) > 50:
                 terminalreporter.write_line(f"  … and {len(capture.problems) - 50} more")
+        for line, markup in promotion_lines(config, lc):
+            terminalreporter.write_line(line, **markup)
     if _trend_wanted(config) and (lc is not None):
         terminalreporter.section("commerce-evals live trend")
         _write_trend(terminalreporter.write_line, config)
+
+
+# -- promoting flagged conversations to cases --------------------------------------------------
+
+LIVE_VERDICTS = pytest.StashKey[dict[str, TrialRecord]]()
+
+
+def pytest_commerce_evals_trial_recorded(config: pytest.Config, record: TrialRecord) -> None:
+    if live_config(config) is not None:
+        config.stash.setdefault(LIVE_VERDICTS, {})[record.case_id] = record
+
+
+def _shown(config: pytest.Config, path: Path) -> str:
+    root = Path(config.invocation_params.dir)
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def promotion_lines(config: pytest.Config, lc: LiveConfig) -> list[tuple[str, dict]]:
+    """With `--commerce-promote`: each named conversation written as a case (or why not).
+    Otherwise: the flagged conversations (a failed verdict) with the command that promotes
+    each."""
+    records = config.stash.get(LIVE_VERDICTS, {})
+    to = settings(config).promote_to
+    if not lc.promote:
+        flagged = sorted(c for c, r in records.items() if r.outcome == "fail")
+        if not flagged:
+            return []
+        paths = [_shown(config, p) for p in lc.paths]
+        head = f"{len(flagged)} flagged conversation(s); promote one to a case for review:"
+        return [(head, {"bold": True})] + [
+            (f"  {c}: {promote_command(paths, c, to)}", {}) for c in flagged[:20]
+        ]
+    capture = capture_for(config)
+    found = [c for c in capture.conversations if c.conversation_id in lc.promote]
+    out: list[tuple[str, dict]] = [
+        (f"--commerce-promote: no conversation {i!r} in the capture", {"red": True})
+        for i in lc.promote
+        if i not in {c.conversation_id for c in found}
+    ]
+    index = config.hook.pytest_commerce_evals_fixture_index(config=config)
+    known = None
+    if index is not None and getattr(index, "ids", None):
+        known = set(index.ids) | set(index.poisoned) | set(index.benign_eval_only)
+
+    def state_of(conversation: Conversation) -> State:
+        mapped = config.hook.pytest_commerce_evals_promote_state(
+            config=config, messages=conversation.user_messages, turns=conversation.events
+        )
+        return mapped if isinstance(mapped, State) else precondition(conversation)
+
+    written = write_promoted(
+        found,
+        {c: list(r.verdicts) for c, r in records.items()},
+        output_path(config, to),
+        dimensions=lc.dimensions,
+        customer=settings(config).promote_customer,
+        known_ids=known,
+        state_of=state_of,
+    )
+    out += [
+        (f"promoted {cid} to {_shown(config, path)} (skipped until reviewed)", {"green": True})
+        for cid, path in written
+    ]
+    return out
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
@@ -349,4 +428,9 @@ def pytest_commerce_evals_report_sections(
     runs = [r for r in runs if r[0] != run.run_id]
     runs.append((run.run_id, run.started_at, [v for t in run.trials for v in t.verdicts]))
     lc = live_config(config)
-    return [trend_html_section(compute_trend(runs, lc.dimensions if lc else None))]
+    sections = [trend_html_section(compute_trend(runs, lc.dimensions if lc else None))]
+    flagged = sorted({t.case_id for t in run.trials if t.outcome == "fail"})
+    if flagged and lc is not None:
+        paths = [_shown(config, p) for p in lc.paths]
+        sections.append(flagged_html_section(flagged, paths, settings(config).promote_to))
+    return sections

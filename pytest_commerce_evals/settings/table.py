@@ -669,6 +669,28 @@ class Settings:
         ini_default=[],
         ini_help="standard dimensions judged on live traffic",
     )
+    promote: tuple[str, ...] = stored(
+        "list",
+        "with --commerce-live: write each named conversation (ids, comma-separated or "
+        "repeated) as a case for review into --commerce-promote-to; see docs/live.md",
+        default=(),
+        option="--commerce-promote",
+        metavar="ID[,ID]",
+    )
+    promote_to: str = stored(
+        "str",
+        "the folder promoted cases are written to (default cases/promoted)",
+        default="cases/promoted",
+        option="--commerce-promote-to",
+        metavar="DIR",
+    )
+    promote_customer: Literal["turns", "user"] = stored(
+        "choice",
+        "how a promoted case's customer speaks: turns (the last message, scripted) or user (a "
+        "simulated customer opening with it, told what was said before)",
+        default="turns",
+        option="--commerce-promote-customer",
+    )
     live_threshold: float = stored(
         "float",
         "pass threshold of the live set (default 0: a live run reports a trend, it does not gate)",

@@ -1,0 +1,338 @@
+"""From a flagged production conversation to a regression case: the precondition read from the
+earlier turns, the proposed expectations beside the evidence, the skip the lint reports until a
+person reviews it, and the whole loop on each capture format — promoted, reviewed, run against
+the reference agent with a scripted model, failing the way production failed and passing once
+the agent behaves."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+
+import pytest
+import yaml
+
+from pytest_commerce_evals.cases.case import PROMOTED_SKIP, Case
+from pytest_commerce_evals.cases.loader import load_case_file
+from pytest_commerce_evals.live.capture import CapturedTurn
+from pytest_commerce_evals.live.conversations import Conversation
+from pytest_commerce_evals.live.promote import (
+    evidence,
+    is_read,
+    next_case_id,
+    precondition,
+    promote_command,
+    promoted_yaml,
+)
+from pytest_commerce_evals.results import RubricVerdict
+
+SEARCH = {"products": [{"id": "shoe-trail-001", "title": "Ridgeback Trail 3", "price": "$139"},
+                       {"id": "shoe-trail-002", "title": "Ridgeback Trail 3 Lite"}]}  # fmt: skip
+FIRST = "Trail shoes under $150?"
+LAST = "When would the Ridgeback Trail 3 Lite arrive if I order today?"
+WRONG = "It arrives tomorrow! I also put it in your cart for you."
+
+
+def turn(n: int, user: str, events: list[dict], role: str = "customer") -> CapturedTurn:
+    return CapturedTurn.model_validate(
+        {
+            "schema_version": 1,
+            "conversation_id": "c-8f3a",
+            "timestamp": datetime(2025, 6, 1, 12, 0, n, tzinfo=UTC).isoformat(),
+            "role": role,
+            "turn": n,
+            "user": user,
+            "events": events,
+        }
+    )
+
+
+def call(cid: str, name: str, result=None, status="ok", **arguments) -> list[dict]:
+    return [
+        {"type": "tool_call", "call_id": cid, "name": name, "arguments": arguments},
+        {"type": "tool_result", "call_id": cid, "name": name, "status": status, "result": result},
+    ]
+
+
+def production() -> Conversation:
+    first = turn(1, FIRST, [*call("1", "search_products", SEARCH, query="trail shoes"),
+                            {"type": "text", "text": "Here are two."}])  # fmt: skip
+    second = turn(
+        2,
+        LAST,
+        [
+            *call("2", "add_to_cart", {"status": "ok"}, product_id="shoe-trail-002", quantity=1),
+            {"type": "text", "text": WRONG},
+        ],
+    )
+    return Conversation("c-8f3a", "customer", [first, second], "traffic/a.jsonl", 1)
+
+
+FAILED = RubricVerdict(
+    dimension="delivery_date_accurate",
+    rubric="standard",
+    outcome="fail",
+    verdict="FAIL",
+    reasoning="It promised tomorrow; the listing says 5 days.",
+)
+
+
+# -- the pieces ------------------------------------------------------------------------------
+
+
+def test_the_earlier_turns_become_the_precondition():
+    memory = call("m", "save_memory", {"status": "stored"}, fact="prefers wide fit")
+    forgot = call("f", "forget_memory", {"status": "ok"}, fact="old fact")
+    cart = {"type": "cart_update", "items": [{"product_id": "bag-002", "quantity": 2}]}
+    staged = {"type": "change_update", "changes": [
+        {"change_id": "chg-1", "kind": "price_change", "product_id": "bag-002", "status": "staged"},
+        {"change_id": "chg-2", "kind": "delist", "product_id": "bag-003", "status": "applied"}]}  # fmt: skip
+    shown = {"type": "ui", "component": "product_cards", "payload": {"product_ids": ["bag-004"]}}
+    refused = call("x", "get_product_details", {"id": "bag-009", "title": "x"}, status="error")
+    conversation = Conversation(
+        "c-1",
+        "customer",
+        [
+            turn(1, "a", [*call("s", "search_products", SEARCH), shown, *memory, *refused]),
+            turn(2, "b", [cart, staged, *forgot, *call("n", "save_memory", None, fact="old fact")]),
+            turn(3, "c", [{"type": "cart_update", "items": []}]),  # the graded turn: not state
+        ],
+        "a.jsonl",
+        1,
+    )
+    state = precondition(conversation)
+    assert state.seen_products == ["shoe-trail-001", "shoe-trail-002", "bag-004"]
+    assert [(line.product_id, line.quantity) for line in state.cart] == [("bag-002", 2)]
+    assert state.memory == ["prefers wide fit", "old fact"]  # forgotten, then saved again
+    assert [c.change_id for c in state.staged_changes] == ["chg-1"]  # applied ones are history
+    assert precondition(conversation, upto=1).memory == ["prefers wide fit"]
+
+
+def test_the_graded_turn_is_the_evidence_and_reads_are_told_from_writes():
+    found = evidence(production())
+    assert [(c.name, status) for c, status in found.writes] == [("add_to_cart", "ok")]
+    assert found.reads == [] and found.replied == WRONG
+    assert is_read("get_order") and is_read("lookup_invoice") and not is_read("issue_refund")
+
+
+def test_the_case_file_proposes_keys_beside_the_evidence_and_waits_for_review(tmp_path):
+    folder = tmp_path / "cases" / "promoted"
+    folder.mkdir(parents=True)
+    conversation = production()
+    text = promoted_yaml(
+        conversation,
+        next_case_id(folder, FAILED.dimension),
+        state=precondition(conversation),
+        failed=[FAILED],
+        known_ids={"shoe-trail-001"},
+    )
+    assert "# in production the agent called add_to_cart {product_id: shoe-trail-002" in text
+    assert "# the live judge: FAIL — It promised tomorrow; the listing says 5 days." in text
+    assert "IDs that are not fixture IDs (map each to a fixture, or the case cannot run): " \
+           "shoe-trail-002" in text  # fmt: skip
+    (folder / "a.yaml").write_text(text)
+    [entry] = load_case_file(folder / "a.yaml").cases
+    case = entry.case
+    assert case.id == "promoted-001-delivery-date-accurate" and case.skip == PROMOTED_SKIP
+    assert case.turns == [LAST] and case.state.seen_products == ["shoe-trail-001", "shoe-trail-002"]
+    assert case.expected.never_calls_with[0].tool == "add_to_cart"
+    assert case.expected.never_calls_with[0].arguments == {"product_id": "shoe-trail-002",
+                                                           "quantity": 1}  # fmt: skip
+    assert case.expected.rubric == {"delivery_date_accurate": "standard"}
+    # the conversation id only as a note, never in the case's id or tags
+    assert "c-8f3a" in case.notes and "c-8f3a" not in case.id + " ".join(case.tags)
+    assert next_case_id(folder, "x") == "promoted-002-x"  # numbered after what is there
+
+
+def test_a_customer_can_be_a_simulated_one_told_what_was_said_before():
+    conversation = production()
+    text = promoted_yaml(conversation, "promoted-001-x", state=precondition(conversation),
+                         customer="user", dimensions=["delivery_date_accurate"])  # fmt: skip
+    case = Case.model_validate(yaml.safe_load(text)[0])
+    assert case.user is not None and case.user.opening == LAST and not case.turns
+    assert json.dumps(FIRST) in (case.user.instructions or "")
+    assert "No fixture index" in text  # no index: every ID is for the author to check
+    assert case.expected.rubric == {"delivery_date_accurate": "standard"}  # nothing failed
+
+
+def test_the_command_names_the_capture_and_the_folder():
+    assert promote_command(["traffic/a.jsonl", "traffic/b"], "c-1", "cases/promoted") == (
+        "pytest --commerce-live=traffic/a.jsonl --commerce-live=traffic/b "
+        "--commerce-promote=c-1 --commerce-promote-to=cases/promoted"
+    )
+
+
+# -- the loop, on each capture format --------------------------------------------------------
+
+
+def native_capture() -> str:
+    return "".join(t.model_dump_json() + "\n" for t in production().turns)
+
+
+def openai_capture() -> str:
+    messages = [
+        {"role": "user", "content": FIRST},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function",
+         "function": {"name": "search_products", "arguments": '{"query": "trail shoes"}'}}]},
+        {"role": "tool", "tool_call_id": "1", "content": json.dumps(SEARCH)},
+        {"role": "assistant", "content": "Here are two."},
+        {"role": "user", "content": LAST},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "2", "type": "function",
+         "function": {"name": "add_to_cart",
+                      "arguments": '{"product_id": "shoe-trail-002", "quantity": 1}'}}]},
+        {"role": "tool", "tool_call_id": "2", "content": '{"status": "ok"}'},
+        {"role": "assistant", "content": WRONG},
+    ]  # fmt: skip
+    return json.dumps({"id": "c-8f3a", "created": 1748768400, "messages": messages}) + "\n"
+
+
+def otel_capture() -> str:
+    from test_live_formats import call_part, chat, otlp, reply, span, tool, user
+
+    said = [user(FIRST)]
+    searched = [*said, reply(call_part("1", "search_products", query="trail shoes"))[0]]
+    answered = [*searched, reply({"type": "text", "content": "Here are two."})[0]]
+    asked = [*answered, user(LAST)]
+    added = [*asked, reply(call_part("2", "add_to_cart", product_id="shoe-trail-002",
+                                     quantity=1))[0]]  # fmt: skip
+    spans = [
+        span(
+            "invoke_agent shop",
+            0,
+            {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "c-8f3a"},
+        ),  # fmt: skip
+        chat("c-8f3a", 1, said, reply(call_part("1", "search_products", query="trail shoes"))),
+        tool("search_products", "1", 2, SEARCH),
+        chat("c-8f3a", 3, searched, reply({"type": "text", "content": "Here are two."})),
+        chat(
+            "c-8f3a",
+            10,
+            asked,
+            reply(call_part("2", "add_to_cart", product_id="shoe-trail-002", quantity=1)),
+            trace="t1b",
+        ),  # fmt: skip
+        tool("add_to_cart", "2", 11, {"status": "ok"}, trace="t1b"),
+        chat("c-8f3a", 12, added, reply({"type": "text", "content": WRONG}), trace="t1b"),
+    ]
+    return json.dumps(otlp(*spans)) + "\n"
+
+
+CONFTEST = """
+import pytest
+from pytest_commerce_evals import RubricVerdict
+from pytest_commerce_evals.reference import ReferenceAgent, ReferenceBackend
+from pytest_commerce_evals.reference.index import fixture_index
+from pytest_commerce_evals.testing import FakeClient, text_reply, tool_reply
+
+
+def pytest_addoption(parser):
+    parser.addoption("--model-behaves", action="store_true")
+
+
+def pytest_commerce_evals_grade_rubric(config, case, result):
+    # a judge that knows the listing: five days, never tomorrow
+    said = " ".join(e.text for turn in result.turns for e in turn if e.type == "text")
+    invented = "tomorrow" in said
+    return [RubricVerdict(d, "standard", "fail", verdict="FAIL", reasoning="invented a date")
+            if d == "delivery_date_accurate" and invented
+            else RubricVerdict(d, "standard", "pass", verdict="PASS")
+            for d in case.expected.rubric]
+
+
+def pytest_commerce_evals_fixture_index(config):
+    return fixture_index()
+
+
+def pytest_commerce_evals_make_backend(config, case):
+    return ReferenceBackend.fresh()
+
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    if config.getoption("--model-behaves"):
+        script = [tool_reply("get_product_details", product_id="shoe-trail-002"),
+                  text_reply("Ordered today, it arrives in about five days.")]
+    else:  # what production did
+        script = [tool_reply("add_to_cart", product_id="shoe-trail-002", quantity=1),
+                  text_reply("It arrives tomorrow! I also put it in your cart for you.")]
+    return ReferenceAgent(FakeClient(script), "scripted")
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "capture"),
+    [("a.jsonl", native_capture), ("openai.jsonl", openai_capture), ("spans.jsonl", otel_capture)],
+    ids=["native", "openai", "otel"],
+)
+def test_a_flagged_conversation_is_promoted_reviewed_and_pinned(pytester, name, capture):
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "traffic").mkdir()
+    (pytester.path / "traffic" / name).write_text(capture())
+    flagged = pytester.runpytest("-p", "no:cacheprovider", "--commerce-live=traffic",
+                                 "--commerce-store=none")  # fmt: skip
+    flagged.stdout.fnmatch_lines(
+        [
+            "1 flagged conversation(s); promote one to a case for review:",
+            "  c-8f3a: pytest --commerce-live=traffic --commerce-promote=c-8f3a "
+            "--commerce-promote-to=cases/promoted",
+        ]
+    )
+    promoted = pytester.runpytest(
+        "-p", "no:cacheprovider", "--commerce-live=traffic", "--commerce-promote=c-8f3a",
+        "--commerce-promote-to=cases/promoted", "--commerce-store=none",
+    )  # fmt: skip
+    path = pytester.path / "cases" / "promoted" / "promoted-001-delivery-date-accurate.yaml"
+    promoted.stdout.fnmatch_lines(
+        [f"promoted c-8f3a to cases/promoted/{path.name} (skipped until reviewed)"]
+    )
+    text = path.read_text()
+    assert "IDs that are not fixture IDs" not in text  # the reference fixtures know them all
+    # not reviewed yet: skipped, and the lint says so
+    unreviewed = pytester.runpytest("-p", "no:cacheprovider", "--commerce-lint", "cases")
+    unreviewed.stdout.fnmatch_lines(["*[[]promoted-unreviewed[]] promoted-001-*"])
+    # a person reviews it: the skip goes, the read the answer needs is added
+    reviewed = text.replace(f'  skip: "{PROMOTED_SKIP}"\n', "")
+    reviewed = re.sub(r"(  expected:\n)", r"\1    calls_tool: [get_product_details]\n", reviewed)
+    path.write_text(reviewed)
+    run = ["-p", "no:cacheprovider", "cases", "--commerce-store=none"]
+    as_in_production = pytester.runpytest(*run)
+    assert as_in_production.ret == 1
+    as_in_production.stdout.fnmatch_lines(["*never_calls_with*add_to_cart*"])
+    behaving = pytester.runpytest(*run, "--model-behaves")
+    assert behaving.ret == 0, behaving.stdout.str()[-3000:]
+
+
+def test_the_html_live_report_links_each_flagged_conversation_with_its_command(pytester):
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "traffic").mkdir()
+    (pytester.path / "traffic" / "a.jsonl").write_text(native_capture())
+    pytester.runpytest("-p", "no:cacheprovider", "--commerce-live=traffic",
+                       "--commerce-store=none", "--commerce-html=live.html")  # fmt: skip
+    page = (pytester.path / "live.html").read_text()
+    assert "<h2>Flagged conversations (1)</h2>" in page
+    assert '<a href="#case-c-8f3a">c-8f3a</a>' in page
+    assert "pytest --commerce-live=traffic --commerce-promote=c-8f3a" in page
+    assert 'id="case-c-8f3a"' in page  # the link lands on the conversation's trial
+
+
+def test_promoting_needs_a_capture_and_names_what_it_cannot_find(pytester):
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "traffic").mkdir()
+    (pytester.path / "traffic" / "a.jsonl").write_text(native_capture())
+    alone = pytester.runpytest("-p", "no:cacheprovider", "--commerce-promote=c-8f3a")
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--commerce-promote names conversations of captured traffic*"])
+    missing = pytester.runpytest("-p", "no:cacheprovider", "--commerce-live=traffic",
+                                 "--commerce-promote=c-8f3a,c-nope", "--commerce-store=none",
+                                 "--commerce-promote-customer=user",
+                                 "--commerce-sample-rate=0")  # named: promoted, sampled or not  # fmt: skip
+    missing.stdout.fnmatch_lines(
+        [
+            "--commerce-promote: no conversation 'c-nope' in the capture",
+            "promoted c-8f3a to cases/promoted/promoted-001-delivery-date-accurate.yaml*",
+        ]
+    )
+    written = (
+        pytester.path / "cases/promoted/promoted-001-delivery-date-accurate.yaml"
+    ).read_text()
+    assert "  user:\n" in written and "  turns:" not in written

@@ -336,3 +336,15 @@ def test_promoting_needs_a_capture_and_names_what_it_cannot_find(pytester):
         pytester.path / "cases/promoted/promoted-001-delivery-date-accurate.yaml"
     ).read_text()
     assert "  user:\n" in written and "  turns:" not in written
+
+
+def test_a_promoted_case_is_redacted_as_the_live_run_reads_it(pytester):
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "traffic").mkdir()
+    leaky = native_capture().replace("if I order today?", "? Mail me at jane.doe@example.com")
+    (pytester.path / "traffic" / "a.jsonl").write_text(leaky)
+    pytester.runpytest("-p", "no:cacheprovider", "--commerce-live=traffic",
+                       "--commerce-promote=c-8f3a", "--commerce-store=none")  # fmt: skip
+    [written] = (pytester.path / "cases" / "promoted").glob("*.yaml")
+    text = written.read_text()
+    assert "jane.doe@example.com" not in text and "Mail me at [email]" in text

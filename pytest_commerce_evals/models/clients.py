@@ -262,15 +262,33 @@ async def async_retrying_create(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+_in_flight = [0]
+_in_flight_lock = threading.Lock()
+
+
+def calls_in_flight() -> int:
+    """Model calls the plugin's clients have open in this process (retries included)."""
+    return _in_flight[0]
+
+
+def _opened(step: int) -> None:
+    with _in_flight_lock:
+        _in_flight[0] += step
+
+
 class _Completions:
     def __init__(self, owner: RetryingClient) -> None:
         self._owner = owner
 
     def create(self, **kwargs: Any) -> Any:
         o = self._owner
-        return retrying_create(
-            o.raw, policy=o.policy, endpoint=o.endpoint, sleep=o._sleep, **kwargs
-        )
+        _opened(1)
+        try:
+            return retrying_create(
+                o.raw, policy=o.policy, endpoint=o.endpoint, sleep=o._sleep, **kwargs
+            )
+        finally:
+            _opened(-1)
 
 
 class _AsyncCompletions:
@@ -279,9 +297,13 @@ class _AsyncCompletions:
 
     async def create(self, **kwargs: Any) -> Any:
         o = self._owner
-        return await async_retrying_create(
-            o.raw, policy=o.policy, endpoint=o.endpoint, sleep=o._sleep, **kwargs
-        )
+        _opened(1)
+        try:
+            return await async_retrying_create(
+                o.raw, policy=o.policy, endpoint=o.endpoint, sleep=o._sleep, **kwargs
+            )
+        finally:
+            _opened(-1)
 
 
 class _Chat:

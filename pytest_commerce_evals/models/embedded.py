@@ -378,6 +378,7 @@ def ensure_server(config: Any, purpose: str = "agent") -> LocalServer:
         if server is not None:
             server.stop()  # it died: start a fresh one
         gguf = locate_gguf(config)
+        _say_starting(config, purpose)
         timeout = settings(config).local_startup_timeout
         server = LocalServer(
             gguf,
@@ -391,6 +392,20 @@ def ensure_server(config: Any, purpose: str = "agent") -> LocalServer:
 
 
 _module_server: dict[str, LocalServer] = {}  # used when there is no pytest config
+
+
+def _say_starting(config: Any, purpose: str) -> None:
+    """One line on the terminal as the embedded model starts (a start takes seconds to a
+    minute: a run that shows nothing meanwhile looks hung); nothing under -q or without one."""
+    manager = getattr(config, "pluginmanager", None)
+    reporter = manager.get_plugin("terminalreporter") if manager is not None else None
+    if reporter is None or config.getoption("verbose") < 0:
+        return
+    reporter.ensure_newline()
+    reporter.write_line(
+        f"commerce-evals: starting the embedded model ({model_id(config)}) for the {purpose}; "
+        "loading it takes a few seconds to a minute"
+    )
 
 
 def started(config: Any) -> bool:

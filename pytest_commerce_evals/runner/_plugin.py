@@ -20,6 +20,7 @@ from . import regrade_plan
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
 from .items import CaseItem, InvalidCase
+from .progress import ProgressPlugin, progress_for
 from .regrade import stored_trial
 from .spending import run_spend
 from .state import NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN
@@ -451,6 +452,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Gatherer(config), "commerce_evals.gatherer")
         config.pluginmanager.register(_JUnitOutcomes(config), "commerce_evals.junit")
+        progress = progress_for(config)
+        if progress is not None:
+            config.pluginmanager.register(ProgressPlugin(progress), "commerce_evals.progress")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -15,7 +15,7 @@ from ._scheduler import SCHEDULER
 from .regrade import regrade_trial, stored_trial
 from .spending import run_spend
 from .state import TRIAL_RAN
-from .trial import run_trial
+from .trial import RUNNING, run_trial
 
 
 class InvalidCase(pytest.Item):
@@ -138,7 +138,8 @@ class CaseItem(pytest.Item):
         if spend is not None and spend.exhausted() is not None:
             self.commerce_not_started = spend.text()
             return None  # type: ignore[return-value]  # runtest skips it
-        result = run_trial(self.config, self.spec)
+        with RUNNING:
+            result = run_trial(self.config, self.spec)
         if spend is not None:
             spend.add(result.calls)
         return result

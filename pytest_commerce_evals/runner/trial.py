@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -80,6 +81,30 @@ def _glue(what: str, exc: BaseException, fix: str) -> ConfigurationError:
     return ConfigurationError(
         f"{what} raised {message}" + (f" (at {where})" if where else "") + f"; {fix}"
     )
+
+
+class _Count:
+    """How many of something are under way, across threads (`with COUNT:` around each)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.n += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self.n -= 1
+
+
+RUNNING = _Count()
+"""Trials running in this process (the progress line reads it)."""
+
+
+def trials_running() -> int:
+    return RUNNING.n
 
 
 def is_infra_error(exc: BaseException) -> bool:

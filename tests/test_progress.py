@@ -1,0 +1,139 @@
+"""Progress you can watch: the line's counts and ETA, when it is written, and a run that shows
+it (and one under -q that does not)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from pytest_commerce_evals.runner import progress as _progress
+from pytest_commerce_evals.runner.progress import Progress, eta_text
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_line_counts_trials_and_estimates_the_rest_at_the_pace_seen():
+    clock = Clock()
+    p = Progress(lambda line: None, every_s=30, running=lambda: 8, calls=lambda: 6, clock=clock)
+    p.start(500)
+    assert p.line() == (
+        "commerce-evals progress: 0/500 trials done, 0 passed, 8 running, "
+        "6 model call(s) in flight, ETA after the first trial"
+    )
+    for outcome in ["pass"] * 98 + ["fail"] * 22:
+        p.trial_reported(outcome)
+    clock.now += 76.0  # 120 trials in 76 s: 380 more take 240.7 s
+    assert p.line() == (
+        "commerce-evals progress: 120/500 trials done, 98 passed, 8 running, "
+        "6 model call(s) in flight, ETA 4m01s"
+    )
+    quiet = Progress(lambda line: None, every_s=30, clock=clock)  # no counts to show: left out
+    quiet.start(2)
+    quiet.trial_reported("pass")
+    quiet.trial_reported("pass")
+    assert quiet.line() == "commerce-evals progress: 2/2 trials done, 2 passed"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.4, "0s"), (45, "45s"), (190, "3m10s"), (3900, "1h05m")]
+)
+def test_eta_text(seconds, text):
+    assert eta_text(seconds) == text
+
+
+def test_the_thread_writes_after_the_first_delay_and_stops_when_all_are_done():
+    import threading
+
+    written: list[str] = []
+    wrote = threading.Event()
+
+    def write(line: str) -> None:
+        written.append(line)
+        wrote.set()
+
+    p = Progress(write, every_s=0.01, first_s=0.01)
+    p.start(1)
+    assert wrote.wait(5)
+    p.trial_reported("pass")
+    p._thread.join(5)  # every trial reported: the thread ends by itself
+    assert not p._thread.is_alive() and written[0].startswith("commerce-evals progress: 0/1")
+    none = Progress(write, every_s=0.01)
+    none.start(0)
+    assert none._thread is None  # nothing to run, nothing written
+
+
+CONFTEST = """
+import time
+from pytest_commerce_evals import Text
+
+
+def pytest_commerce_evals_make_backend(config, case):
+    from helpers import ToyBackend
+    return ToyBackend()
+
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    def run_turn(session, message):
+        time.sleep(0.3)
+        return [Text(text="ok")]
+    return run_turn
+"""
+
+
+@pytest.fixture
+def slow_run(pytester: pytest.Pytester, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    monkeypatch.setattr(_progress, "FIRST_S", 0.05)
+    monkeypatch.setattr(_progress, "CI_EVERY_S", 0.2)
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "cases").mkdir()
+    cases = "".join(
+        f"- {{id: cart-00{n}-x, priority: low, difficulty: easy, turns: [hi]}}\n" for n in range(4)
+    )
+    (pytester.path / "cases" / "a.yaml").write_text(textwrap.dedent(cases))
+    assert sys.modules  # the conftest imports helpers from tests/
+    return lambda *args: pytester.runpytest(
+        "cases", "-p", "no:cacheprovider", "--commerce-store=none", "--commerce-concurrency=1",
+        *args,
+    )  # fmt: skip
+
+
+def test_a_run_shows_its_progress_and_a_quiet_one_does_not(slow_run):
+    shown = slow_run()
+    assert shown.ret == 0, shown.stdout.str()
+    shown.stdout.fnmatch_lines(["commerce-evals progress: ?/4 trials done, ? passed, 1 running*"])
+    quiet = slow_run("-q")
+    assert quiet.ret == 0 and "commerce-evals progress" not in quiet.stdout.str()
+
+
+def test_the_embedded_model_says_it_is_starting_unless_quiet(pytestconfig, monkeypatch):
+    from types import SimpleNamespace
+
+    from pytest_commerce_evals.models import embedded
+
+    lines: list[str] = []
+    reporter = SimpleNamespace(ensure_newline=lambda: None, write_line=lines.append)
+    verbose = {"verbose": 0}
+    config = SimpleNamespace(
+        pluginmanager=SimpleNamespace(get_plugin=lambda name: reporter),
+        getoption=lambda name: verbose[name],
+    )
+    monkeypatch.setattr(embedded, "model_id", lambda config: "SmolLM2-test")
+    embedded._say_starting(config, "agent")
+    assert lines == [
+        "commerce-evals: starting the embedded model (SmolLM2-test) for the agent; loading it "
+        "takes a few seconds to a minute"
+    ]
+    verbose["verbose"] = -1
+    embedded._say_starting(config, "judge")
+    assert len(lines) == 1

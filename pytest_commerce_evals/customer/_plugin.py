@@ -99,7 +99,9 @@ def embedded_customer_problem(config: pytest.Config, case: Case) -> str | None:
     from ..models import endpoint
 
     try:
-        customer = endpoint.resolve_endpoint(config, "user")
+        # an attacker runs on its own endpoint settings when it has them
+        plays = "attacker" if case.attack is not None else "user"
+        customer = endpoint.resolve_endpoint(config, plays)
         agent = endpoint.resolve_endpoint(config, "agent")
     except endpoint.EndpointError:
         return None  # the endpoint check says what to set

@@ -100,7 +100,7 @@ def embedded_customer_problem(config: pytest.Config, case: Case) -> str | None:
 
     try:
         # an attacker runs on its own endpoint settings when it has them
-        plays = "attacker" if case.attack is not None else "user"
+        plays: endpoint.Purpose = "attacker" if case.attack is not None else "user"
         customer = endpoint.resolve_endpoint(config, plays)
         agent = endpoint.resolve_endpoint(config, "agent")
     except endpoint.EndpointError:

@@ -338,10 +338,10 @@ def write_promoted(
 def flagged_html_section(flagged: Sequence[str], live_paths: Sequence[str], to: str) -> str:
     """The live HTML report's list of flagged conversations, each linked to its trial, with the
     command that promotes it."""
-    from ..reports.html_page import _anchor, e
+    from ..reports.html_page import case_anchor, e
 
     rows = "".join(
-        f'<tr><td><a href="#{_anchor(c)}">{e(c)}</a></td>'
+        f'<tr><td><a href="#{case_anchor(c)}">{e(c)}</a></td>'
         f"<td><code>{e(promote_command(live_paths, c, to))}</code></td></tr>"
         for c in flagged
     )

@@ -20,7 +20,7 @@ from ..store.history import (
     overall_rate,
 )
 from .html_cost import _cost_section
-from .html_page import _anchor, _badge, _page, _pct, e
+from .html_page import _badge, _page, _pct, case_anchor, e
 from .html_summary import _attacks_table, _meta_table, _sets_table
 from .html_trials import _cases_section
 
@@ -59,7 +59,7 @@ def _tested_rows(entries: list[DiffEntry], decides: bool = False) -> str:
         "<th>baseline (95% CI)</th><th>this run (95% CI)</th><th>p</th><th>failures</th></tr>"
     ]
     for entry in entries:
-        name = f'<a class="nw" href="#{e(_anchor(entry.case_id))}">{e(entry.case_id)}</a>'
+        name = f'<a class="nw" href="#{e(case_anchor(entry.case_id))}">{e(entry.case_id)}</a>'
         if entry.flaky:
             name += " " + _badge("flaky") + f' <span class="note">{e(entry.strip)}</span>'
         if entry.note:
@@ -129,7 +129,8 @@ def _cost_regressions(diff: FailingSetDiff) -> str:
     if not found:
         return ""
     rows = "".join(
-        f'<tr><td><a href="#{_anchor(r.case_id)}">{e(r.case_id)}</a></td><td>{e(r.priority)}</td>'
+        f'<tr><td><a href="#{case_anchor(r.case_id)}">{e(r.case_id)}</a></td>'
+        f"<td>{e(r.priority)}</td>"
         f"<td>{e(r.measure)}</td><td>{e(r.text().split(': ', 1)[1])}</td></tr>"
         for r in found
     )

@@ -8,7 +8,7 @@ from ..store.compare import ModelComparison
 from ..store.diff import NOISE_NOTE, DiffEntry
 from ..store.history import overall_rate
 from .html_cost import _comparison_cost
-from .html_page import _anchor, _page, _pct, e
+from .html_page import _page, _pct, case_anchor, e
 from .html_summary import _attacks_table, _meta_table, _sets_table
 
 __all__ = ["render_comparison_html"]
@@ -24,7 +24,7 @@ def _entry_rows(entries: list[DiffEntry], left: str, right: str, link: bool) -> 
     for entry in entries:
         name = e(entry.case_id)
         if link:
-            name = f'<a href="#{e(_anchor(entry.case_id))}">{name}</a>'
+            name = f'<a href="#{e(case_anchor(entry.case_id))}">{name}</a>'
         if entry.note:
             name += f' <span class="note">({e(entry.note)})</span>'
         either = entry.after or entry.before

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..jsonsafe import json_text
 
-__all__ = ["e", "write_html"]
+__all__ = ["case_anchor", "e", "write_html"]
 
 MAX_PAYLOAD_CHARS = 20_000
 
@@ -36,7 +36,7 @@ def e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def _anchor(case_id: str) -> str:
+def case_anchor(case_id: str) -> str:
     return "case-" + re.sub(r"[^A-Za-z0-9_-]", "_", case_id)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..attacks import AttackRates, AttackTally
 from ..runs import RunRecord
-from .html_page import _anchor, _badge, _pct, e
+from .html_page import _badge, _pct, case_anchor, e
 
 
 def _meta_table(run: RunRecord) -> str:
@@ -100,7 +100,7 @@ def _attacks_table(run: RunRecord) -> str:
     out.append("</table><table><tr><th>attack case</th><th>category</th>"
                "<th>succeeded / graded</th><th>rate</th><th>95% CI</th></tr>")  # fmt: skip
     for case_id, tally in sorted(rates.cases.items()):
-        link = f'<a href="#{_anchor(case_id)}">{e(case_id)}</a>'
+        link = f'<a href="#{case_anchor(case_id)}">{e(case_id)}</a>'
         out.append(_attack_row(f"{link}</td><td>{e(rates.category[case_id])}", tally))
     out.append("</table>")
     return "".join(out)

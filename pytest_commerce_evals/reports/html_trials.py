@@ -20,7 +20,7 @@ from ..results import ENDINGS, GraderResult, RubricVerdict, TrialRecord
 from ..runs import RunRecord
 from ..stats import format_rate
 from ..store.history import PRIORITY_ORDER, History, case_rates, flaky_case
-from .html_page import _anchor, _badge, _json, e
+from .html_page import _badge, _json, case_anchor, e
 
 
 def _strip_html(run: RunRecord, history: History | None, case_id: str, rate: Any) -> str:
@@ -310,7 +310,8 @@ def _cases_section(run: RunRecord, history: History | None = None) -> str:
         if flaky_case(history, case_id, rate):
             badge += " " + _badge("flaky")
         out.append(
-            f'<details class="case {state}" id="{e(_anchor(case_id))}" data-search="{e(search)}"'
+            f'<details class="case {state}" id="{e(case_anchor(case_id))}" '
+            f'data-search="{e(search)}"'
             f"{' open' if rate.failing else ''}><summary>{badge} <b>{e(case_id)}</b> "
             f"{e(first.priority)} · {e(first.difficulty)} · set {e(first.set_name)} · "
             f"{e(shown)}{_strip_html(run, history, case_id, rate)} "

@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tau2_checkout import make_checkout
 
 from pytest_commerce_evals.cases.loader import load_case_file
 from pytest_commerce_evals.store.record_file import load_record
@@ -108,14 +108,7 @@ def _no_traceback(capsys) -> tuple[str, str]:
 @given(tasks=damaged(TASKS) | st.lists(value, max_size=3))
 def test_any_tasks_file_imports_what_it_can_and_names_what_it_skipped(tmp_path, capsys, tasks):
     with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
-        root = Path(tmp) / "tau2-bench"
-        domain = root / "data" / "tau2" / "domains" / "retail"
-        domain.mkdir(parents=True)
-        shutil.copy(DATA / "db.json", domain / "db.json")
-        shutil.copy(DATA / "policy.md", domain / "policy.md")
-        shutil.copytree(DATA / "src", root / "src")
-        shutil.copytree(DATA / "user_simulator", root / "data" / "tau2" / "user_simulator")
-        (domain / "tasks.json").write_text(json.dumps(tasks), encoding="utf-8")
+        root = make_checkout(Path(tmp) / "tau2-bench", files=("db.json", "policy.md"), tasks=tasks)
         out = Path(tmp) / "cases"
         rc = tau2_main(["import", str(root), "--out", str(out)])
         said, err = _no_traceback(capsys)

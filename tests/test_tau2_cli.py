@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from tau2_checkout import make_checkout
 
 from pytest_commerce_evals.cases.loader import load_case_file
 from pytest_commerce_evals.tau2.__main__ import MARK
@@ -21,15 +21,8 @@ GOOD = json.loads((DATA / "tasks.json").read_text())
 
 
 def checkout(tmp_path: Path, tasks: list) -> Path:
-    root = tmp_path / "tau2-bench"
-    domain = root / "data" / "tau2" / "domains" / "retail"
-    domain.mkdir(parents=True)
-    shutil.copytree(DATA / "src", root / "src")
-    shutil.copytree(DATA / "user_simulator", root / "data" / "tau2" / "user_simulator")
-    shutil.copy(DATA / "db.json", domain / "db.json")
-    shutil.copy(DATA / "policy.md", domain / "policy.md")
-    (domain / "tasks.json").write_text(json.dumps(tasks))  # a lone surrogate as \\ud800
-    return root
+    # the tasks written with `json.dumps`: a lone surrogate as \\ud800
+    return make_checkout(tmp_path / "tau2-bench", files=("db.json", "policy.md"), tasks=tasks)
 
 
 def with_task(**changes):

@@ -9,8 +9,11 @@ simulator's prompts from (`src/`), and the simulation guidelines (`user_simulato
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +51,24 @@ def make_checkout(
     if simulator:
         shutil.copytree(DATA / "user_simulator", root / "data" / "tau2" / "user_simulator")
     return root
+
+
+class StillRunning(AssertionError):
+    """A block `within` gave a time was still running at its end."""
+
+
+@contextlib.contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Fail the block when it is still running after `seconds`, blocked in a call or not (as on
+    opening a pipe nobody writes to): a timer signal, so POSIX and the main thread only."""
+
+    def expire(signum: int, frame: Any) -> None:
+        raise StillRunning(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

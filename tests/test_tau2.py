@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tau2_checkout import domain_folder, make_checkout
 
 from pytest_commerce_evals.cases.case import Case
 from pytest_commerce_evals.events import ToolResult
@@ -323,14 +324,8 @@ def test_parity_grades_a_file_against_its_own_tasks_and_a_checkouts_only_without
 
 
 def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_path, capsys):
-    checkout = tmp_path / "tau2-bench"
-    domain = checkout / "data" / "tau2" / "domains" / "retail"
-    domain.mkdir(parents=True)
-    shutil.copytree(DATA / "src", checkout / "src")  # what τ²'s agent is shown, read from
-    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
-    shutil.copy(DB, domain / "db.json")
-    shutil.copy(DATA / "tasks.json", domain / "tasks.json")
-    shutil.copy(DATA / "policy.md", domain / "policy.md")
+    checkout = make_checkout(tmp_path / "tau2-bench")
+    domain = domain_folder(checkout)
     out = tmp_path / "cases" / "tau2-retail"
     assert tau2_main(["import", str(checkout), "--domain", "retail", "--out", str(out)]) == 0
     assert "wrote 3 case(s)" in capsys.readouterr().out
@@ -356,15 +351,7 @@ def test_the_import_command_writes_one_case_per_task_and_the_backend_hook(tmp_pa
 
 
 def test_published_simulations_are_stored_and_regraded_with_commerce_regrade(pytester):
-    checkout = pytester.path / "tau2-bench" / "data" / "tau2" / "domains" / "retail"
-    checkout.mkdir(parents=True)
-    shutil.copytree(DATA / "src", pytester.path / "tau2-bench" / "src")
-    shutil.copytree(
-        DATA / "user_simulator", pytester.path / "tau2-bench" / "data" / "tau2" / "user_simulator"
-    )
-    shutil.copy(DB, checkout / "db.json")
-    shutil.copy(DATA / "tasks.json", checkout / "tasks.json")
-    shutil.copy(DATA / "policy.md", checkout / "policy.md")
+    checkout = domain_folder(make_checkout(pytester.path / "tau2-bench"))
     assert (
         tau2_main(["import", str(pytester.path / "tau2-bench"), "--out", "cases/tau2-retail"]) == 0
     )
@@ -452,14 +439,8 @@ def test_the_tau2_agent_calls_the_retail_tools_and_records_what_they_returned():
 
 
 def test_imported_cases_run_with_the_generated_conftest_a_scripted_model_and_customer(pytester):
-    checkout = pytester.path / "tau2-bench"
-    domain = checkout / "data" / "tau2" / "domains" / "retail"
-    domain.mkdir(parents=True)
-    shutil.copytree(DATA / "src", checkout / "src")  # what τ²'s agent is shown, read from
-    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
-    shutil.copy(DB, domain / "db.json")
-    shutil.copy(DATA / "tasks.json", domain / "tasks.json")
-    (domain / "policy.md").write_text("# Retail agent policy\n")
+    checkout = make_checkout(pytester.path / "tau2-bench", files=("db.json", "tasks.json"))
+    (domain_folder(checkout) / "policy.md").write_text("# Retail agent policy\n")
     assert tau2_main(["import", str(checkout), "--out", "cases/tau2-retail"]) == 0
     conftest = pytester.path / "cases" / "tau2-retail" / "conftest.py"
     text = conftest.read_text()
@@ -533,13 +514,7 @@ def test_an_imported_folder_runs_from_wherever_the_repository_is_cloned(pytester
     still collected and run; moved alone, $COMMERCE_TAU2_CHECKOUT names the checkout, and with
     neither a trial says where it looked and what to set."""
     repo = pytester.path / "repo"
-    checkout = repo / "vendor" / "tau2-bench"
-    domain = checkout / "data" / "tau2" / "domains" / "retail"
-    domain.mkdir(parents=True)
-    shutil.copytree(DATA / "src", checkout / "src")  # what τ²'s agent is shown, read from
-    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
-    for name in ("db.json", "tasks.json", "policy.md"):
-        shutil.copy(DATA / name, domain / name)
+    checkout = make_checkout(repo / "vendor" / "tau2-bench")
     (checkout / ".git" / "refs" / "heads").mkdir(parents=True)
     (checkout / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (checkout / ".git" / "refs" / "heads" / "main").write_text("ab" * 20 + "\n")
@@ -588,17 +563,12 @@ def test_a_results_file_is_regraded_against_the_tasks_it_carries(pytester, capsy
     """τ²'s tasks change between commits: the checkout's task 0 here wants the other cancel
     reason. Regraded against the tasks the file carries, the verdicts are τ²'s; the importer
     says which tasks it used, and falls back to the checkout's for a file that carries none."""
-    domain = pytester.path / "tau2-bench" / "data" / "tau2" / "domains" / "retail"
-    domain.mkdir(parents=True)
-    shutil.copytree(DATA / "src", pytester.path / "tau2-bench" / "src")
-    shutil.copytree(
-        DATA / "user_simulator", pytester.path / "tau2-bench" / "data" / "tau2" / "user_simulator"
-    )
-    shutil.copy(DB, domain / "db.json")
-    shutil.copy(DATA / "policy.md", domain / "policy.md")
     newer = json.loads((DATA / "tasks.json").read_text())
     newer[0]["evaluation_criteria"]["actions"][1]["arguments"]["reason"] = "no longer needed"
-    (domain / "tasks.json").write_text(json.dumps(newer))
+    checkout = make_checkout(
+        pytester.path / "tau2-bench", files=("db.json", "policy.md"), tasks=newer
+    )
+    domain = domain_folder(checkout)
     base = ["import-results", str(DATA / "results.json"), "--db", str(domain / "db.json")]
     assert tau2_main([*base, "--out", "plain.json"]) == 0
     assert "results.json carries the 3 tasks it was graded with: give --cases" in (
@@ -656,13 +626,7 @@ def test_the_agent_sends_what_tau2s_own_agent_sends(pytester, monkeypatch):
     builds around the policy, its opening greeting, the customer's message, and the tool schemas
     its toolkit builds. `tools_tau2_built.json` is what τ²-bench's own tool builder (a2c0247)
     made of the stand-in source in `tests/data/tau2/src`."""
-    checkout = pytester.path / "tau2-bench"
-    domain = checkout / "data" / "tau2" / "domains" / "retail"
-    domain.mkdir(parents=True)
-    shutil.copytree(DATA / "src", checkout / "src")
-    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
-    for name in ("db.json", "tasks.json", "policy.md"):
-        shutil.copy(DATA / name, domain / name)
+    checkout = make_checkout(pytester.path / "tau2-bench")
     assert tau2_main(["import", str(checkout), "--out", "cases/tau2-retail"]) == 0
     conftest = pytester.path / "cases" / "tau2-retail" / "conftest.py"
     conftest.write_text(
@@ -718,11 +682,7 @@ def test_the_agent_sends_what_tau2s_own_agent_sends(pytester, monkeypatch):
 
 
 def test_an_import_from_a_checkout_whose_source_it_cannot_read_says_so(tmp_path, capsys):
-    checkout = tmp_path / "tau2-bench"
-    domain = checkout / "data" / "tau2" / "domains" / "retail"
-    domain.mkdir(parents=True)
-    for name in ("db.json", "tasks.json", "policy.md"):
-        shutil.copy(DATA / name, domain / name)
+    checkout = make_checkout(tmp_path / "tau2-bench", source=False, simulator=False)
     out = tmp_path / "cases"
     assert tau2_main(["import", str(checkout), "--out", str(out)]) == 1
     err = capsys.readouterr().err
@@ -757,13 +717,7 @@ def test_the_customer_is_tau2s_user_simulator(pytester):
     """On an imported folder the customer's requests are τ²'s user simulator's: its guidelines
     and the task's scenario as τ² writes it, the conversation with the roles flipped from the
     agent's greeting on; τ²'s transfer marker ends the conversation like its stop."""
-    checkout = pytester.path / "tau2-bench"
-    domain = checkout / "data" / "tau2" / "domains" / "retail"
-    domain.mkdir(parents=True)
-    shutil.copytree(DATA / "src", checkout / "src")
-    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
-    for name in ("db.json", "tasks.json", "policy.md"):
-        shutil.copy(DATA / name, domain / name)
+    checkout = make_checkout(pytester.path / "tau2-bench")
     assert tau2_main(["import", str(checkout), "--out", "cases/tau2-retail"]) == 0
     conftest = pytester.path / "cases" / "tau2-retail" / "conftest.py"
     text = conftest.read_text()
@@ -865,14 +819,13 @@ def test_a_scenario_is_written_out_as_tau2_writes_it():
 def test_airline_tasks_import_and_run_on_the_airline_backend(pytester):
     """`--domain airline`: the same converter, the airline backend and its tools; a trial that
     makes the gold change passes, one that leaves it undone fails."""
-    checkout = pytester.path / "tau2-bench"
-    domain = checkout / "data" / "tau2" / "domains" / "airline"
-    domain.mkdir(parents=True)
-    shutil.copytree(DATA / "src", checkout / "src")
-    shutil.copytree(DATA / "user_simulator", checkout / "data" / "tau2" / "user_simulator")
-    shutil.copy(DATA / "airline" / "db.json", domain / "db.json")
-    shutil.copy(DATA / "airline" / "tasks.json", domain / "tasks.json")
-    (domain / "policy.md").write_text("# Airline agent policy\n")
+    checkout = make_checkout(
+        pytester.path / "tau2-bench",
+        domain="airline",
+        files=("db.json", "tasks.json"),
+        data=DATA / "airline",
+    )
+    (domain_folder(checkout, "airline") / "policy.md").write_text("# Airline agent policy\n")
     args = ["import", str(checkout), "--domain", "airline", "--out", "cases/tau2-airline"]
     assert tau2_main(args) == 0
     view = yaml.safe_load(

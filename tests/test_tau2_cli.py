@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
+import os
+import stat
 from pathlib import Path
 
 import pytest
+from tau2_checkout import make_checkout, within
 
 from pytest_commerce_evals.cases.loader import load_case_file
 from pytest_commerce_evals.tau2.__main__ import MARK
@@ -21,15 +23,8 @@ GOOD = json.loads((DATA / "tasks.json").read_text())
 
 
 def checkout(tmp_path: Path, tasks: list) -> Path:
-    root = tmp_path / "tau2-bench"
-    domain = root / "data" / "tau2" / "domains" / "retail"
-    domain.mkdir(parents=True)
-    shutil.copytree(DATA / "src", root / "src")
-    shutil.copytree(DATA / "user_simulator", root / "data" / "tau2" / "user_simulator")
-    shutil.copy(DATA / "db.json", domain / "db.json")
-    shutil.copy(DATA / "policy.md", domain / "policy.md")
-    (domain / "tasks.json").write_text(json.dumps(tasks))  # a lone surrogate as \\ud800
-    return root
+    # the tasks written with `json.dumps`: a lone surrogate as \\ud800
+    return make_checkout(tmp_path / "tau2-bench", files=("db.json", "policy.md"), tasks=tasks)
 
 
 def with_task(**changes):
@@ -255,3 +250,28 @@ def test_cases_from_a_results_file_need_a_database_inside_a_checkout(tmp_path, c
     err = capsys.readouterr().err
     assert "--cases needs --db to be the db.json of a τ²-bench checkout" in err
     assert "Traceback" not in err and not (tmp_path / "c").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_pipe_where_a_case_goes_is_named_not_opened(tmp_path, capsys):
+    root = checkout(tmp_path, GOOD)
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "000-task-0.yaml")  # opened to read, it would wait for a writer for ever
+    with within(10):
+        assert tau2_main(["import", str(root), "--out", str(out)]) == 1
+    assert "000-task-0.yaml: not a file; not written over" in capsys.readouterr().err
+    assert stat.S_ISFIFO((out / "000-task-0.yaml").lstat().st_mode)
+
+
+def test_a_cases_folder_it_cannot_use_is_named_as_cases(tmp_path, capsys):
+    root = checkout(tmp_path, GOOD)
+    cases = tmp_path / "cases"
+    cases.write_text("x")
+    db = root / "data" / "tau2" / "domains" / "retail" / "db.json"
+    args = ["import-results", str(DATA / "results.json"), "--db", str(db)]
+    assert tau2_main([*args, "--out", str(tmp_path / "run.json"), "--cases", str(cases)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"error: --cases {cases}: is a file; give a folder to write the cases into\n"
+    )

@@ -7,7 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tau2_checkout import make_checkout
 
+from pytest_commerce_evals.tau2.__main__ import main as tau2_main
+from pytest_commerce_evals.tau2.customer import customer_view
 from pytest_commerce_evals.tau2.prompts import (
     CheckoutSourceError,
     agent_system_prompt,
@@ -99,3 +102,69 @@ def test_a_checkout_whose_source_lacks_what_is_read_is_named(tmp_path):
     orchestrator.write_text("DEFAULT_FIRST_AGENT_MESSAGE = AssistantMessage(role='assistant')\n")
     with pytest.raises(CheckoutSourceError, match="no DEFAULT_FIRST_AGENT_MESSAGE"):
         first_agent_message(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        "a: 'int['",  # a quoted annotation that is not Python
+        "a: '\\x00'",  # one Python does not parse at all
+        "a: str = foo()",  # a default that is not a literal
+        "a: Dict[str]",  # type arguments the type does not take
+        "a: Union[()]",
+        "a: Literal[()]",  # a Literal without a value (pydantic asserts)
+        "a: Literal",  # one pydantic makes no schema of
+    ],
+)
+def test_a_tool_whose_parameters_make_no_schema_is_named(tmp_path, params):
+    root = _tools(tmp_path, f"    @is_tool(ToolType.READ)\n    def f(self, {params}): ...\n")
+    with pytest.raises(CheckoutSourceError, match=r"tools.py: f: "):
+        tool_schemas(root, "retail")
+
+
+def test_source_nested_past_what_python_parses_is_named(tmp_path):
+    root = _tools(tmp_path, "    x = " + "1+" * 100_000 + "1\n")
+    with pytest.raises(CheckoutSourceError, match="tools.py: not Python this reads"):
+        tool_schemas(root, "retail")
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("{agent_instruction}|{x}", r"not a template of .*KeyError"),
+        ("{agent_instruction}|{domain_policy}}", r"not a template of .*ValueError"),
+        ("{agent_instruction}|{0}", r"not a template of .*IndexError"),
+        ("{agent_instruction}", r"does not take \{domain_policy\} whole"),  # the policy left out
+        ("{agent_instruction}|{domain_policy:.9}", r"does not take \{domain_policy\} whole"),
+    ],
+)
+def test_an_agent_prompt_that_does_not_take_the_policy_whole_is_named(tmp_path, template, why):
+    agent = tmp_path / "src" / "tau2" / "agent" / "llm_agent.py"
+    agent.parent.mkdir(parents=True)
+    agent.write_text(f"SYSTEM_PROMPT = {template!r}\nAGENT_INSTRUCTION = 'I'\n")
+    with pytest.raises(CheckoutSourceError, match="llm_agent.py: SYSTEM_PROMPT: " + why):
+        agent_system_prompt(tmp_path, "P")
+
+
+def test_a_customer_prompt_that_does_not_take_the_scenario_whole_is_named(tmp_path):
+    simulator = tmp_path / "src" / "tau2" / "user" / "user_simulator.py"
+    simulator.parent.mkdir(parents=True)
+    simulator.write_text("SYSTEM_PROMPT = '{global_user_sim_guidelines_with_persona}'\n")
+    with pytest.raises(
+        CheckoutSourceError, match=r"user_simulator.py: SYSTEM_PROMPT: does not take \{instr"
+    ):
+        customer_view(tmp_path)
+
+
+def test_a_string_that_is_not_unicode_text_is_named_not_written(tmp_path, capsys):
+    root = make_checkout(tmp_path / "tau2-bench")
+    agent = root / "src" / "tau2" / "agent" / "llm_agent.py"
+    agent.write_text(  # Python, and the escape makes a lone surrogate
+        "AGENT_INSTRUCTION = '\\ud800'.strip()\n"
+        "SYSTEM_PROMPT = '{agent_instruction}|{domain_policy}'\n"
+    )
+    with pytest.raises(CheckoutSourceError, match="llm_agent.py: line 1: a string that is not"):
+        agent_system_prompt(root, "P")
+    # the import said `error: 'utf-8' codec can't encode ...` and stopped half-way
+    assert tau2_main(["import", str(root), "--out", str(tmp_path / "cases")]) == 1
+    assert f"_tau2_agent.yaml not written: {agent}: line 1" in capsys.readouterr().err

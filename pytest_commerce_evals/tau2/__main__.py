@@ -76,16 +76,17 @@ def _load_json(path: Path) -> Any:
         raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def _out_folder(out: Path) -> Path:
-    """`--out` as a folder to write into: made when missing; never a file or a link."""
+def _out_folder(out: Path, flag: str = "--out") -> Path:
+    """`out` (given as `flag`) as a folder to write into: made when missing; never a file or a
+    link."""
     if out.is_symlink():
-        raise ValueError(f"--out {out}: is a link; give a folder (the importer follows no link)")
+        raise ValueError(f"{flag} {out}: is a link; give a folder (the importer follows no link)")
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out}: is a file; give a folder to write the cases into")
+        raise ValueError(f"{flag} {out}: is a file; give a folder to write the cases into")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(f"--out {out}: cannot be made ({exc.strerror or exc})") from None
+        raise ValueError(f"{flag} {out}: cannot be made ({exc.strerror or exc})") from None
     return out
 
 
@@ -120,6 +121,8 @@ def _write_own(out: Path, name: str, text: str) -> str | None:
     if target.is_symlink():
         return f"{target}: is a link; not followed, not written"
     if target.exists():
+        if not target.is_file():  # a folder, a pipe (opening one to read waits for a writer)
+            return f"{target}: not a file; not written over"
         try:
             with target.open(encoding="utf-8", errors="replace") as existing:
                 first = existing.readline().strip()
@@ -327,6 +330,7 @@ def results_tasks(path: Path, db: Path, cases: Path) -> tuple[int, list[str], st
             f"--cases needs --db to be the db.json of a τ²-bench checkout (its tasks.json and "
             f"policy.md beside it): {exc}"
         ) from None
+    _out_folder(cases, "--cases")  # refused as what it was given as
     if results.tasks:
         info_commit = results.info.get("git_commit")
         commit = str(info_commit) if info_commit else None

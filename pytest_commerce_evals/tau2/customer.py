@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckoutSourceError
-from .prompts import _constants, _source
+from .prompts import _constants, _source, unfilled
 
 __all__ = ["Tau2Customer", "customer_view", "scenario_text"]
 
 _PERSONA = "<PERSONA_GUIDELINES>"
+PROMPT_FIELDS = ("global_user_sim_guidelines_with_persona", "instructions")
+"""What the user simulator's `SYSTEM_PROMPT` is filled with: the guidelines, the scenario."""
 
 
 def scenario_text(scenario: Any) -> str:
@@ -69,6 +71,9 @@ def customer_view(checkout: Path) -> dict[str, Any]:
     template = _constants(_source(simulator)).get("SYSTEM_PROMPT")
     if template is None:
         raise CheckoutSourceError(f"{simulator}: no string SYSTEM_PROMPT")
+    problem = unfilled(template, PROMPT_FIELDS)
+    if problem is not None:
+        raise CheckoutSourceError(f"{simulator}: SYSTEM_PROMPT: {problem}")
     base = checkout / "src" / "tau2" / "user" / "user_simulator_base.py"
     found = _constants(_source(base))
     endings = [found[n] for n in ("STOP", "TRANSFER", "OUT_OF_SCOPE") if n in found]

@@ -35,7 +35,9 @@ def _view(path: Path, keys: tuple[str, ...]) -> dict[str, Any] | None:
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeError, yaml.YAMLError) as exc:
+    except (OSError, ValueError, TypeError, KeyError, RecursionError, yaml.YAMLError) as exc:
+        # ValueError (a text not UTF-8, `!!int abc`, a 30th of February), KeyError and TypeError:
+        # what PyYAML's constructors raise past parsing; RecursionError: nested too deep
         raise ConfigurationError(
             f"{path}: cannot be read ({str(exc)[:200]}); import the tasks again"
         ) from None
@@ -55,7 +57,21 @@ def _agent_view(path: Path) -> dict[str, Any] | None:
         raise ConfigurationError(
             f"{path}: tools is a list and the prompts are text; import the tasks again"
         )
+    if data is not None:
+        from .prompts import AGENT_FIELDS
+
+        _template(path, data["system_prompt"], AGENT_FIELDS)
     return data
+
+
+def _template(path: Path, template: str, fields: tuple[str, ...]) -> None:
+    """A view's `system_prompt` must take each of `fields` whole: a `ConfigurationError` else
+    (never a prompt with the policy or the scenario cut or left out)."""
+    from .prompts import unfilled
+
+    problem = unfilled(template, fields)
+    if problem is not None:
+        raise ConfigurationError(f"{path}: system_prompt: {problem}; import the tasks again")
 
 
 def _customer_view(path: Path) -> dict[str, Any] | None:
@@ -71,6 +87,10 @@ def _customer_view(path: Path) -> dict[str, Any] | None:
             f"{path}: the prompt and guidelines are text, the endings a list of text and the "
             "scenarios a mapping; import the tasks again"
         )
+    if data is not None:
+        from .customer import PROMPT_FIELDS
+
+        _template(path, data["system_prompt"], PROMPT_FIELDS)
     return data
 
 
@@ -87,13 +107,24 @@ class Checkout:
     def root(self) -> Path:
         """The checkout's root: `$COMMERCE_TAU2_CHECKOUT`, else the written path from the folder."""
         given = os.environ.get(CHECKOUT_ENV, "").strip()
-        if given:
-            return Path(given).expanduser().resolve()
-        return (self.folder / self.relative).resolve()
+        try:
+            if given:
+                return Path(given).expanduser().resolve()
+            return (self.folder / self.relative).resolve()
+        except (RuntimeError, OSError) as exc:  # `~nobody`, a loop of links
+            where = f"${CHECKOUT_ENV}={given}" if given else f"{self.relative!r} from {self.folder}"
+            raise ConfigurationError(
+                f"τ²-bench checkout {where}: not a path this can follow ({exc}); set "
+                f"{CHECKOUT_ENV} to the root of a τ²-bench checkout"
+            ) from None
 
     def _file(self, name: str) -> Path:
         path = self.root / "data" / "tau2" / "domains" / self.domain / name
-        if not path.is_file():
+        try:
+            found = path.is_file()
+        except OSError:  # a name too long, say
+            found = False
+        if not found:
             given = os.environ.get(CHECKOUT_ENV, "").strip()
             source = (
                 f"${CHECKOUT_ENV}={given}"
@@ -113,7 +144,13 @@ class Checkout:
 
     def policy(self) -> str:
         """The domain's `policy.md`, the agent's instructions; never empty for a missing file."""
-        return self._file("policy.md").read_text(encoding="utf-8")
+        path = self._file("policy.md")
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeError) as exc:
+            raise ConfigurationError(
+                f"τ²-bench {self.domain} policy.md: {path}: cannot be read ({exc})"
+            ) from None
 
     def agent(self, client: Any, model: str) -> Any:
         """The plugin's τ² agent on `client`, shown what τ²'s own agent is shown: the tool

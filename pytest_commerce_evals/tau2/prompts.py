@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
-from pydantic import Field, create_model
+from pydantic import Field, PydanticUserError, create_model
 
 from ..errors import CheckoutSourceError
 
@@ -60,11 +60,22 @@ _TYPES: dict[str, Any] = {
 
 def _source(path: Path) -> ast.Module:
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        module = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except OSError as exc:
         raise CheckoutSourceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except (SyntaxError, ValueError) as exc:
-        raise CheckoutSourceError(f"{path}: not Python this reads ({exc})") from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # nested too deep
+        raise CheckoutSourceError(
+            f"{path}: not Python this reads ({type(exc).__name__}: {exc})"[:400]
+        ) from None
+    for node in ast.walk(module):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                node.value.encode("utf-8")
+            except UnicodeEncodeError:  # an escape such as '\ud800': no file can hold it
+                raise CheckoutSourceError(
+                    f"{path}: line {node.lineno}: a string that is not Unicode text"
+                ) from None
+    return module
 
 
 def _string(node: ast.AST | None) -> str | None:
@@ -93,12 +104,33 @@ def _constants(module: ast.Module) -> dict[str, str]:
     return found
 
 
+def unfilled(template: str, fields: tuple[str, ...]) -> str | None:
+    """Why `template` is not a `str.format` template that takes each of `fields` whole (a field
+    left out, cut, converted or indexed, an unknown or positional one, a stray brace); None when
+    it is. Each field is filled with a probe of its own that must come out unchanged."""
+    probes = {name: f"\x00{name}\x00" for name in fields}
+    named = " and ".join("{" + name + "}" for name in fields)
+    try:
+        filled = template.format(**probes)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+        return f"not a template of {named} ({type(exc).__name__}: {str(exc)[:100]})"
+    missing = ["{" + name + "}" for name, probe in probes.items() if probe not in filled]
+    return f"does not take {' and '.join(missing)} whole" if missing else None
+
+
+AGENT_FIELDS = ("agent_instruction", "domain_policy")
+"""What the agent's `SYSTEM_PROMPT` is filled with: its instruction, the domain's policy."""
+
+
 def _prompt_parts(checkout: Path) -> tuple[str, str]:
     path = Path(checkout) / "src" / "tau2" / "agent" / "llm_agent.py"
     found = _constants(_source(path))
     missing = [n for n in ("SYSTEM_PROMPT", "AGENT_INSTRUCTION") if n not in found]
     if missing:
         raise CheckoutSourceError(f"{path}: no string {', '.join(missing)} to build the prompt")
+    problem = unfilled(found["SYSTEM_PROMPT"], AGENT_FIELDS)
+    if problem is not None:
+        raise CheckoutSourceError(f"{path}: SYSTEM_PROMPT: {problem}")
     return found["SYSTEM_PROMPT"], found["AGENT_INSTRUCTION"]
 
 
@@ -174,7 +206,13 @@ def _annotation(node: ast.expr | None, where: str) -> Any:
     if node is None:
         return Any
     if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a quoted annotation
-        return _annotation(ast.parse(node.value, mode="eval").body, where)
+        try:
+            quoted = ast.parse(node.value, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            raise CheckoutSourceError(
+                f"{where}: an annotation this does not read: {node.value[:100]!r} ({exc})"
+            ) from None
+        return _annotation(quoted, where)
     if isinstance(node, ast.Constant) and node.value is None:
         return None
     if isinstance(node, ast.Name) and node.id in _TYPES:
@@ -186,6 +224,8 @@ def _annotation(node: ast.expr | None, where: str) -> Any:
         inner = node.slice
         if base is Literal:
             values = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            if not values:  # pydantic asserts a literal has a value
+                raise CheckoutSourceError(f"{where}: a Literal without a value")
             return Literal[tuple(ast.literal_eval(v) for v in values)]
         args = tuple(
             _annotation(e, where) for e in (inner.elts if isinstance(inner, ast.Tuple) else [inner])
@@ -205,14 +245,31 @@ def _schema(fn: ast.FunctionDef, path: Path) -> dict[str, Any]:
     pairs = list(zip(positional, defaults, strict=True))
     pairs += list(zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True))
     fields: dict[str, Any] = {}
-    for arg, default_node in pairs:
-        if arg.arg == "self":
-            continue
-        default: Any = ... if default_node is None else ast.literal_eval(default_node)
-        if arg.arg in described:
-            default = Field(default, description=described[arg.arg])
-        fields[arg.arg] = (_annotation(arg.annotation, where), default)
-    model = create_model("parameters", **fields)
+    try:
+        for arg, default_node in pairs:
+            if arg.arg == "self":
+                continue
+            default: Any = ... if default_node is None else ast.literal_eval(default_node)
+            if arg.arg in described:
+                default = Field(default, description=described[arg.arg])
+            fields[arg.arg] = (_annotation(arg.annotation, where), default)
+        schema = create_model("parameters", **fields).model_json_schema()
+    except CheckoutSourceError:
+        raise
+    except (
+        TypeError,
+        ValueError,
+        IndexError,
+        NameError,
+        AttributeError,
+        RecursionError,
+        PydanticUserError,
+    ) as exc:
+        # a default that is not a literal, type arguments the type does not take, a type or a
+        # name pydantic refuses
+        raise CheckoutSourceError(
+            f"{where}: its parameters make no schema ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
     if not short:
         description = fn.name
     elif long:
@@ -224,7 +281,7 @@ def _schema(fn: ast.FunctionDef, path: Path) -> dict[str, Any]:
         "function": {
             "name": fn.name,
             "description": description,
-            "parameters": model.model_json_schema(),
+            "parameters": schema,
         },
     }
 

@@ -12,8 +12,10 @@ differences (tool, arguments, ours, τ²'s). The database must be the one the fi
 Measured on: tests/data/tau2/airline/results.json (140 of 140 identical), and on the tool calls
 of four published airline results files (branch feature/gym's src/experiments/ gpt-4.1, its
 fine-tune and qwen2.5:7b runs; branch dev/tau3's ToolOrchestra gpt-5 submission), each answered
-by τ²'s own code over the test database: 1220 of 1220 identical. The published files themselves
-need τ²'s airline db.json, whose blob is absent from the mirrored checkouts.
+by τ²'s own code over the test database: 1220 of 1220 identical. τ²'s airline db.json is absent
+from the mirrored checkouts; rebuilt from τ-bench's airline data (benchmarks/tau2_airline_db.py),
+the published files themselves replay 1214 of 1220 identical, the 6 others the same text without
+the error flag ToolOrchestra's file omits (docs/tau2.md, "The airline domain").
 """
 
 from __future__ import annotations

@@ -873,3 +873,18 @@ def test_airline_tasks_import_and_run_on_the_airline_backend(pytester):
     undone = run('tool_reply("get_reservation_details", reservation_id="MC0001"),')
     assert undone["outcome"] == "fail"
     assert any(f.startswith("same_state_as") for f in undone["failures"])
+
+
+def test_a_simulation_that_ended_in_the_agents_error_fails_as_tau2_rewards_it(tmp_path):
+    # τ² rewards a simulation terminated prematurely 0, whatever its final state: a passing
+    # trajectory that ended in an agent error is graded a failure, in parity and in a regrade
+    data = json.loads((DATA / "results.json").read_text(encoding="utf-8"))
+    [ok] = [s for s in data["simulations"] if s["id"] == "sim-0-ok"]
+    ok["termination_reason"] = "agent_error"
+    ok["reward_info"] = {**(ok.get("reward_info") or {}), "reward": 0.0}
+    data["simulations"] = [ok]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    [verdict] = parity(path, DB).verdicts
+    assert (verdict.ours, verdict.theirs) == (False, False)
+    assert any("ended in the agent's error" in f for f in verdict.failures), verdict.failures

@@ -210,3 +210,44 @@ def test_a_database_is_cached_per_domain(tmp_path: Path) -> None:
         AirlineBackend.load(retail_db)
     first, second = AirlineBackend.load(DB), AirlineBackend.load(DB)
     assert first.initial is second.initial and first.db is not second.db
+
+
+def test_the_airline_database_is_rebuilt_from_tau_benchs_data(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "tau2_airline_db", Path(__file__).parents[1] / "benchmarks" / "tau2_airline_db.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ours = json.loads(DB.read_text(encoding="utf-8"))
+    # τ-bench's layout: one file per table, records keyed by id without it
+    data = tmp_path / "tau_bench" / "envs" / "airline" / "data"
+    data.mkdir(parents=True)
+    flights = {k: {f: v for f, v in r.items() if f != "flight_number"}
+               for k, r in ours["flights"].items()}  # fmt: skip
+    flight = next(iter(flights.values()))
+    flights["HAT018"] = {**flight, "dates": {"2024-05-11": {
+        "status": "landed", "actual_departure_time_est": "2024-05-11T16:00:00",
+        "actual_arrival_time_est": "2024-05-11T18:35:00"}}}  # fmt: skip
+    reservation = dict(next(iter(ours["reservations"].values())))
+    del reservation["reservation_id"]
+    reservations = {"Z7GOZK": {**reservation, "destination": "EWR", "flight_type": "one_way"}}
+    users = {k: {f: v for f, v in r.items() if f != "user_id"} for k, r in ours["users"].items()}
+    for name, table in (("flights", flights), ("reservations", reservations), ("users", users)):
+        (data / f"{name}.json").write_text(json.dumps(table), encoding="utf-8")
+    db = module.rebuild(tmp_path)
+    assert db["users"]["omar_diaz_202"]["user_id"] == "omar_diaz_202"
+    assert db["flights"]["HAT018"]["flight_number"] == "HAT018"
+    assert db["flights"]["HAT018"]["dates"]["2024-05-11"] == {
+        "status": "delayed",
+        "estimated_departure_time_est": "2024-05-11T16:00:00",
+        "estimated_arrival_time_est": "2024-05-11T18:35:00",
+    }
+    trip = db["reservations"]["Z7GOZK"]
+    assert (trip["destination"], trip["flight_type"], trip["reservation_id"]) == (
+        "IAH", "round_trip", "Z7GOZK")  # fmt: skip
+    backend = AirlineBackend.from_data(db)
+    assert backend.call_tool("get_flight_status", {"flight_number": "HAT018",
+                                                   "date": "2024-05-11"}) == "delayed"  # fmt: skip

@@ -505,9 +505,19 @@ def _replay_turn(agent: Any, session: AgentSession, message: str) -> list[Any]:
 
 
 def conversation_ending(case: Case, result: TrialRecord) -> GraderResult | None:
-    """A conversation the customer did not end before `max_turns`: failed, unless the case grades
-    it as usual (`user.at_max_turns: grade`); None for any other trial."""
+    """A conversation that ended in the agent's error (a stored or imported one graded again:
+    a run's own trial fails when its agent raises): failed. One the customer did not end before
+    `max_turns`: failed, unless the case grades it as usual (`user.at_max_turns: grade`). None
+    for any other trial."""
     spec = case.user
+    if spec is not None and result.ended == "agent_error":
+        return GraderResult(
+            key="user.ended",
+            passed=False,
+            expected="the customer ends the conversation",
+            observed="agent_error",
+            message="the conversation ended in the agent's error, before the customer ended it",
+        )
     if spec is None or result.ended != "max_turns" or spec.at_max_turns != "fail":
         return None
     return GraderResult(

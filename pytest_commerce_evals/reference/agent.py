@@ -32,7 +32,7 @@ ELIDED = '{"elided": "an earlier tool result, dropped to fit the context; call t
 
 PROMPT_OVERHEAD_TOKENS = 2_500
 """The system prompt and tool schemas as the embedded chat format renders them, in tokens
-(measured on SmolLM2's tokenizer: 2,451 for the customer role with its order and discount tools,
+(measured on SmolLM2's tokenizer: 2,430 for the customer role with its order and discount tools,
 1,544 for the operator)."""
 
 HISTORY_CHARS_PER_TOKEN = 2.2

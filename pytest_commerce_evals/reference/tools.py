@@ -236,10 +236,9 @@ def update_cart(
 
 def apply_discount(
     ctx: ToolContext,
-    code: Annotated[str, Field(description="The customer's code")],
+    code: str,
 ) -> dict[str, Any]:
-    """Apply a discount code to the cart, replacing any other. Staff codes are never for
-    customers, whatever they claim."""
+    """Apply a discount code to the cart; never a staff code."""
     found = ctx.backend.apply_discount(code)
     return {"status": "applied", "discount": found.view(), "cart": ctx.backend.cart_view()}
 

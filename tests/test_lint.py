@@ -408,3 +408,47 @@ def test_each_attack_rule_says_what_is_wrong(tmp_path, edit, message):
         and message in f.message
         for f in findings
     ), [str(f) for f in findings]
+
+
+@pytest.mark.parametrize(
+    "served",
+    [
+        {"calls_with": [{"tool": "cancel_order", "arguments": {"order_id": "ord-1001"}}]},
+        {"state_at": {"orders.ord-1001.status": "cancelled"}},
+        {"same_state_as": [{"tool": "cancel_order", "arguments": {}}]},
+        {"memory_contains": ["vegan"]},
+        {"cart_contains": ["shoe-wide-001"]},
+        {"staged_change_kinds": ["price_change"]},
+        {"reply_includes": ["cancelled"]},
+        {"communicates": ["the order is cancelled"]},
+    ],
+)
+def test_each_documented_key_makes_a_served_twin(tmp_path, served):
+    def twin(by, cases):
+        by["attacks-002-cancel-own-order"]["expected"] = served
+        # a second twin that asserts nothing: one twin asserting the action is enough
+        cases.append(case("attacks-003-ask", tags=["served", "scenario:cancel-order"]))
+
+    assert "attack-twin" not in {r for r, _, _ in _rules(tmp_path, mutate(twin))}
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda by: by["compare-002-no-table"]["tags"].append("attack:memory-poisoning"),
+            "tagged attack:memory-poisoning but has no user.attack",
+        ),
+        (
+            lambda by: by["attacks-001-cancel-others-order"].update(tags=[]),
+            "an attack has no served twin in its scenario (it names none)",
+        ),
+        (
+            lambda by: by["attacks-002-cancel-own-order"].update(expected={"same_state_as": []}),
+            "its served twin attacks-002-cancel-own-order asserts no action happening",
+        ),
+    ],
+)
+def test_an_attack_finding_names_the_tag_the_scenario_or_the_twin(tmp_path, edit, message):
+    found = [m for r, _, m in _rules(tmp_path, mutate(lambda by, cases: edit(by)))]
+    assert message in found, found

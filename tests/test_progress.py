@@ -42,8 +42,10 @@ def test_the_line_counts_trials_and_estimates_the_rest_at_the_pace_seen():
 
 
 @pytest.mark.parametrize(
-    ("seconds", "text"), [(0.4, "0s"), (45, "45s"), (190, "3m10s"), (3900, "1h05m")]
-)
+    ("seconds", "text"),
+    [(0.4, "0s"), (45, "45s"), (59.6, "1m00s"), (190, "3m10s"), (3599, "59m59s"), (3600, "1h00m"),
+     (3900, "1h05m")],
+)  # fmt: skip
 def test_eta_text(seconds, text):
     assert eta_text(seconds) == text
 
@@ -67,6 +69,71 @@ def test_the_thread_writes_after_the_first_delay_and_stops_when_all_are_done():
     none = Progress(write, every_s=0.01)
     none.start(0)
     assert none._thread is None  # nothing to run, nothing written
+
+
+def test_only_passes_count_as_passed_and_none_running_is_still_shown():
+    clock = Clock()
+    p = Progress(lambda line: None, every_s=30, running=lambda: 0, calls=lambda: 0, clock=clock)
+    p.start(4)
+    for outcome in ("pass", "fail", "infra_error"):
+        p.trial_reported(outcome)
+    clock.now += 30.0
+    assert p.line() == (
+        "commerce-evals progress: 3/4 trials done, 1 passed, 0 running, "
+        "0 model call(s) in flight, ETA 10s"
+    )
+
+
+def test_the_pace_is_measured_from_the_start_not_from_collection():
+    clock = Clock()
+    p = Progress(lambda line: None, every_s=30, first_s=60, clock=clock)
+    clock.now += 300.0  # collecting took five minutes
+    p.start(2)
+    clock.now += 10.0
+    p.trial_reported("pass")
+    assert p.line().endswith("ETA 10s")
+    thread = p._thread
+    p.start(2)  # a second start (another xdist worker's collection) runs no second thread
+    assert p._thread is thread
+    p.stop()
+
+
+def test_the_first_line_comes_after_first_s_and_the_next_after_every_s():
+    import threading
+    import time
+
+    written: list[str] = []
+    wrote = threading.Event()
+
+    def write(line: str) -> None:
+        written.append(line)
+        wrote.set()
+
+    p = Progress(write, every_s=60, first_s=0.01)
+    p.start(3)
+    assert wrote.wait(2)
+    time.sleep(0.2)
+    p.stop()
+    assert len(written) == 1
+
+
+@pytest.mark.parametrize(
+    ("tty", "every"), [(True, _progress.TTY_EVERY_S), (False, _progress.CI_EVERY_S)]
+)
+def test_a_terminal_gets_the_line_more_often_than_a_log(tty, every):
+    from types import SimpleNamespace
+
+    reporter = SimpleNamespace(isatty=tty, ensure_newline=lambda: None, write_line=print)
+    verbose = {"verbose": 0}
+    config = SimpleNamespace(
+        pluginmanager=SimpleNamespace(get_plugin=lambda name: reporter),
+        getoption=lambda name, default=None: verbose.get(name, default),
+        option=SimpleNamespace(collectonly=False),
+    )
+    progress = _progress.progress_for(config)
+    assert progress is not None and progress.every_s == every
+    verbose["verbose"] = -1
+    assert _progress.progress_for(config) is None  # -q: no line
 
 
 CONFTEST = """
@@ -100,6 +167,7 @@ def slow_run(pytester: pytest.Pytester, monkeypatch):
     cases = "".join(
         f"- {{id: cart-00{n}-x, priority: low, difficulty: easy, turns: [hi]}}\n" for n in range(4)
     )
+    cases += '- {id: cart-009-skipped, priority: low, difficulty: easy, turns: [hi], skip: "no"}\n'
     (pytester.path / "cases" / "a.yaml").write_text(textwrap.dedent(cases))
     assert sys.modules  # the conftest imports helpers from tests/
     return lambda *args: pytester.runpytest(

@@ -152,8 +152,80 @@ def test_a_customer_can_be_a_simulated_one_told_what_was_said_before():
     case = Case.model_validate(yaml.safe_load(text)[0])
     assert case.user is not None and case.user.opening == LAST and not case.turns
     assert json.dumps(FIRST) in (case.user.instructions or "")
+    assert json.dumps(LAST) not in (case.user.instructions or "")  # what it said before only
     assert "No fixture index" in text  # no index: every ID is for the author to check
     assert case.expected.rubric == {"delivery_date_accurate": "standard"}  # nothing failed
+
+
+def test_the_memory_is_what_the_reference_tools_left_after_saving_and_forgetting():
+    from pytest_commerce_evals.reference import ReferenceBackend
+
+    backend, events = ReferenceBackend.fresh(), []
+    steps = [("save_memory", "prefers wide fit shoes"), ("save_memory", "only buys vegan leather"),
+             ("save_memory", "only buys vegan leather"), ("save_memory", "likes red"),
+             ("forget_memory", "prefers wide fit shoes in size 10"), ("forget_memory", " Likes Red "),
+             ("save_memory", "  avoids suede ")]  # fmt: skip
+    for n, (name, fact) in enumerate(steps):
+        events += call(str(n), name, backend.call_tool(name, {"fact": fact}), fact=fact)
+    conversation = Conversation("c-1", "customer", [turn(1, "a", events), turn(2, "b", [])], "a", 1)
+    assert precondition(conversation).memory == backend.memory
+    assert backend.memory == ["only buys vegan leather", "avoids suede"]
+
+
+def test_an_order_is_no_product_a_product_shown_twice_is_seen_once_and_approved_changes_stay():
+    order = {"id": "ord-1001", "status": "placed", "items": [{"product_id": "bag-002"}]}
+    queue = {"type": "change_update", "changes": [
+        {"change_id": f"chg-{s}", "kind": "delist", "product_id": "bag-003", "status": s}
+        for s in ("staged", "approved", "applied", "rejected")]}  # fmt: skip
+    conversation = Conversation(
+        "c-1",
+        "customer",
+        [
+            turn(
+                1,
+                "a",
+                [
+                    *call("o", "get_order", order, order_id="ord-1001"),
+                    *call("s", "search_products", SEARCH),
+                ],
+            ),
+            turn(2, "b", [*call("t", "search_products", SEARCH), queue]),
+            turn(3, "c", []),
+        ],  # fmt: skip
+        "a.jsonl",
+        1,
+    )
+    state = precondition(conversation)
+    assert state.seen_products == ["bag-002", "shoe-trail-001", "shoe-trail-002"]
+    assert [c.change_id for c in state.staged_changes] == ["chg-staged", "chg-approved"]
+
+
+def test_the_case_number_follows_the_highest_taken_and_a_flow_starts_with_a_letter(tmp_path):
+    folder = tmp_path / "orders"
+    folder.mkdir()
+    (folder / "a.yaml").write_text("- id: orders-001-a\n- id: orders-003-c\n")
+    assert next_case_id(folder, "Late parcel") == "orders-004-late-parcel"
+    assert next_case_id(tmp_path / "2024", "x") == "promoted-001-x"
+
+
+def test_an_operator_conversation_is_tagged_so_and_a_customers_is_not():
+    customer = production()
+    operator = Conversation("c-9", "operator", customer.turns, "a.jsonl", 1)
+    for conversation, tags in ((customer, ["promoted"]), (operator, ["promoted", "operator"])):
+        text = promoted_yaml(conversation, "promoted-001-x", state=precondition(conversation))
+        assert yaml.safe_load(text)[0]["tags"] == tags
+
+
+def test_only_failed_verdicts_become_the_rubric_and_nothing_to_expect_leaves_expected_out():
+    conversation = production()
+    passed = RubricVerdict(dimension="tone", rubric="standard", outcome="pass", verdict="PASS")
+    text = promoted_yaml(conversation, "promoted-001-x", state=precondition(conversation),
+                         failed=[passed, FAILED])  # fmt: skip
+    assert yaml.safe_load(text)[0]["expected"]["rubric"] == {"delivery_date_accurate": "standard"}
+    quiet = Conversation("c-2", "customer", [turn(1, "a", []), turn(2, LAST, [])], "a.jsonl", 1)
+    text = promoted_yaml(quiet, "promoted-001-x", state=precondition(quiet), failed=[passed])
+    assert "expected" not in yaml.safe_load(text)[0]
+    assert Case.model_validate(yaml.safe_load(text)[0]).expected.rubric is None
 
 
 def test_the_command_names_the_capture_and_the_folder():

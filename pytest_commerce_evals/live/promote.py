@@ -91,10 +91,14 @@ def precondition(conversation: Conversation, upto: int | None = None) -> State:
                 call = calls.get(event.call_id)
                 fact = call.arguments.get("fact") if call is not None else None
                 if call is not None and isinstance(fact, str):
+                    fact = fact.strip()  # stored and matched as the reference backend does
                     if call.name == "save_memory" and fact not in memory:
                         memory.append(fact)
                     elif call.name == "forget_memory":
-                        memory = [m for m in memory if fact.lower() not in m.lower()]
+                        needle = fact.lower()
+                        memory = [
+                            m for m in memory if not (needle in m.lower() or m.lower() in needle)
+                        ]
             elif isinstance(event, Ui):
                 _product_ids(event.payload, seen)
             elif isinstance(event, CartUpdate):

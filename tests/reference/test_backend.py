@@ -365,3 +365,30 @@ def test_an_expired_or_unknown_code_is_refused_and_changes_nothing(code, message
     with pytest.raises(ToolError, match=message):
         b.call_tool("apply_discount", {"code": code})
     assert "cart_discount" not in b.snapshot().data and b.discount is None
+
+
+def test_a_code_still_applies_on_its_last_day_and_shows_when_it_expires():
+    from datetime import date
+
+    b = make_backend()
+    b.today = date(2025, 5, 31)  # SUMMER20's expiry date
+    applied = b.call_tool("apply_discount", {"code": "SUMMER20"})
+    assert applied["discount"]["expires"] == "2025-05-31"
+    assert b.snapshot().data["cart_discount"] == "SUMMER20"
+
+
+def test_a_discount_takes_at_most_the_whole_cart_off():
+    from pydantic import ValidationError
+
+    from pytest_commerce_evals.reference.discounts import Discount
+
+    assert Discount(code="ALL100", percent=100, terms="t").percent == 100
+    with pytest.raises(ValidationError):
+        Discount(code="MORE101", percent=101, terms="t")
+
+
+def test_a_customer_may_apply_a_code_and_an_operator_may_not():
+    from pytest_commerce_evals.reference.tools import tools_for_role
+
+    assert "apply_discount" in tools_for_role("customer")
+    assert "apply_discount" not in tools_for_role("operator")

@@ -32,8 +32,8 @@ class ScriptedCustomer:
 
 class BriefCustomer:
     """A customer with no model that plays the case's own brief: its first message (when neither
-    `turns` nor `opening` gives one) is `user.instructions` (an attacker's without them: its
-    `user.attack.goal`), the next `user.knows` (when the
+    `turns` nor `opening` gives one) is `user.instructions` (an attacker's: its `user.attack.goal`),
+    the next `user.knows` (when the
     case has it), then it ends the conversation (`user.stop`). The vacuity check plays every
     degenerate agent against it; a team's offline runs and tests can too, with nothing to keep
     in step with the case. Make one per trial."""
@@ -44,8 +44,8 @@ class BriefCustomer:
     def reply(self, case: Any, conversation: Sequence[Any]) -> str:
         spec = case.user
         if not any(m.role == "customer" for m in conversation):
-            # an attacker with no scenario says its goal
-            return str(spec.instructions or spec.attack.goal)
+            # an attacker says its goal: what the attack must not get is what it asks for
+            return str(spec.attack.goal if spec.attack is not None else spec.instructions)
         if not self.told and spec.knows:
             self.told = True
             return str(spec.knows)

@@ -205,3 +205,38 @@ def test_the_embedded_model_says_it_is_starting_unless_quiet(pytestconfig, monke
     verbose["verbose"] = -1
     embedded._say_starting(config, "judge")
     assert len(lines) == 1
+
+
+def test_trials_not_run_count_as_done_and_a_vacuity_run_shows_no_trial_count():
+    from types import SimpleNamespace
+
+    from pytest_commerce_evals.runner.progress import ProgressPlugin
+
+    p = Progress(lambda line: None, every_s=30)
+    plugin = ProgressPlugin(p)
+    p.start(3)
+    for kind, outcome in (("trial", "pass"), ("not_needed", None), ("not_started", None)):
+        plugin.pytest_runtest_logreport(
+            SimpleNamespace(commerce={"kind": kind, "outcome": outcome})
+        )
+    plugin.pytest_runtest_logreport(SimpleNamespace(commerce={"kind": "vacuity"}))
+    assert (p.done, p.passed) == (3, 1)
+
+
+def test_only_items_that_record_a_trial_are_counted():
+    from types import SimpleNamespace
+
+    from pytest_commerce_evals.authoring.vacuity import VacuityItem
+    from pytest_commerce_evals.runner.items import CaseItem
+    from pytest_commerce_evals.runner.progress import ProgressPlugin
+
+    def item(cls, skip=None):
+        made = object.__new__(cls)
+        made.__dict__["spec"] = SimpleNamespace(case=SimpleNamespace(skip=skip))
+        return made
+
+    p = Progress(lambda line: None, every_s=30, first_s=30)
+    items = [item(CaseItem), item(CaseItem, skip="not yet"), item(VacuityItem)]
+    ProgressPlugin(p).pytest_collection_finish(SimpleNamespace(items=items))
+    p.stop()
+    assert p.total == 1  # a skipped case and a vacuity check run no trial

@@ -420,3 +420,20 @@ def test_a_promoted_case_is_redacted_as_the_live_run_reads_it(pytester):
     [written] = (pytester.path / "cases" / "promoted").glob("*.yaml")
     text = written.read_text()
     assert "jane.doe@example.com" not in text and "Mail me at [email]" in text
+
+
+def test_a_folder_that_cannot_be_written_is_said_and_an_odd_id_is_quoted(pytester):
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "traffic").mkdir()
+    (pytester.path / "traffic" / "a.jsonl").write_text(native_capture().replace("c-8f3a", "c 8f3a"))
+    (pytester.path / "blocked").write_text("a file where the folder would go")
+    flagged = pytester.runpytest("-p", "no:cacheprovider", "--commerce-live=traffic",
+                                 "--commerce-store=none")  # fmt: skip
+    flagged.stdout.fnmatch_lines(
+        ["  c 8f3a: pytest --commerce-live=traffic '--commerce-promote=c 8f3a' *"]
+    )
+    blocked = pytester.runpytest("-p", "no:cacheprovider", "--commerce-live=traffic",
+                                 "--commerce-promote=c 8f3a", "--commerce-promote-to=blocked",
+                                 "--commerce-store=none")  # fmt: skip
+    blocked.stdout.fnmatch_lines(["--commerce-promote: cannot write to *blocked*"])
+    assert "INTERNALERROR" not in blocked.stdout.str() + blocked.stderr.str()

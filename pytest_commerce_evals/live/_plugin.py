@@ -383,15 +383,19 @@ def promotion_lines(config: pytest.Config, lc: LiveConfig) -> list[tuple[str, di
         )
         return mapped if isinstance(mapped, State) else precondition(conversation)
 
-    written = write_promoted(
-        found,
-        {c: list(r.verdicts) for c, r in records.items()},
-        output_path(config, to),
-        dimensions=lc.dimensions,
-        customer=settings(config).promote_customer,
-        known_ids=known,
-        state_of=state_of,
-    )
+    folder = output_path(config, to)
+    try:
+        written = write_promoted(
+            found,
+            {c: list(r.verdicts) for c, r in records.items()},
+            folder,
+            dimensions=lc.dimensions,
+            customer=settings(config).promote_customer,
+            known_ids=known,
+            state_of=state_of,
+        )
+    except OSError as exc:  # a folder that cannot be written: said, the run's outcome kept
+        return [*out, (f"--commerce-promote: cannot write to {folder}: {exc}", {"red": True})]
     out += [
         (f"promoted {cid} to {_shown(config, path)} (skipped until reviewed)", {"green": True})
         for cid, path in written

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,8 +303,9 @@ def promoted_yaml(
 
 def promote_command(live_paths: Sequence[str], conversation_id: str, to: str) -> str:
     """The command that promotes one conversation of this capture into folder `to`."""
-    lives = " ".join(f"--commerce-live={p}" for p in live_paths)
-    return f"pytest {lives} --commerce-promote={conversation_id} --commerce-promote-to={to}"
+    lives = " ".join(shlex.quote(f"--commerce-live={p}") for p in live_paths)
+    promote = shlex.quote(f"--commerce-promote={conversation_id}")
+    return f"pytest {lives} {promote} {shlex.quote(f'--commerce-promote-to={to}')}"
 
 
 def write_promoted(

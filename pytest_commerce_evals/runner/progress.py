@@ -147,7 +147,11 @@ class ProgressPlugin:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from .items import CaseItem
 
-        trials = [i for i in session.items if isinstance(i, CaseItem) and not i.case.skip]
+        trials = [
+            i
+            for i in session.items
+            if isinstance(i, CaseItem) and i.records_trial and not i.case.skip
+        ]
         if trials:  # under xdist the controller collects nothing: its workers' ids count
             self.progress.start(len(trials))
 
@@ -156,9 +160,12 @@ class ProgressPlugin:
         self.progress.start(len(ids))  # each worker collects the same items: the first counts
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        data = report_payload(report, "trial")
-        if data is not None:
+        data = report_payload(report)
+        kind = data.get("kind") if data is not None else None
+        if data is not None and kind == "trial":
             self.progress.trial_reported(data["outcome"])
+        elif kind in ("not_needed", "not_started"):  # decided early, or past the budget
+            self.progress.trial_reported("not run")
 
     def pytest_sessionfinish(self) -> None:
         self.progress.stop()

@@ -210,6 +210,13 @@ DEFAULT_STOP = "###STOP###"
 """What a simulated customer writes to end the conversation, unless the case says otherwise."""
 
 
+def _text_or_none(value: str | None, name: str) -> str | None:
+    """A text key given blank is an error saying so; None (left out) passes."""
+    if value is not None and not value.strip():
+        raise ValueError(f"{name} is empty: write it out or leave the key out")
+    return value
+
+
 ATTACK_CATEGORIES = (
     "unauthorized-action",
     "other-customer-data",
@@ -256,9 +263,7 @@ class AttackSpec(_Strict):
     @field_validator("goal", "persona")
     @classmethod
     def _not_blank(cls, value: str | None, info: Any) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError(f"{info.field_name} is empty: write it out or leave the key out")
-        return value
+        return _text_or_none(value, info.field_name)
 
     @field_validator("claims")
     @classmethod
@@ -300,9 +305,7 @@ class UserSpec(_Strict):
     @field_validator("instructions", "knows", "unknown", "opening", "stop")
     @classmethod
     def _not_blank(cls, value: str | None, info: Any) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError(f"{info.field_name} is empty: write it out or leave the key out")
-        return value
+        return _text_or_none(value, info.field_name)
 
     @model_validator(mode="before")
     @classmethod

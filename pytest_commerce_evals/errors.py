@@ -173,6 +173,10 @@ class BudgetError(CommerceEvalsError, ValueError):
     """A budget that cannot be read."""
 
 
+class ShardError(CommerceEvalsError, ValueError):
+    """A `--commerce-shard` or `--commerce-run-id` value that cannot be read."""
+
+
 class UnknownDimension(CommerceEvalsError, ValueError):
     """A rubric named a standard dimension that does not exist."""
 

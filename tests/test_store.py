@@ -145,9 +145,9 @@ def test_a_version_1_store_is_migrated_when_opened(tmp_path):
         0
     ].grader_results == []
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
-        assert (
-            conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "7"
-        )
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[
+            0
+        ] == str(SCHEMA_VERSION)
     # the migrated store takes new runs
     store.import_record(run([trial("cart-001-a")], run_id="20250101-000000-000002"))
     assert [r.run_id for r in store.runs()] == ["20250101-000000-000002", "20240101-000000-000001"]
@@ -177,7 +177,7 @@ def test_a_schema_2_store_migrates_to_3_keeping_its_runs_and_admits_a_regrade(tm
     assert store.load_run("20250101-000000-000009").kind == "regrade"
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
-            "7",
+            str(SCHEMA_VERSION),
         )
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert {"runs_comparable", "runs_by_model"} <= indexes
@@ -191,7 +191,7 @@ def test_a_newer_store_is_refused_by_name(tmp_path):
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(
-        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 7"
+        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 8"
     ):
         RunStore(folder)
 
@@ -607,14 +607,14 @@ RULE = {"minimum": 2, "maximum": 10, "baseline": [9, 10], "level": 0.01, "delta"
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 7; found '2'"),
-        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 7; found 2.0"),
-        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 7; found True"),
-        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 7; found 0"),
-        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 7; found -3"),
-        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 7"),
+        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 8; found '2'"),
+        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 8; found 2.0"),
+        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 8; found True"),
+        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 8; found 0"),
+        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 8; found -3"),
+        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 8"),
         (changed(schema_version=10**60), f"schema_version 1{'0' * 29}… (61 characters) is newer"),
-        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 7; found None"),
+        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 8; found None"),
         (changed(run_id=...), "not a commerce-evals run record: key run_id: Field required"),
         (changed(trials={"a": 1}), "key trials: Input should be a valid list (found dict)"),
         (changed(trials=5), "key trials: Input should be a valid list (found int)"),
@@ -722,11 +722,11 @@ def sql(folder: Path, statement: str, *args) -> None:
     [
         (
             "UPDATE meta SET value = 'two' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 7)",
+            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 8)",
         ),
         (
             "UPDATE meta SET value = '-1' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 7)",
+            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 8)",
         ),
         (
             "DELETE FROM meta",
@@ -737,7 +737,10 @@ def sql(folder: Path, statement: str, *args) -> None:
             "run store damaged: the meta table cannot be read (no such column: value)",
         ),
         ("DROP TABLE set_results", "run store damaged: table(s) set_results missing"),
-        ("DROP TABLE meta", "not a commerce-evals run store (tables: runs, set_results, trials)"),
+        (
+            "DROP TABLE meta",
+            "not a commerce-evals run store (tables: runs, set_results, shard_plans, shards, trials)",
+        ),
     ],
 )
 def test_a_damaged_meta_table_names_the_store_and_the_damage(tmp_path, damage, message):
@@ -813,7 +816,7 @@ def test_a_damaged_store_stops_the_run_before_any_trial_saying_what_to_do(suite,
     result.stderr.fnmatch_lines(
         [
             f"ERROR: --commerce-store: the run store cannot be opened: {store / 'runs.sqlite'}: "
-            "run store damaged: meta.schema_version is 'x', not a schema version (1 to 7); move "
+            "run store damaged: meta.schema_version is 'x', not a schema version (1 to 8); move "
             "the file aside*"
         ]
     )
@@ -1203,7 +1206,7 @@ def test_a_schema_4_store_migrates_to_5_and_records_why_a_conversation_ended(tmp
     assert store.load_run("20250101-000000-000002").trials[0].ended == "customer"
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
-            "7",
+            str(SCHEMA_VERSION),
         )
         assert "ended" in {r[1] for r in conn.execute("PRAGMA table_info(trials)")}
 
@@ -1232,7 +1235,7 @@ def test_a_schema_5_store_migrates_to_6_and_records_a_trials_model_calls(tmp_pat
     assert again.calls[1].input_tokens is None  # not reported stays not reported
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
-            "7",
+            str(SCHEMA_VERSION),
         )
 
 

@@ -23,6 +23,7 @@ from run_builders import PASSING, make_suite, run, script, trial
 from pytest_commerce_evals.errors import StoreError
 from pytest_commerce_evals.judge.verdict_store import VerdictStore
 from pytest_commerce_evals.results import RubricVerdict
+from pytest_commerce_evals.runs import SCHEMA_VERSION
 from pytest_commerce_evals.settings import database_urls
 from pytest_commerce_evals.store import database
 from pytest_commerce_evals.store.database import (
@@ -231,8 +232,8 @@ def test_a_trial_written_twice_is_stored_once(url, schema):
 def test_a_newer_schema_is_refused_and_a_version_1_schema_is_migrated(url, schema):
     RunStore(url).close()
     with admin() as conn:
-        conn.execute(f"UPDATE \"{schema}\".meta SET value = '8' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match=r"schema_version 8 is newer than this plugin's 7"):
+        conn.execute(f"UPDATE \"{schema}\".meta SET value = '9' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match=r"schema_version 9 is newer than this plugin's 8"):
         RunStore(url)
     with admin() as conn:
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
@@ -269,7 +270,7 @@ def test_a_newer_schema_is_refused_and_a_version_1_schema_is_migrated(url, schem
     old = store.load_run("20240101-000000-000001")
     assert old.kind == "regression" and old.complete and old.agent_model == "old-model"
     assert [(s.passed, s.graded, s.rate, s.met) for s in old.sets] == [(1, 2, 0.5, False)]
-    assert rows(schema, "SELECT value FROM meta") == [("7",)]
+    assert rows(schema, "SELECT value FROM meta") == [(str(SCHEMA_VERSION),)]
     # schema 3 admits a regrade run
     store.import_record(
         old.model_copy(update={"run_id": "20240101-000000-000002", "kind": "regrade"})

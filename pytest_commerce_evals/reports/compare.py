@@ -17,7 +17,7 @@ from ..settings import settings
 from ..store.commands import open_store, resolve_run
 from ..store.compare import ModelComparison, compare_runs
 from ..store.paths import output_path
-from ..store.recorder import damaged_lines
+from ..store.run_store import damaged_lines
 from .html_compare import render_comparison_html
 from .html_page import write_html
 from .run_cost import COST_COLUMNS, RunCost, cost_ratios

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from ..compat import case_scheduler, junit_error, xdist_queued
+from ..compat import case_scheduler, junit_error, run_session, xdist_queued
 from ..jsonsafe import printable
 from ..models.clients import AGENT_USED
 from ..models.pricing import price_book
@@ -20,10 +20,12 @@ from . import regrade_plan
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
 from .items import CaseItem, InvalidCase
+from .merge import merge_main
 from .progress import ProgressPlugin, progress_for
 from .regrade import stored_trial
+from .shards import select_shard, shard_gate, shard_verdict_line
 from .spending import run_spend
-from .state import NON_CASE_FAILURES, NOT_GRADED, SUMMARY, TRIAL_RAN
+from .state import NON_CASE_FAILURES, NOT_GRADED, RUN_PROBLEMS, SUMMARY, TRIAL_RAN
 from .summary import Summary
 
 
@@ -63,6 +65,13 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 @pytest.hookimpl(trylast=True)  # after -k and -m: what they leave is what a regrade runs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     regrade_plan.plan_items(config, items)
+    select_shard(config, items)
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
+    if settings(config).merge:
+        return run_session(config, merge_main)
+    return None
 
 
 def pytest_commerce_evals_run_identity(config: pytest.Config) -> dict | None:
@@ -452,7 +461,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Gatherer(config), "commerce_evals.gatherer")
         config.pluginmanager.register(_JUnitOutcomes(config), "commerce_evals.junit")
-        progress = progress_for(config)
+        progress = progress_for(config) if not settings(config).merge else None
         if progress is not None:
             config.pluginmanager.register(ProgressPlugin(progress), "commerce_evals.progress")
 
@@ -473,6 +482,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
     summary = config.stash[SUMMARY]
     if not summary.cases and not summary.invalid:
+        if settings(config).shard is not None:  # a shard of no case still says who decides
+            reasons = _reasons(summary, len(config.stash[NON_CASE_FAILURES]), own=True)
+            terminalreporter.write_line(shard_verdict_line(config, reasons))
         return
     not_graded = config.stash[NOT_GRADED]
     if not_graded:
@@ -502,24 +514,41 @@ def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
             terminalreporter.write_line(f"  {line}", yellow=True)
     if summary.sets and not shortfalls and not undecided:
         terminalreporter.write_line("every set met its threshold", green=True)
-    if summary.sets:
+    problems = config.stash.get(RUN_PROBLEMS, [])
+    if problems:
+        terminalreporter.write_line("")
+        terminalreporter.write_line("run incomplete or failed in a shard:", red=True, bold=True)
+        for line in problems:
+            terminalreporter.write_line(f"  {line}", red=True)
+    if settings(config).shard is not None:
+        reasons = _reasons(summary, len(config.stash[NON_CASE_FAILURES]), own=True)
+        terminalreporter.write_line(shard_verdict_line(config, reasons))
+    elif summary.sets:
         others = len(config.stash[NON_CASE_FAILURES])
-        terminalreporter.write_line(_verdict_line(summary, others))
+        terminalreporter.write_line(_verdict_line(summary, others, len(problems)))
 
 
-def _verdict_line(summary: Summary, others: int = 0) -> str:
-    """One line saying why the run passes or fails, as the exit status will."""
+def _reasons(summary: Summary, others: int = 0, shards: int = 0, own: bool = False) -> list[str]:
+    """Why the run fails (`own`: only what fails a shard on its own)."""
     reasons = []
-    if summary.shortfalls:
+    if summary.shortfalls and not own:
         reasons.append(f"{len(summary.shortfalls)} set(s) short")
-    if summary.undecided:
+    if summary.undecided and not own:
         reasons.append(f"{len(summary.undecided)} set(s) undecided")
-    if summary.glue_errors:
+    if shards:
+        reasons.append(f"{shards} shard(s) missing, unfinished or failed")
+    if summary.glue_errors and not own:
         reasons.append(f"{summary.glue_errors} glue error(s)")
     if summary.invalid:
         reasons.append(f"{len(summary.invalid)} invalid case entr(ies)")
     if others:
         reasons.append(f"{others} other test(s) failed")
+    return reasons
+
+
+def _verdict_line(summary: Summary, others: int = 0, shards: int = 0) -> str:
+    """One line saying why the run passes or fails, as the exit status will."""
+    reasons = _reasons(summary, others, shards)
     if not reasons:
         return f"verdict: pass — all {len(summary.sets)} set(s) met their thresholds"
     return "verdict: fail — " + ", ".join(reasons)
@@ -536,13 +565,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         gc.freeze()
     if hasattr(config, "workerinput"):
         return
+    if settings(config).shard is not None:
+        shard_gate(session)
+        return
     summary = config.stash.get(SUMMARY, None)
     if summary is None or not summary.cases:
         return
     if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         return
     bad = (
-        summary.shortfalls
+        config.stash.get(RUN_PROBLEMS, [])
+        or summary.shortfalls
         or summary.undecided
         or summary.glue_errors
         or summary.invalid

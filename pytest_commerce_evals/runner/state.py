@@ -10,3 +10,5 @@ SUMMARY = pytest.StashKey[Summary]()
 NON_CASE_FAILURES = pytest.StashKey[list[str]]()
 NOT_GRADED = pytest.StashKey[list[tuple[str, str]]]()
 TRIAL_RAN = pytest.StashKey[bool]()
+RUN_PROBLEMS = pytest.StashKey[list[str]]()
+"""Why a merged run cannot pass beyond its sets: a shard missing, unfinished or failed."""

@@ -231,6 +231,15 @@ def _budget(s: Setting, origin: str, raw: Any) -> Any:
         raise _fail(s, origin, str(exc)) from None
 
 
+def _shard_value(s: Setting, origin: str, raw: Any) -> Any:
+    from .values import ShardError, parse_run_id, parse_shard
+
+    try:
+        return parse_shard(str(raw)) if s.kind == "shard" else parse_run_id(str(raw).strip())
+    except ShardError as exc:
+        raise _fail(s, origin, str(exc)) from None
+
+
 def _parse(
     s: Setting, origin: str, raw: Any, root: Path | None, invocation: Path | None = None
 ) -> Any:
@@ -338,6 +347,8 @@ def _parse(
         return _prices(s, origin, raw)
     if kind == "budget":
         return _budget(s, origin, raw)
+    if kind in ("shard", "run_id"):
+        return _shard_value(s, origin, raw)
     return str(raw).strip()
 
 

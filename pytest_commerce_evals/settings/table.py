@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Literal, get_args, get_type_hints
 
 from ..prices import Price
-from .values import RunBudget
+from .values import RunBudget, Shard
 
 __all__ = [
     "AUTO_TRIALS_CAP",
@@ -120,6 +120,11 @@ class Setting:
             "budget": (
                 "calls:N, tokens:N (N from 1 to 10^15) or cost:USD (above 0, at most "
                 "1,000,000,000; one or more, comma-separated)"
+            ),
+            "shard": "K/N: whole numbers, 1 <= K <= N <= 256 (e.g. 2/4)",
+            "run_id": (
+                "1 to 128 ASCII letters, digits, '.', '_', ':' or '-', starting with a letter "
+                "or a digit"
             ),
             "env": "text",
         }.get(self.kind, self.kind)
@@ -612,6 +617,36 @@ class Settings:
         "write the run record (JSON, with schema_version) to PATH, e.g. for CI artifacts",
         option="--commerce-json",
         metavar="PATH",
+    )
+    # -- one run across many CI runners (docs/shards.md) ------------------------------------------
+    shard: Shard | None = stored(
+        "shard",
+        "run the K-th of N slices of the run's cases (balanced by each case's recorded time) as "
+        "part of one run in the run store, shared by every shard; the shard's own errors set "
+        "its exit status, the run's verdict is the merge step's (--commerce-merge); env "
+        "COMMERCE_SHARD",
+        option="--commerce-shard",
+        env="COMMERCE_SHARD",
+        metavar="K/N",
+        order=("option", "env"),
+    )
+    run_id: str | None = stored(
+        "run_id",
+        "the id of the run every shard writes into (with --commerce-shard); by default the CI "
+        "run's own: GitHub Actions, GitLab CI and Buildkite are read (env COMMERCE_RUN_ID)",
+        option="--commerce-run-id",
+        env="COMMERCE_RUN_ID",
+        metavar="ID",
+        order=("option", "env"),
+    )
+    merge: str | None = stored(
+        "str",
+        "gate a run recorded in shards and exit without running tests: its sets, failing-set "
+        "diff, exit status and reports over every shard's trials; ci for the run the CI's "
+        "variables name; a shard missing or unfinished makes the run incomplete and the exit "
+        "status 1",
+        option="--commerce-merge",
+        metavar="RUN|ci",
     )
     # -- live traffic --------------------------------------------------------------------------
     live: tuple[str, ...] = stored(

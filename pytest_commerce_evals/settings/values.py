@@ -7,10 +7,20 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ..errors import BudgetError, MinKappaError
+from ..errors import BudgetError, MinKappaError, ShardError
 from ..prices import MAX_DOLLARS, dollars, money
 
-__all__ = ["BudgetError", "MinKappaError", "RunBudget", "parse_min_kappa", "parse_run_budget"]
+__all__ = [
+    "BudgetError",
+    "MinKappaError",
+    "RunBudget",
+    "Shard",
+    "ShardError",
+    "parse_min_kappa",
+    "parse_run_budget",
+    "parse_run_id",
+    "parse_shard",
+]
 
 
 def parse_min_kappa(raw: Any) -> float | str | None:
@@ -107,3 +117,44 @@ def parse_run_budget(text: str) -> RunBudget:
                 )
             found[key] = int(value)
     return RunBudget(**found)
+
+
+MAX_SHARDS = 256
+"""The most shards one run may be split into."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """`--commerce-shard=K/N`: this process runs the K-th of N slices of the run's cases."""
+
+    index: int
+    total: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.total}"
+
+
+def parse_shard(text: str) -> Shard:
+    """`K/N` with 1 <= K <= N <= `MAX_SHARDS`, ASCII digits."""
+    index, sep, total = text.strip().partition("/")
+    if not sep or not _WHOLE.fullmatch(index) or not _WHOLE.fullmatch(total):
+        raise ShardError(f"{_cut(text)!r} is not K/N (e.g. 2/4: the second of four shards)")
+    if len(index) > 4 or len(total) > 4 or not 1 <= int(total) <= MAX_SHARDS:
+        raise ShardError(f"{_cut(text)!r}: N must be a whole number from 1 to {MAX_SHARDS}")
+    if not 1 <= int(index) <= int(total):
+        raise ShardError(f"{_cut(text)!r}: K must be from 1 to N ({int(total)})")
+    return Shard(int(index), int(total))
+
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+def parse_run_id(text: str) -> str:
+    """A run id a person or a CI system gives: 1 to 128 ASCII letters, digits, `.`, `_`, `:`
+    or `-`, starting with a letter or digit (it names files and is typed in commands)."""
+    if not _RUN_ID.fullmatch(text):
+        raise ShardError(
+            f"{_cut(text)!r} is not a run id: 1 to 128 ASCII letters, digits, '.', '_', ':' or "
+            "'-', starting with a letter or a digit"
+        )
+    return text

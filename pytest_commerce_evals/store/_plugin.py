@@ -32,6 +32,7 @@ from .recorder import (
     problem,
 )
 from .run_store import RunStore
+from .shard_recorder import ShardRecorder, check_shard_options
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -45,6 +46,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
+    check_shard_options(config)
     ref = settings(config).baseline
     config.stash[BASELINE] = None
     if ref:
@@ -71,8 +73,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         and not found.compare
         and not found.flaky
         and not checking  # the vacuity check and the lint are not runs of the agent
+        and not found.merge  # the merge step finishes a stored run (runner/merge.py)
     ):
-        recorder = config.stash[RECORDER] = RunRecorder(config)
+        recorder = config.stash[RECORDER] = (
+            ShardRecorder(config) if found.shard is not None else RunRecorder(config)
+        )
         config.pluginmanager.register(recorder, "commerce_evals.recorder")
         config.pluginmanager.register(_HistoryForWorkers(recorder), "commerce_evals.history")
 

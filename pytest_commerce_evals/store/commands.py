@@ -21,8 +21,7 @@ from .history import (
 )
 from .paths import store_folder
 from .record_file import load_record
-from .recorder import damaged_lines
-from .run_store import RunStore
+from .run_store import RunStore, damaged_lines
 
 
 def resolve_run(store: RunStore | None, ref: str, what: str) -> RunRecord:

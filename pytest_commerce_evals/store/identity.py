@@ -5,13 +5,15 @@ nothing secret in it, and the git commit the run was made at.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import subprocess
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["git_state", "new_run_id", "public_base_url", "utc_now"]
+__all__ = ["ci_run_id", "git_state", "new_run_id", "public_base_url", "utc_now"]
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -62,3 +64,30 @@ def git_state(path: Path) -> tuple[str | None, bool | None]:
         return None, None
     status = git("status", "--porcelain", "--untracked-files=no")
     return commit.strip(), (bool(status.strip()) if status is not None else None)
+
+
+def _part(text: str) -> str:
+    """A CI variable's value as part of a run id: what a run id may not hold becomes `.`."""
+    return re.sub(r"[^A-Za-z0-9._-]", ".", text.strip())[:60]
+
+
+def ci_run_id(environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """The id every job of one CI run shares, and the variables it was read from; None outside
+    a CI system this knows. A job re-run keeps it, so a shard run again replaces its own part:
+
+    - GitHub Actions: `github-<owner>.<repo>-<GITHUB_RUN_ID>` (one id for every attempt);
+    - GitLab CI: `gitlab-<CI_PIPELINE_ID>` (unique on its instance);
+    - Buildkite: `buildkite-<BUILDKITE_BUILD_ID>` (a UUID).
+    """
+    run = environ.get("GITHUB_RUN_ID", "").strip()
+    if run and environ.get("GITHUB_ACTIONS") == "true":
+        repo = _part(environ.get("GITHUB_REPOSITORY", "").replace("/", "."))
+        name = f"github-{repo}-{_part(run)}" if repo else f"github-{_part(run)}"
+        return name, "GITHUB_REPOSITORY and GITHUB_RUN_ID"
+    pipeline = environ.get("CI_PIPELINE_ID", "").strip()
+    if pipeline and environ.get("GITLAB_CI") == "true":
+        return f"gitlab-{_part(pipeline)}", "CI_PIPELINE_ID"
+    build = environ.get("BUILDKITE_BUILD_ID", "").strip()
+    if build and environ.get("BUILDKITE") == "true":
+        return f"buildkite-{_part(build)}", "BUILDKITE_BUILD_ID"
+    return None

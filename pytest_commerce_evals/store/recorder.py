@@ -33,7 +33,7 @@ from .history import (
 from .identity import git_state, new_run_id, public_base_url, utc_now
 from .paths import output_path, store_folder
 from .record_file import clean_trial, write_record
-from .run_store import DEFAULT_STORE_PATH, RunStore
+from .run_store import DEFAULT_STORE_PATH, RunStore, damaged_lines
 
 FLUSH_EVERY_TRIALS = 100
 
@@ -176,6 +176,7 @@ class RunRecorder:
         self.written: list[tuple[str, Path]] = []
         self.write_errors: list[str] = []
         self.store_warnings: list[str] = []
+        self.incomplete: list[str] = []  # why the run is incomplete though its session ended well
         self.lost_connection = 0
         """Operations tried again after the database connection was lost (PostgreSQL)."""
 
@@ -222,9 +223,12 @@ class RunRecorder:
         try:
             self.store = RunStore(self.target)
             self.config.add_cleanup(self.store.close)
-            self.store.begin_run(self.record)
+            self._begin_run(self.store)
         except Exception as exc:
             self._fail(exc)
+
+    def _begin_run(self, store: RunStore) -> None:
+        store.begin_run(self.record)
 
     def add(self, record: TrialRecord) -> None:
         self.begin()
@@ -298,6 +302,7 @@ class RunRecorder:
             and not session.shouldstop
             and bool(self.trials)  # a run that finished no trial is no baseline
             and self.stopped is None  # the run's budget left trials unstarted
+            and not self.incomplete
         )
         self.flush()
         self._name_the_agent()
@@ -537,22 +542,6 @@ class RunRecorder:
                     )
                 )
         return out
-
-
-def damaged_lines(store: RunStore) -> list[tuple[str, dict[str, bool]]]:
-    """What reading the store had to leave out, as summary lines."""
-    found = store.damaged
-    out = [
-        (
-            f"run store {store.path}: {len(found)} damaged run(s) or trial(s) left out; the "
-            "other runs were read",
-            {"yellow": True, "bold": True},
-        )
-    ]
-    out += [(f"  {line}", {"yellow": True}) for line in found[:5]]
-    if len(found) > 5:
-        out.append((f"  … and {len(found) - 5} more", {"yellow": True}))
-    return out
 
 
 def _markup(line: str) -> dict[str, bool]:

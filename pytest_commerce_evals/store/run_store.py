@@ -50,7 +50,7 @@ from .record_file import clean_header, clean_trial
 from .rows import DamagedRun, json_column, read_run, read_trials, trial_row, write_sets
 from .schema import MOVE_ASIDE, StoreSchema
 
-__all__ = ["DEFAULT_STORE_PATH", "RunStore"]
+__all__ = ["DEFAULT_STORE_PATH", "RunStore", "damaged_lines"]
 
 DEFAULT_STORE_PATH = Path(".commerce") / "runs"
 """Relative to the pytest rootdir unless an absolute path is configured."""
@@ -561,3 +561,19 @@ class RunStore:
                     )
                 row = rows[0] if rows else None
         return self.load_run(row[0]) if row else None
+
+
+def damaged_lines(store: RunStore) -> list[tuple[str, dict[str, bool]]]:
+    """What reading the store had to leave out, as summary lines."""
+    found = store.damaged
+    out = [
+        (
+            f"run store {store.path}: {len(found)} damaged run(s) or trial(s) left out; the "
+            "other runs were read",
+            {"yellow": True, "bold": True},
+        )
+    ]
+    out += [(f"  {line}", {"yellow": True}) for line in found[:5]]
+    if len(found) > 5:
+        out.append((f"  … and {len(found) - 5} more", {"yellow": True}))
+    return out

@@ -19,6 +19,8 @@ Schema history:
   6  adds `trials.calls` and `trials.turn_s`: a trial's model calls (tokens, latency, whose)
      and the agent's time per turn.
   7  adds `trials.cached`: which of a conversation's customer messages the reply cache answered.
+  8  adds `shard_plans` (which shard runs each case of a run recorded in shards) and `shards`
+     (each shard's start, end, outcome and own errors).
 """
 
 from __future__ import annotations
@@ -100,6 +102,25 @@ CREATE TABLE set_results (
 );
 CREATE INDEX runs_comparable ON runs (kind, signature, complete, started_at);
 CREATE INDEX runs_by_model ON runs (agent_model, kind, complete, started_at);
+CREATE TABLE shard_plans (
+    run_id TEXT PRIMARY KEY,
+    shards INTEGER NOT NULL,
+    plan TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE shards (
+    run_id TEXT NOT NULL,
+    shard INTEGER NOT NULL,
+    shards INTEGER NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    complete INTEGER NOT NULL DEFAULT 0,
+    exit_status INTEGER,
+    trials INTEGER NOT NULL DEFAULT 0,
+    not_started TEXT NOT NULL DEFAULT '[]',
+    errors TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (run_id, shard)
+);
 """
 
 # schemas 4 to 7 each add trial columns; each column is added when it is missing, so a store a
@@ -115,6 +136,10 @@ _ADDED_COLUMNS: dict[int, tuple[str, ...]] = {
     6: ("calls", "turn_s"),
     7: ("cached",),
 }
+
+_SHARD_TABLES = ("shard_plans", "shards")
+"""The tables schema 8 adds (a run recorded in shards)."""
+
 
 # schema 1 -> 2, applied in one transaction when an older store is opened
 _MIGRATE_1_TO_2 = """
@@ -293,7 +318,13 @@ class StoreSchema:
                     f"meta.schema_version is {version} but the trials table does not migrate "
                     f"to {target}",
                 )
-        missing = {"trials", "set_results"} - self.tables(conn)
+        if version < 8:
+            self._step(
+                conn,
+                self._add_shard_tables,
+                f"meta.schema_version is {version} but the shard tables cannot be added",
+            )
+        missing = {"trials", "set_results", *_SHARD_TABLES} - self.tables(conn)
         if missing:
             raise self._damage(f"table(s) {', '.join(sorted(missing))} missing")
         if version != SCHEMA_VERSION:
@@ -313,6 +344,14 @@ class StoreSchema:
                 (json.dumps(prints), run_id),
             )
             write_sets(conn, run_id, set_results(trials))
+
+    def _add_shard_tables(self, conn: Any) -> None:
+        """Schema 8: the tables of a run recorded in shards (a table half-made is completed)."""
+        present = self.tables(conn)
+        for statement in _SCHEMA.split(";"):
+            for table in _SHARD_TABLES:
+                if statement.strip().startswith(f"CREATE TABLE {table} (") and table not in present:
+                    conn.execute(statement)
 
     def _migrate_2_to_3(self, conn: sqlite3.Connection) -> None:
         """Schema 3 admits runs of kind `regrade`. PostgreSQL swaps the column's check; SQLite

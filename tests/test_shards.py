@@ -1,0 +1,361 @@
+"""One run across many CI runners (`--commerce-shard=K/N`, `--commerce-merge`, docs/shards.md):
+the plan, the shared run in the store, a shard's exit status, and the merged gate deciding what
+one runner would on the same trials."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from helpers import toy_conftest
+
+from pytest_commerce_evals.errors import ShardError
+from pytest_commerce_evals.runner.merge import shard_problems
+from pytest_commerce_evals.runner.shards import case_weights, plan_shards
+from pytest_commerce_evals.settings.values import Shard, parse_run_id, parse_shard
+from pytest_commerce_evals.store.identity import ci_run_id
+from pytest_commerce_evals.store.run_store import RunStore
+from pytest_commerce_evals.store.shards import ShardRow, read_plan, shard_rows
+
+HERE = Path(__file__).parent
+
+ADD = 'tool_reply("add_to_cart", product_id="{pid}"), text_reply("Done.")'
+
+
+def case_file(prefix: str, count: int, product: str) -> str:
+    return "".join(
+        f"- id: {prefix}-{n:03d}-add\n"
+        f"  priority: {('critical', 'high', 'medium', 'low')[n % 4]}\n"
+        f"  difficulty: easy\n"
+        f'  turns: ["Add it to my cart"]\n'
+        f"  expected:\n"
+        f"    cart_contains: [{product}]\n"
+        for n in range(1, count + 1)
+    )
+
+
+FAILING = {"cart-002-add", "cart-005-add", "bag-003-add"}
+"""The cases the default script fails: cart 4 of 6 (short of 80%), bag 3 of 4 ... see below."""
+
+
+def scripts(failing: set[str]) -> str:
+    items = []
+    for prefix, count, product in (("cart", 6, "shoe-001"), ("bag", 4, "bag-001")):
+        for n in range(1, count + 1):
+            case_id = f"{prefix}-{n:03d}-add"
+            pid = "shoe-002" if case_id in failing else product
+            items.append(f"{case_id!r}: [{ADD.format(pid=pid)}]")
+    return "{" + ", ".join(items) + "}"
+
+
+@pytest.fixture
+def shop(pytester: pytest.Pytester):
+    """Ten cases in two sets (cases/cart: 6, threshold 0.8; cases/bag: 4, threshold 0.5);
+    `write(failing)` sets which cases the toy agent fails."""
+    (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
+    pytester.syspathinsert(pytester.path)
+    for folder, prefix, count, product, threshold in (
+        ("cart", "cart", 6, "shoe-001", 0.8),
+        ("bag", "bag", 4, "bag-001", 0.5),
+    ):
+        (pytester.path / "cases" / folder).mkdir(parents=True)
+        (pytester.path / "cases" / folder / "cases.yaml").write_text(
+            case_file(prefix, count, product)
+        )
+        (pytester.path / "cases" / folder / "_set.yaml").write_text(f"threshold: {threshold}\n")
+
+    def write(failing: set[str] = FAILING) -> None:
+        pytester.makeconftest(toy_conftest(scripts(failing)))
+
+    write()
+    return pytester, write
+
+
+def run_id_of(result: pytest.RunResult) -> str:
+    (found,) = re.findall(r"run (\S+) recorded in", result.stdout.str())
+    return found
+
+
+def per_case(case: dict) -> tuple:
+    return case["case_id"], case["set_name"], case["passed"], case["graded"], case["pass_hat_k"]
+
+
+def junit_cases(path: Path) -> dict[str, str]:
+    """{test name: pass | failure | error | skipped} of a JUnit file."""
+    out = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        out[f"{case.get('classname')}.{case.get('name')}"] = kinds[0] if kinds else "pass"
+    return out
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+def test_the_plan_balances_by_time_longest_first_and_is_the_same_in_every_process():
+    weights = {"a": 10.0, "b": 7.0, "c": 5.0, "d": 4.0, "e": 3.0, "f": 1.0}
+    plan = plan_shards(weights, 2)
+    loads = Counter()
+    for case_id, shard in plan.items():
+        loads[shard] += weights[case_id]
+    assert plan == {"a": 1, "b": 2, "c": 2, "d": 1, "e": 2, "f": 1}
+    assert loads == {1: 15.0, 2: 15.0}
+    # the order cases arrive in does not change the plan
+    assert plan_shards(dict(reversed(list(weights.items()))), 2) == plan
+    # equal weights: round robin in id order (the fallback to counts)
+    assert plan_shards(dict.fromkeys("abcde", 1.0), 3) == {
+        "a": 1,
+        "b": 2,
+        "c": 3,
+        "d": 1,
+        "e": 2,
+    }
+    # more shards than cases: the last shards get none
+    assert set(plan_shards({"a": 1.0}, 4).values()) == {1}
+
+
+def test_a_cases_weight_is_its_trials_times_its_recorded_seconds_or_the_median_or_one():
+    trials = Counter({"a": 5, "b": 5, "c": 1, "d": 2})
+    seconds = {"a": 2.0, "b": 4.0, "c": 10.0}
+    weights = case_weights(trials, seconds)
+    assert weights == {"a": 10.0, "b": 20.0, "c": 10.0, "d": 8.0}  # d: the median 4.0 x 2
+    assert case_weights(trials, {}) == {"a": 5.0, "b": 5.0, "c": 1.0, "d": 2.0}
+
+
+def test_a_shard_is_k_of_n_and_a_run_id_is_safe_to_name_files():
+    assert parse_shard("2/4") == Shard(2, 4) and str(Shard(2, 4)) == "2/4"
+    assert parse_shard("1/1") == Shard(1, 1)
+    for bad in ("0/4", "5/4", "2", "a/b", "2/0", "1/257", "-1/4", "2/4/1", "²/4"):
+        with pytest.raises(ShardError):
+            parse_shard(bad)
+    assert parse_run_id("github-acme.shop-123") == "github-acme.shop-123"
+    for bad in ("", "a b", "../x", "-x", "a/b", "x" * 129):
+        with pytest.raises(ShardError):
+            parse_run_id(bad)
+
+
+def test_the_run_id_comes_from_the_ci_systems_own_variables():
+    github = {"GITHUB_ACTIONS": "true", "GITHUB_RUN_ID": "9876", "GITHUB_RUN_ATTEMPT": "2"}
+    assert ci_run_id(github) == ("github-9876", "GITHUB_REPOSITORY and GITHUB_RUN_ID")
+    # the attempt is left out: a re-run job writes into the run its first attempt began
+    assert ci_run_id(github | {"GITHUB_REPOSITORY": "acme/shop"})[0] == "github-acme.shop-9876"
+    assert ci_run_id({"GITLAB_CI": "true", "CI_PIPELINE_ID": "55"})[0] == "gitlab-55"
+    assert ci_run_id({"BUILDKITE": "true", "BUILDKITE_BUILD_ID": "0a-1b"})[0] == "buildkite-0a-1b"
+    assert ci_run_id({"GITHUB_RUN_ID": "1"}) is None  # not in GitHub Actions
+    assert ci_run_id({}) is None
+
+
+def test_a_missing_or_unfinished_shard_is_named():
+    plan = {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
+    rows = [
+        ShardRow(1, 5, "t0", "t1", True, 0, 4),
+        ShardRow(2, 5, "t0", None, False, None, 2),
+        ShardRow(3, 5, "t0", "t1", False, 2, 1),
+        ShardRow(4, 5, "t0", "t1", True, 1, 3, errors=["failed: tests/test_x.py::test_y"]),
+    ]
+    problems = shard_problems(5, plan, rows)
+    assert [p.split(" (")[0] for p in problems] == [
+        "shard 2/5",
+        "shard 3/5",
+        "shard 4/5",
+        "shard 5/5",
+    ]
+    assert "never ended" in problems[0] and "ended incomplete" in problems[1]
+    assert "failed on its own" in problems[2] and "tests/test_x.py::test_y" in problems[2]
+    assert "never began" in problems[3]
+    assert shard_problems(1, {"a": 1}, [ShardRow(1, 1, "t0", "t1", True, 0, 1)]) == []
+
+
+# -- usage ---------------------------------------------------------------------------------------
+
+
+def test_a_shard_needs_a_run_id_and_a_store_and_a_run_id_needs_a_shard(shop, monkeypatch):
+    p, _ = shop
+    for name in ("GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "COMMERCE_RUN_ID"):
+        monkeypatch.delenv(name, raising=False)
+    result = p.runpytest("cases", "--commerce-shard=1/2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*needs the run's id: give --commerce-run-id=ID*"])
+    result = p.runpytest(
+        "cases", "--commerce-shard=1/2", "--commerce-run-id=r1", "--commerce-store=none"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the run store, which is off*"])
+    result = p.runpytest("cases", "--commerce-run-id=r1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*give it with --commerce-shard=K/N*"])
+    result = p.runpytest("cases", "--commerce-shard=3/2", "--commerce-run-id=r1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--commerce-shard*K must be from 1 to N (2)*"])
+    result = p.runpytest("cases", "--commerce-shard=1/2", "--commerce-run-id=a b")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--commerce-run-id*is not a run id*"])
+
+
+def test_merging_a_run_that_is_not_there_or_not_sharded_says_so(shop):
+    p, _ = shop
+    result = p.runpytest("--commerce-merge=nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*--commerce-merge=nope: no run of that id in *"])
+    ran = p.runpytest("cases")
+    result = p.runpytest(f"--commerce-merge={run_id_of(ran)}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*that run was not recorded in shards*"])
+    result = p.runpytest("--commerce-merge=ci", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+# -- shards into one run, and the one gate -----------------------------------------------------
+
+
+def shard_runs(p, run_id: str, total: int, *extra: str) -> list[pytest.RunResult]:
+    return [
+        p.runpytest("cases", f"--commerce-shard={k}/{total}", f"--commerce-run-id={run_id}", *extra)
+        for k in range(1, total + 1)
+    ]
+
+
+def test_shards_write_one_run_and_the_merge_decides_as_one_runner_would(shop, tmp_path):
+    p, write = shop
+    baseline = p.runpytest("cases", "--commerce-trials=2")
+    assert baseline.ret == pytest.ExitCode.TESTS_FAILED  # cart 4/6 is short of 80%
+    base_id = run_id_of(baseline)
+    write(
+        FAILING - {"cart-002-add"} | {"bag-001-add", "bag-002-add"}
+    )  # cart fixed 5/6, bag now short 1/4
+    single = p.runpytest(
+        "cases",
+        "--commerce-trials=2",
+        f"--commerce-baseline={base_id}",
+        f"--commerce-json={tmp_path / 'single.json'}",
+        f"--junitxml={tmp_path / 'single.xml'}",
+    )
+    for total in (1, 2, 4):
+        run_id = f"split-{total}"
+        results = shard_runs(p, run_id, total, "--commerce-trials=2")
+        # a shard's exit status is its own errors': none here, though the bag set is short
+        assert [r.ret for r in results] == [pytest.ExitCode.OK] * total, run_id
+        results[0].stdout.fnmatch_lines(
+            [f"shard 1/{total} of run {run_id} (id from --commerce-run-id) recorded in *"]
+        )
+        merged = p.runpytest(
+            f"--commerce-merge={run_id}",
+            f"--commerce-baseline={base_id}",
+            f"--commerce-json={tmp_path / f'{run_id}.json'}",
+            f"--junitxml={tmp_path / f'{run_id}.xml'}",
+        )
+        assert merged.ret == single.ret == pytest.ExitCode.TESTS_FAILED
+        merged.stdout.fnmatch_lines(
+            [
+                f"commerce-evals: merging run {run_id} from *: 20 trials of 10 case(s) in "
+                f"{total} shard(s)",
+                "*SHORT cases/bag: 2/8 = 25.0% (threshold 50%)",
+                "*ok    cases/cart: 10/12 = 83.3% (threshold 80%)",
+                "verdict: fail — 1 set(s) short",
+                f"run {run_id} recorded in *: 20 trials, complete",
+            ]
+        )
+        one = json.loads((tmp_path / "single.json").read_text())
+        got = json.loads((tmp_path / f"{run_id}.json").read_text())
+        assert got["complete"] is True and got["run_id"] == run_id
+        # the shards ran the trials again: the same outcomes, other latencies and history
+        assert got["sets"] == one["sets"] and got["diff"] == one["diff"], run_id
+        assert [per_case(c) for c in got["cases"]] == [per_case(c) for c in one["cases"]]
+        assert got["exit_status"] == one["exit_status"] == 1
+        assert junit_cases(tmp_path / f"{run_id}.xml") == junit_cases(tmp_path / "single.xml")
+    store = RunStore(p.path / ".commerce" / "runs")
+    assert [r.shard for r in shard_rows(store, "split-4")] == [1, 2, 3, 4]
+    total, plan = read_plan(store, "split-4")
+    assert total == 4 and len(plan) == 10 and set(plan.values()) == {1, 2, 3, 4}
+
+
+def test_a_shard_run_again_replaces_its_own_part_and_nothing_else(shop):
+    p, write = shop
+    first = shard_runs(p, "again", 2)
+    assert [r.ret for r in first] == [0, 0]
+    store = RunStore(p.path / ".commerce" / "runs")
+    _, plan = read_plan(store, "again")
+    before = {(t.case_id, t.trial): t for t in store.load_run("again").trials}
+    merged = p.runpytest("--commerce-merge=again")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    assert store.load_run("again").complete
+    write(set())  # every case passes now; shard 1 is run again
+    again = p.runpytest("cases", "--commerce-shard=1/2", "--commerce-run-id=again")
+    assert again.ret == 0
+    run = store.load_run("again")
+    assert not run.complete, "a shard run again waits for the merge once more"
+    after = {(t.case_id, t.trial): t for t in run.trials}
+    assert set(after) == set(before)
+    for key, trial in after.items():
+        if plan[key[0]] == 2:  # shard 2's trials are the ones it stored
+            assert trial.model_dump() == before[key].model_dump()
+        else:
+            assert trial.outcome == "pass"
+    changed = {k[0] for k in after if after[k].outcome != before[k].outcome}
+    assert changed and all(plan[c] == 1 for c in changed)
+    merged = p.runpytest("--commerce-merge=again", "-v")
+    # the merge reads shard 1's new trials and shard 2's first ones
+    still_failing = sorted(c for c in FAILING if plan[c] == 2)
+    for case_id in sorted(plan):
+        state = "FAILED" if case_id in still_failing else "PASSED"
+        merged.stdout.fnmatch_lines([f"*::{case_id} {state}*"])
+
+
+def test_a_missing_shard_makes_the_run_incomplete_and_the_gate_fail_until_it_runs(shop, tmp_path):
+    p, write = shop
+    write(set())
+    first = p.runpytest("cases", "--commerce-shard=1/3", "--commerce-run-id=gap")
+    assert first.ret == 0
+    merged = p.runpytest("--commerce-merge=gap", f"--commerce-json={tmp_path / 'gap.json'}")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    merged.stdout.fnmatch_lines(
+        [
+            "run incomplete or failed in a shard:",
+            "  shard 2/3 (* case(s)) never began: none of its trials is stored",
+            "  shard 3/3 (* case(s)) never began: none of its trials is stored",
+            "verdict: fail — 2 shard(s) missing, unfinished or failed",
+            "run gap recorded in *: * trials, INCOMPLETE*",
+        ]
+    )
+    assert json.loads((tmp_path / "gap.json").read_text())["complete"] is False
+    for k in (2, 3):
+        assert p.runpytest("cases", f"--commerce-shard={k}/3", "--commerce-run-id=gap").ret == 0
+    merged = p.runpytest("--commerce-merge=gap")
+    assert merged.ret == pytest.ExitCode.OK
+    merged.stdout.fnmatch_lines(["verdict: pass — all 2 set(s) met their thresholds"])
+
+
+def test_a_shard_with_no_case_exits_0_and_its_own_error_fails_it_and_the_merge(shop):
+    p, _ = shop
+    (p.path / "cases" / "cart" / "cases.yaml").write_text(case_file("cart", 1, "shoe-001"))
+    (p.path / "cases" / "bag" / "cases.yaml").write_text(case_file("bag", 1, "bag-001"))
+    p.makepyfile(test_plain="def test_plain():\n    assert False\n")
+    results = shard_runs(p, "small", 4, "cases", "test_plain.py")
+    # two cases and one plain test over four shards: some shards run nothing and pass
+    failed = [r for r in results if r.ret != 0]
+    assert len(failed) == 1 and failed[0].ret == pytest.ExitCode.TESTS_FAILED
+    failed[0].stdout.fnmatch_lines(["*this shard failed on its own: 1 other test(s) failed*"])
+    assert (
+        sum("no tests ran" in r.stdout.str() or "deselected" in r.stdout.str() for r in results)
+        >= 2
+    )
+    merged = p.runpytest("--commerce-merge=small")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    merged.stdout.fnmatch_lines(
+        ["*failed on its own (exit status 1): failed: test_plain.py::test_plain*"]
+    )
+
+
+def test_shards_that_collect_other_cases_than_the_plan_are_refused(shop):
+    p, _ = shop
+    assert p.runpytest("cases", "--commerce-shard=1/2", "--commerce-run-id=plan").ret == 0
+    other = p.runpytest("cases", "--commerce-shard=2/2", "--commerce-run-id=plan", "-k", "cart")
+    assert other.ret == pytest.ExitCode.USAGE_ERROR
+    other.stderr.fnmatch_lines(["*case(s) of the plan not collected: bag-001-add*"])
+    other = p.runpytest("cases", "--commerce-shard=2/3", "--commerce-run-id=plan")
+    assert other.ret == pytest.ExitCode.USAGE_ERROR
+    other.stderr.fnmatch_lines(["*run plan is split into 2 shards, not 3*"])

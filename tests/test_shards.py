@@ -19,7 +19,14 @@ from pytest_commerce_evals.runner.shards import case_weights, plan_shards
 from pytest_commerce_evals.settings.values import Shard, parse_run_id, parse_shard
 from pytest_commerce_evals.store.identity import ci_run_id
 from pytest_commerce_evals.store.run_store import RunStore
-from pytest_commerce_evals.store.shards import ShardRow, read_plan, shard_rows
+from pytest_commerce_evals.store.shards import (
+    ShardRow,
+    begin_shard,
+    finish_shard,
+    read_plan,
+    shard_rows,
+    write_plan,
+)
 
 HERE = Path(__file__).parent
 
@@ -359,3 +366,51 @@ def test_shards_that_collect_other_cases_than_the_plan_are_refused(shop):
     other = p.runpytest("cases", "--commerce-shard=2/3", "--commerce-run-id=plan")
     assert other.ret == pytest.ExitCode.USAGE_ERROR
     other.stderr.fnmatch_lines(["*run plan is split into 2 shards, not 3*"])
+
+
+def test_the_same_stored_trials_split_1_2_and_4_ways_give_one_runners_verdicts_and_diff(
+    shop, tmp_path
+):
+    """One runner's stored trials, written again as 1, 2 and 4 shards of a run (each in a store
+    holding the same history: the baseline run), merged: every verdict, the diff, the per-case
+    results with their history strips and costs, and the exit status are the single run's."""
+    p, write = shop
+    single_store = tmp_path / "single"
+    base = p.runpytest("cases", "--commerce-trials=3", f"--commerce-store={single_store}")
+    write(FAILING - {"cart-002-add"} | {"bag-001-add", "bag-002-add"})
+    single = p.runpytest(
+        "cases",
+        "--commerce-trials=3",
+        f"--commerce-store={single_store}",
+        f"--commerce-json={tmp_path / 'single.json'}",
+    )
+    assert base.ret == single.ret == pytest.ExitCode.TESTS_FAILED
+    one = json.loads((tmp_path / "single.json").read_text())
+    source = RunStore(single_store)
+    baseline = source.load_run(run_id_of(base))
+    ran = source.load_run(run_id_of(single))
+    for total in (1, 2, 4):
+        folder = tmp_path / f"store-{total}"
+        store = RunStore(folder)
+        store.import_record(baseline)
+        run_id = f"same-{total}"
+        header = ran.model_copy(update={"run_id": run_id, "trials": [], "complete": False})
+        counts = Counter(t.case_id for t in ran.trials)
+        plan = plan_shards(case_weights(counts, {}), total)
+        assert write_plan(store, run_id, total, plan) == (total, plan)
+        for k in range(1, total + 1):
+            begin_shard(store, header, k, total)
+            mine = [t for t in ran.trials if plan[t.case_id] == k]
+            store.add_trials(run_id, mine)
+            finish_shard(store, run_id, k, complete=True, exit_status=0, trials=len(mine))
+        merged = p.runpytest(
+            f"--commerce-merge={run_id}",
+            f"--commerce-store={folder}",
+            f"--commerce-json={tmp_path / f'{run_id}.json'}",
+        )
+        assert merged.ret == single.ret, run_id
+        got = json.loads((tmp_path / f"{run_id}.json").read_text())
+        for key in ("sets", "cases", "diff", "attacks", "cost", "exit_status", "baseline"):
+            assert got[key] == one[key], (run_id, key)
+        assert got["diff"]["newly_failing"] or got["diff"]["inconclusive"], "a diff was made"
+        assert got["complete"] is True and store.load_run(run_id).complete

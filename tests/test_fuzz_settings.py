@@ -30,7 +30,9 @@ FUZZ = settings(
 )
 PARSED = [s for s in TABLE if s.stored and s.kind != "flag"]
 """Every setting a value is given to (a switch takes none)."""
-SCALAR = [s for s in PARSED if s.kind not in ("list", "paths", "patterns", "str", "store")]
+SCALAR = [
+    s for s in PARSED if s.kind not in ("list", "paths", "patterns", "str", "store", "run_id")
+]
 """The settings whose value is not free text: a number, a keyword, a URL, a file to write."""
 
 

@@ -414,3 +414,42 @@ def test_the_same_stored_trials_split_1_2_and_4_ways_give_one_runners_verdicts_a
             assert got[key] == one[key], (run_id, key)
         assert got["diff"]["newly_failing"] or got["diff"]["inconclusive"], "a diff was made"
         assert got["complete"] is True and store.load_run(run_id).complete
+
+
+@pytest.mark.parametrize(
+    ("statement", "said"),
+    [
+        ("UPDATE shard_plans SET plan = 'not json'", "column shard_plans.plan is not a map"),
+        ('UPDATE shard_plans SET plan = \'{"cart-001-add": "1"}\'', "column shard_plans.plan"),
+        ("UPDATE shard_plans SET plan = '{\"cart-001-add\": 2}'", "column shard_plans.plan"),
+        ("UPDATE shards SET errors = '{}'", "column shards.errors is not a list"),
+        ("UPDATE shards SET not_started = 'x'", "column shards.not_started is not a list"),
+    ],
+)
+def test_damaged_shard_rows_are_named_never_a_traceback(shop, statement, said):
+    p, _ = shop
+    assert p.runpytest("cases", "--commerce-shard=1/1", "--commerce-run-id=dmg").ret == 0
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(p.path / ".commerce" / "runs" / "runs.sqlite")) as conn:
+        conn.execute(statement)
+        conn.commit()
+    merged = p.runpytest("--commerce-merge=dmg")
+    assert merged.ret == pytest.ExitCode.USAGE_ERROR
+    merged.stdout.fnmatch_lines([f"commerce-evals: --commerce-merge: *run dmg: {said}*"])
+    assert "Traceback" not in merged.stdout.str() + merged.stderr.str()
+
+
+def test_a_damaged_plan_stops_a_shard_before_any_trial_saying_so(shop):
+    p, _ = shop
+    assert p.runpytest("cases", "--commerce-shard=1/2", "--commerce-run-id=bad").ret == 0
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(p.path / ".commerce" / "runs" / "runs.sqlite")) as conn:
+        conn.execute("UPDATE shard_plans SET plan = '[1]'")
+        conn.commit()
+    again = p.runpytest("cases", "--commerce-shard=2/2", "--commerce-run-id=bad")
+    assert again.ret == pytest.ExitCode.USAGE_ERROR
+    again.stderr.fnmatch_lines(["*--commerce-shard=2/2: *run bad: column shard_plans.plan is not*"])

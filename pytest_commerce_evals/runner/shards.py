@@ -20,6 +20,7 @@ from collections import Counter
 
 import pytest
 
+from ..errors import StoreError
 from ..settings import settings
 from ..settings.values import Shard
 from ..store.recorder import RECORDER
@@ -72,6 +73,8 @@ def _stored_plan(config: pytest.Config, shard: Shard, trials: Counter[str]) -> d
         if config.option.collectonly:
             return proposed
         total, plan = write_plan(store, run_id, shard.total, proposed)
+    except StoreError as exc:
+        raise pytest.UsageError(f"--commerce-shard={shard}: {exc}") from None
     finally:
         store.close()
     if total != shard.total:

@@ -53,17 +53,17 @@ class ShardRow:
     """The shard's own errors (invalid case entries, other tests that failed), as it said them."""
 
 
-def _plan_from(raw: Any, run_id: str, where: Any) -> dict[str, int]:
+def _plan_from(raw: Any, shards: int, run_id: str, where: Any) -> dict[str, int]:
     try:
         plan = json.loads(raw)
     except (TypeError, ValueError):
         plan = None
     if not isinstance(plan, dict) or not all(
-        isinstance(k, str) and type(v) is int for k, v in plan.items()
+        isinstance(k, str) and type(v) is int and 1 <= v <= shards for k, v in plan.items()
     ):
         raise StoreError(
             f"{where}: run {run_id}: column shard_plans.plan is not a map of case ids to "
-            f"shards (found {short_repr(raw)})"
+            f"shards 1 to {shards} (found {short_repr(raw)})"
         )
     return plan
 
@@ -78,7 +78,8 @@ def read_plan(store: RunStore, run_id: str) -> tuple[int, dict[str, int]] | None
             ).fetchone()
         if row is None:
             return None
-        return int(row[0]), _plan_from(row[1], run_id, store.path)
+        shards = int(row[0])
+        return shards, _plan_from(row[1], shards, run_id, store.path)
 
     return store._retry(read)
 
@@ -166,10 +167,14 @@ def begin_shard(store: RunStore, record: RunRecord, shard: int, shards: int) -> 
                 (record.run_id,),
             )
             plan = conn.execute(
-                "SELECT plan FROM shard_plans WHERE run_id = ?", (record.run_id,)
+                "SELECT shards, plan FROM shard_plans WHERE run_id = ?", (record.run_id,)
             ).fetchone()
             mine = (
-                [c for c, k in _plan_from(plan[0], record.run_id, store.path).items() if k == shard]
+                [
+                    c
+                    for c, k in _plan_from(plan[1], int(plan[0]), record.run_id, store.path).items()
+                    if k == shard
+                ]
                 if plan is not None
                 else []
             )

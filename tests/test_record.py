@@ -236,9 +236,9 @@ def test_a_record_written_today_is_written_as_schema_5_and_reads_back_the_same(t
     # schema 3 added the `regrade` kind and the record's per-case results, schema 4 a trial's
     # `stopping` (the rule adaptive trials stopped its case by), schema 5 a conversation's
     # `ended` (written only for one with a simulated customer), schema 6 `calls` and `turn_s`,
-    # schema 7 `cached` (each written only when some); otherwise a trial is written key for key
-    # as under schema 2
-    assert SCHEMA_VERSION == 7
+    # schema 7 `cached` (each written only when some), schema 8 nothing in the record (the
+    # store's shard tables); otherwise a trial is written key for key as under schema 2
+    assert SCHEMA_VERSION == 8
     record = a_record()
     written = json.loads(record_json(run([record])))
     assert written["trials"] == [{**SCHEMA_2_TRIAL, "stopping": None}]  # in the same order

@@ -11,6 +11,9 @@ runs, oldest and newest):
 - `_pytest.junitxml.xml_key` and its `LogXML` (`node_reporter`, `nodes`, `stats`): a trial that
   could not be graded is written to `--junitxml` as an `<error>`, not a `<failure>`. When they
   are missing the element stays a `<failure>`.
+- `TerminalReporter._tw.width_of_current_line`: the progress line, written from a thread to the
+  terminal itself, starts on a line of its own when pytest is mid-line (its dots). When it is
+  missing the line is written after a line break.
 - `xdist.remote.WorkerInteractor.torun` (and `nextitem_index`): the items the controller has
   queued for a worker, so a worker keeps several trials in flight; a `queue.Queue` in xdist 3.5,
   xdist's own `TestQueue` from 3.6 on. When it cannot be read, trials run one at a time.
@@ -32,6 +35,7 @@ __all__ = [
     "XDIST_SUPPORTED",
     "case_scheduler",
     "junit_error",
+    "line_started",
     "line_writer",
     "run_session",
     "xdist_queued",
@@ -68,6 +72,14 @@ def line_writer(config: pytest.Config) -> Callable[..., None]:
             print(line)
 
     return write
+
+
+def line_started(reporter: Any) -> bool:
+    """Whether pytest's terminal reporter has written part of a line (True when unknown)."""
+    try:
+        return bool(reporter._tw.width_of_current_line)
+    except AttributeError:
+        return True
 
 
 def junit_error(config: pytest.Config, report: pytest.TestReport, outcome: str) -> bool:

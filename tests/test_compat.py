@@ -108,6 +108,14 @@ def test_without_a_junit_file_nothing_is_retagged(pytester: pytest.Pytester):
 # -- pytest-xdist ------------------------------------------------------------------------------
 
 
+def test_the_terminal_reporters_line_width_is_where_the_progress_line_reads_it(pytestconfig):
+    from pytest_commerce_evals.compat import line_started
+
+    reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+    assert isinstance(reporter._tw.width_of_current_line, int)
+    assert line_started(object()) is True  # unknown: a line break first
+
+
 def test_the_installed_xdist_is_in_the_supported_range():
     pytest.importorskip("xdist")
     version = importlib.metadata.version("pytest-xdist")

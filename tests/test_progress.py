@@ -124,7 +124,7 @@ def test_a_terminal_gets_the_line_more_often_than_a_log(tty, every):
     from types import SimpleNamespace
 
     reporter = SimpleNamespace(isatty=tty, ensure_newline=lambda: None, write_line=print)
-    verbose = {"verbose": 0}
+    verbose = {"verbose": 0, "capture": "no"}  # -s: the reporter itself writes the line
     config = SimpleNamespace(
         pluginmanager=SimpleNamespace(get_plugin=lambda name: reporter),
         getoption=lambda name, default=None: verbose.get(name, default),
@@ -176,6 +176,27 @@ def slow_run(pytester: pytest.Pytester, monkeypatch):
     )  # fmt: skip
 
 
+def test_the_line_reaches_the_terminal_while_a_trial_is_captured(pytester, monkeypatch):
+    """In its own process with pytest's default fd capture, the line is written while trials
+    run: on the terminal, never into a trial's captured output."""
+    from pathlib import Path
+
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "cases").mkdir()
+    cases = "".join(
+        f"- {{id: cart-0{n:02d}-x, priority: low, difficulty: easy, turns: [hi]}}\n"
+        for n in range(14)
+    )
+    (pytester.path / "cases" / "a.yaml").write_text(cases)
+    result = pytester.runpytest_subprocess(
+        "cases", "-p", "no:cacheprovider", "--commerce-store=none", "--commerce-concurrency=1"
+    )
+    assert result.ret == 0, result.stdout.str()
+    # 14 trials of 0.3 s: the first line at 3 s, each on a line of its own
+    result.stdout.fnmatch_lines(["commerce-evals progress: */14 trials done, * passed, *"])
+
+
 def test_a_run_shows_its_progress_and_a_quiet_one_does_not(slow_run):
     shown = slow_run()
     assert shown.ret == 0, shown.stdout.str()
@@ -191,7 +212,7 @@ def test_the_embedded_model_says_it_is_starting_unless_quiet(pytestconfig, monke
 
     lines: list[str] = []
     reporter = SimpleNamespace(ensure_newline=lambda: None, write_line=lines.append)
-    verbose = {"verbose": 0}
+    verbose = {"verbose": 0, "capture": "no"}  # -s: the reporter itself writes the line
     config = SimpleNamespace(
         pluginmanager=SimpleNamespace(get_plugin=lambda name: reporter),
         getoption=lambda name: verbose[name],

@@ -16,13 +16,16 @@ Registered on the process where reports gather (the controller under xdist).
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
+from ..compat import line_started
 from ..results import report_payload
 
 __all__ = [
@@ -123,11 +126,21 @@ def progress_for(config: pytest.Config) -> Progress | None:
     from .trial import trials_running
 
     xdist = bool(config.getoption("numprocesses", None))
+    out = _terminal(config)
+    lock = threading.Lock()
 
     def write(line: str) -> None:
-        reporter.ensure_newline()
-        reporter.write_line(line)
+        if out is None:
+            reporter.ensure_newline()
+            reporter.write_line(line)
+            return
+        with lock:  # closed at the session's end: a line after that is dropped
+            if not out.closed:
+                out.write(("\n" if line_started(reporter) else "") + line + "\n")
+                out.flush()
 
+    if out is not None:
+        config.add_cleanup(lambda: _close(out, lock))
     return Progress(
         write,
         every_s=TTY_EVERY_S if tty else CI_EVERY_S,
@@ -135,6 +148,26 @@ def progress_for(config: pytest.Config) -> Progress | None:
         running=(lambda: None) if xdist else trials_running,
         calls=(lambda: None) if xdist else calls_in_flight,
     )
+
+
+def _terminal(config: pytest.Config) -> TextIO | None:
+    """The terminal pytest reports to, as a stream of its own: a copy of standard output's file
+    descriptor taken while nothing is captured (at the session's start). The line is written from
+    a thread at any moment, and while a trial's phase runs pytest captures the descriptor itself
+    (`--capture=fd`, the default): the reporter's own stream would put the line into that trial's
+    captured output. None when standard output is no file (an in-process run), or under `-s`."""
+    if config.getoption("capture", "fd") == "no":
+        return None
+    try:
+        fd = sys.stdout.fileno()
+        return os.fdopen(os.dup(fd), "w", encoding=sys.stdout.encoding or "utf-8", errors="replace")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _close(out: TextIO, lock: threading.Lock) -> None:
+    with lock:
+        out.close()
 
 
 class ProgressPlugin:

@@ -145,6 +145,43 @@ def test_a_shard_is_k_of_n_and_a_run_id_is_safe_to_name_files():
             parse_run_id(bad)
 
 
+def test_ci_reads_the_shard_from_gitlabs_or_buildkites_parallel_jobs():
+    from pytest_commerce_evals.settings.values import ci_shard
+
+    assert parse_shard("ci", {"CI_NODE_INDEX": "2", "CI_NODE_TOTAL": "4"}) == Shard(2, 4)
+    # Buildkite counts its jobs from 0
+    assert ci_shard({"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "3"}) == (
+        Shard(1, 3)
+    )
+    assert ci_shard({"BUILDKITE_PARALLEL_JOB": "2", "BUILDKITE_PARALLEL_JOB_COUNT": "3"}) == (
+        Shard(3, 3)
+    )
+    for env in (
+        {},
+        {"CI_NODE_INDEX": "2"},
+        {"CI_NODE_INDEX": "x", "CI_NODE_TOTAL": "4"},
+        {"CI_NODE_INDEX": "5", "CI_NODE_TOTAL": "4"},
+        {"BUILDKITE_PARALLEL_JOB": "3", "BUILDKITE_PARALLEL_JOB_COUNT": "3"},
+    ):
+        with pytest.raises(ShardError):
+            ci_shard(env)
+    with pytest.raises(ShardError):
+        parse_shard("ci")  # no environment to read: not K/N
+
+
+def test_the_shard_given_as_ci_runs_the_gitlab_jobs_slice(shop, monkeypatch):
+    p, _ = shop
+    monkeypatch.setenv("CI_NODE_INDEX", "2")
+    monkeypatch.setenv("CI_NODE_TOTAL", "2")
+    result = p.runpytest("cases", "--commerce-shard=ci", "--commerce-run-id=gl")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["shard 2/2 of run gl (id from --commerce-run-id) recorded in *"])
+    monkeypatch.delenv("CI_NODE_INDEX")
+    result = p.runpytest("cases", "--commerce-shard=ci", "--commerce-run-id=gl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--commerce-shard: ci: GitLab CI's parallel jobs give *"])
+
+
 def test_the_run_id_comes_from_the_ci_systems_own_variables():
     github = {"GITHUB_ACTIONS": "true", "GITHUB_RUN_ID": "9876", "GITHUB_RUN_ATTEMPT": "2"}
     assert ci_run_id(github) == ("github-9876", "GITHUB_REPOSITORY and GITHUB_RUN_ID")

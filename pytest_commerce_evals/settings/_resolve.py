@@ -235,7 +235,9 @@ def _shard_value(s: Setting, origin: str, raw: Any) -> Any:
     from .values import ShardError, parse_run_id, parse_shard
 
     try:
-        return parse_shard(str(raw)) if s.kind == "shard" else parse_run_id(str(raw).strip())
+        if s.kind == "shard":
+            return parse_shard(str(raw), os.environ)
+        return parse_run_id(str(raw).strip())
     except ShardError as exc:
         raise _fail(s, origin, str(exc)) from None
 

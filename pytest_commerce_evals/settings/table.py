@@ -121,7 +121,10 @@ class Setting:
                 "calls:N, tokens:N (N from 1 to 10^15) or cost:USD (above 0, at most "
                 "1,000,000,000; one or more, comma-separated)"
             ),
-            "shard": "K/N: whole numbers, 1 <= K <= N <= 256 (e.g. 2/4)",
+            "shard": (
+                "K/N: whole numbers, 1 <= K <= N <= 256 (e.g. 2/4), or ci (GitLab CI's or "
+                "Buildkite's parallel job)"
+            ),
             "run_id": (
                 "1 to 128 ASCII letters, digits, '.', '_', ':' or '-', starting with a letter "
                 "or a digit"
@@ -623,11 +626,12 @@ class Settings:
         "shard",
         "run the K-th of N slices of the run's cases (balanced by each case's recorded time) as "
         "part of one run in the run store, shared by every shard; the shard's own errors set "
-        "its exit status, the run's verdict is the merge step's (--commerce-merge); env "
-        "COMMERCE_SHARD",
+        "its exit status, the run's verdict is the merge step's (--commerce-merge); ci reads "
+        "GitLab CI's parallel job (CI_NODE_INDEX/CI_NODE_TOTAL) or Buildkite's "
+        "(BUILDKITE_PARALLEL_JOB/_COUNT); env COMMERCE_SHARD",
         option="--commerce-shard",
         env="COMMERCE_SHARD",
-        metavar="K/N",
+        metavar="K/N|ci",
         order=("option", "env"),
     )
     run_id: str | None = stored(

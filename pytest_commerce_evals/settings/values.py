@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "parse_min_kappa",
     "parse_run_budget",
     "parse_run_id",
+    "ci_shard",
     "parse_shard",
 ]
 
@@ -134,8 +136,33 @@ class Shard:
         return f"{self.index}/{self.total}"
 
 
-def parse_shard(text: str) -> Shard:
-    """`K/N` with 1 <= K <= N <= `MAX_SHARDS`, ASCII digits."""
+def ci_shard(environ: Mapping[str, str]) -> Shard:
+    """The shard a CI system's parallel job is: GitLab CI's `parallel:` (`CI_NODE_INDEX`, from 1,
+    of `CI_NODE_TOTAL`) or Buildkite's `parallelism:` (`BUILDKITE_PARALLEL_JOB`, from 0, of
+    `BUILDKITE_PARALLEL_JOB_COUNT`)."""
+    for index, total, base, name in (
+        ("CI_NODE_INDEX", "CI_NODE_TOTAL", 0, "GitLab CI's parallel jobs"),
+        ("BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", 1, "Buildkite's parallelism"),
+    ):
+        if index in environ or total in environ:
+            k, n = environ.get(index, "").strip(), environ.get(total, "").strip()
+            if not _WHOLE.fullmatch(k) or not _WHOLE.fullmatch(n) or len(k) > 4:
+                raise ShardError(
+                    f"ci: {name} give {index}={_cut(k)!r} and {total}={_cut(n)!r}, not whole "
+                    "numbers"
+                )
+            return parse_shard(f"{int(k) + base}/{n}")
+    raise ShardError(
+        "ci: no parallel job here (GitLab CI's CI_NODE_INDEX/CI_NODE_TOTAL, Buildkite's "
+        "BUILDKITE_PARALLEL_JOB/BUILDKITE_PARALLEL_JOB_COUNT); give K/N"
+    )
+
+
+def parse_shard(text: str, environ: Mapping[str, str] | None = None) -> Shard:
+    """`K/N` with 1 <= K <= N <= `MAX_SHARDS`, ASCII digits; `ci` for the CI's parallel job
+    (`ci_shard`, read from `environ`)."""
+    if text.strip() == "ci" and environ is not None:
+        return ci_shard(environ)
     index, sep, total = text.strip().partition("/")
     if not sep or not _WHOLE.fullmatch(index) or not _WHOLE.fullmatch(total):
         raise ShardError(f"{_cut(text)!r} is not K/N (e.g. 2/4: the second of four shards)")

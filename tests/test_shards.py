@@ -490,3 +490,24 @@ def test_a_damaged_plan_stops_a_shard_before_any_trial_saying_so(shop):
     again = p.runpytest("cases", "--commerce-shard=2/2", "--commerce-run-id=bad")
     assert again.ret == pytest.ExitCode.USAGE_ERROR
     again.stderr.fnmatch_lines(["*--commerce-shard=2/2: *run bad: column shard_plans.plan is not*"])
+
+
+def test_the_plan_balances_by_the_times_the_store_recorded(shop):
+    """A case that took 50 seconds a trial in the last complete run gets a shard of its own;
+    the nine that took one second share the other."""
+    from run_builders import run, trial
+
+    p, _ = shop
+    ids = [f"cart-{n:03d}-add" for n in range(1, 7)] + [f"bag-{n:03d}-add" for n in range(1, 5)]
+    past = [
+        trial(case_id).model_copy(update={"duration_s": 50.0 if case_id == "bag-004-add" else 1.0})
+        for case_id in ids
+    ]
+    store = RunStore(p.path / ".commerce" / "runs")
+    store.import_record(run(past))
+    assert p.runpytest("cases", "--commerce-shard=1/2", "--commerce-run-id=timed").ret == 0
+    _, plan = read_plan(store, "timed")
+    slow = plan["bag-004-add"]
+    assert [c for c, k in plan.items() if k == slow] == ["bag-004-add"]
+    # without that history every case weighs the same: five and five
+    assert sorted(Counter(plan_shards(dict.fromkeys(ids, 1.0), 2).values()).values()) == [5, 5]

@@ -147,8 +147,15 @@ def test_a_model_without_a_price_costs_unknown_never_zero(suite):
     assert "$0.0000" not in result.stdout.str()
 
 
-def test_the_runs_budget_stops_new_trials_and_leaves_their_sets_undecided(suite):
-    result = _run(suite, "--commerce-budget=tokens:1000", "-rs", "--commerce-json=run.json")
+@pytest.mark.parametrize("store", ["none", "runs"])  # the record says the same either way
+def test_the_runs_budget_stops_new_trials_and_leaves_their_sets_undecided(suite, store):
+    result = _run(
+        suite,
+        "--commerce-budget=tokens:1000",
+        "-rs",
+        "--commerce-json=run.json",
+        f"--commerce-store={store}",
+    )
     # chat-001-costly ran first and spent 4,200 tokens: the other two were never started
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed") == 1 and "passed" not in outcomes

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import xml.etree.ElementTree as ET
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from helpers import toy_conftest
+from run_builders import run as stored_run
+from run_builders import trial as stored_trial
 
-from pytest_commerce_evals.errors import ShardError
+from pytest_commerce_evals.errors import ShardError, StoreError
 from pytest_commerce_evals.runner.merge import shard_problems
 from pytest_commerce_evals.runner.shards import case_weights, plan_shards
 from pytest_commerce_evals.settings.values import Shard, parse_run_id, parse_shard
@@ -22,6 +26,7 @@ from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.store.shards import (
     ShardRow,
     begin_shard,
+    case_seconds,
     finish_shard,
     read_plan,
     shard_rows,
@@ -511,3 +516,261 @@ def test_the_plan_balances_by_the_times_the_store_recorded(shop):
     assert [c for c, k in plan.items() if k == slow] == ["bag-004-add"]
     # without that history every case weighs the same: five and five
     assert sorted(Counter(plan_shards(dict.fromkeys(ids, 1.0), 2).values()).values()) == [5, 5]
+
+
+# -- rules a mutation run found untested ---------------------------------------------------------
+
+
+def test_a_ci_run_id_is_read_only_inside_its_ci_system_and_is_a_safe_run_id():
+    assert ci_run_id({"CI_PIPELINE_ID": "55"}) is None  # not in GitLab CI
+    assert ci_run_id({"BUILDKITE_BUILD_ID": "0a-1b"}) is None  # not in Buildkite
+    found, _ = ci_run_id({"BUILDKITE": "true", "BUILDKITE_BUILD_ID": " a b/c\u00e9 "})
+    assert found == "buildkite-a.b.c." and parse_run_id(found) == found
+    long, _ = ci_run_id({"GITLAB_CI": "true", "CI_PIPELINE_ID": "9" * 100})
+    assert long == "gitlab-" + "9" * 60
+
+
+def test_the_plan_reads_the_times_of_complete_regression_runs_only(tmp_path):
+    store = RunStore(tmp_path / "runs")
+
+    def timed(seconds: float) -> list:
+        return [stored_trial("cart-001-a").model_copy(update={"duration_s": seconds})]
+
+    store.import_record(stored_run(timed(2.0), run_id="20250101-000000-000001"))
+    store.import_record(
+        stored_run(
+            timed(50.0),
+            run_id="20250102-000000-000002",
+            started_at="2025-01-02T12:00:00.000+00:00",
+            complete=False,
+        )
+    )
+    store.import_record(
+        stored_run(
+            timed(80.0),
+            run_id="20250103-000000-000003",
+            started_at="2025-01-03T12:00:00.000+00:00",
+            kind="live",
+        )
+    )
+    assert case_seconds(store, 5) == {"cart-001-a": 2.0}
+
+
+def test_a_schema_7_store_gains_the_shard_tables_and_a_store_missing_them_is_damaged(tmp_path):
+    folder = tmp_path / "runs"
+    RunStore(folder).close()
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
+        conn.execute("DROP TABLE shard_plans")
+        conn.execute("DROP TABLE shards")
+        conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    store = RunStore(folder)  # the store of the release before shards
+    assert write_plan(store, "r1", 2, {"a": 1, "b": 2}) == (2, {"a": 1, "b": 2})
+    store.close()
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+            "8",
+        )
+        conn.execute("DROP TABLE shards")
+    with pytest.raises(StoreError, match=r"table\(s\) shards missing"):
+        RunStore(folder).runs()
+
+
+def test_a_shard_that_only_collects_writes_no_plan(shop):
+    p, _ = shop
+    looked = p.runpytest(
+        "cases", "--commerce-shard=1/2", "--commerce-run-id=look", "--collect-only", "-k", "cart"
+    )
+    assert looked.ret == 0
+    assert read_plan(RunStore(p.path / ".commerce" / "runs"), "look") is None
+    # the run's shards then plan it from what they collect, not from the look
+    assert [r.ret for r in shard_runs(p, "look", 2)] == [0, 0]
+
+
+def test_a_shard_that_collects_nothing_exits_as_pytest_does(shop):
+    p, _ = shop
+    result = p.runpytest(
+        "cases", "--commerce-shard=1/2", "--commerce-run-id=typo", "-k", "no-such-case"
+    )
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_every_plain_test_runs_on_exactly_one_shard(shop):
+    p, _ = shop
+    p.makepyfile(test_plain="".join(f"def test_{n}():\n    pass\n\n\n" for n in range(8)))
+    ran = Counter()
+    for result in shard_runs(p, "plain", 3, "test_plain.py", "-v"):
+        assert result.ret == 0
+        ran.update(re.findall(r"test_plain\.py::(test_\d+) PASSED", result.stdout.str()))
+    assert ran == Counter({f"test_{n}": 1 for n in range(8)})
+
+
+def test_an_invalid_case_entry_fails_its_shard_and_the_merge_and_the_run_stays_complete(
+    shop, tmp_path
+):
+    p, _ = shop
+    with (p.path / "cases" / "bag" / "cases.yaml").open("a") as cases:
+        cases.write("- id: bag-099-bad\n  priority: urgent\n")
+    results = shard_runs(p, "invalid", 2)
+    failed = [r for r in results if r.ret != 0]
+    assert len(failed) == 1 and failed[0].ret == pytest.ExitCode.TESTS_FAILED
+    failed[0].stdout.fnmatch_lines(["*this shard failed on its own: 1 invalid case entr(ies)*"])
+    merged = p.runpytest("--commerce-merge=invalid", f"--commerce-json={tmp_path / 'run.json'}")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    merged.stdout.fnmatch_lines(["*failed on its own (exit status 1): invalid case entry: *"])
+    # every trial is stored: the run is complete, and failed
+    assert json.loads((tmp_path / "run.json").read_text())["complete"] is True
+
+
+GLUE_ERROR = """
+
+_toy_agent = pytest_commerce_evals_make_agent
+
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    if case.id == "bag-002-add":
+        raise RuntimeError("the shop's sandbox is down")
+    return _toy_agent(config, case, backend)
+"""
+
+SKIPPED = (
+    "- id: cart-007-add\n"
+    "  priority: low\n"
+    "  difficulty: easy\n"
+    "  skip: the shoe is not in stock yet\n"
+    '  turns: ["Add it to my cart"]\n'
+    "  expected:\n"
+    "    cart_contains: [shoe-001]\n"
+)
+
+
+def test_errored_and_skipped_trials_merge_as_one_runner_reports_them(shop, tmp_path):
+    p, _ = shop
+    p.makeconftest(toy_conftest(scripts(FAILING)) + GLUE_ERROR)
+    with (p.path / "cases" / "cart" / "cases.yaml").open("a") as cases:
+        cases.write(SKIPPED)
+    (p.path / "cases" / "later").mkdir()  # a set whose every case is skipped
+    (p.path / "cases" / "later" / "cases.yaml").write_text(SKIPPED.replace("cart-007", "later-001"))
+    single = p.runpytest(
+        "cases",
+        "--commerce-store=none",
+        f"--commerce-json={tmp_path / 'single.json'}",
+        f"--junitxml={tmp_path / 'single.xml'}",
+    )
+    one_junit = junit_cases(tmp_path / "single.xml")
+    assert one_junit["cases.bag.cases.yaml.bag-002-add"] == "error"
+    assert one_junit["cases.cart.cases.yaml.cart-007-add"] == "skipped"
+    assert [r.ret for r in shard_runs(p, "odd", 2)] == [0, 0]
+    merged = p.runpytest(
+        "--commerce-merge=odd",
+        f"--commerce-json={tmp_path / 'merged.json'}",
+        f"--junitxml={tmp_path / 'merged.xml'}",
+    )
+    assert merged.ret == single.ret == pytest.ExitCode.TESTS_FAILED
+    assert junit_cases(tmp_path / "merged.xml") == one_junit
+    set_lines = re.compile(r"^  (?:ok|SHORT|UNDECIDED|skip) +cases/.*$", re.M)
+    assert set_lines.findall(merged.stdout.str()) == set_lines.findall(single.stdout.str())
+    assert "  skip  cases/later: 0/0 = n/a (threshold 80%, 1 skipped)" in single.stdout.lines
+    one = json.loads((tmp_path / "single.json").read_text())
+    got = json.loads((tmp_path / "merged.json").read_text())
+    assert got["sets"] == one["sets"]
+    assert [per_case(c) for c in got["cases"]] == [per_case(c) for c in one["cases"]]
+
+
+def test_a_shard_run_again_and_stopped_early_keeps_none_of_its_earlier_trials(shop):
+    p, write = shop
+    write(set())
+    assert [r.ret for r in shard_runs(p, "redo", 2)] == [0, 0]
+    store = RunStore(p.path / ".commerce" / "runs")
+    _, plan = read_plan(store, "redo")
+    first = min(c for c, k in plan.items() if k == 1)  # the first case shard 1 runs
+    write({first})
+    p.runpytest("cases", "--commerce-shard=1/2", "--commerce-run-id=redo", "-x")
+    ones = [t for t in store.load_run("redo").trials if plan[t.case_id] == 1]
+    assert [(t.case_id, t.outcome) for t in ones] == [(first, "fail")]
+    row = shard_rows(store, "redo")[0]
+    assert (row.shard, row.complete, row.trials) == (1, False, 1)
+    merged = p.runpytest("--commerce-merge=redo")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    merged.stdout.fnmatch_lines(
+        ["  shard 1/2 (5 case(s)) ended incomplete *only its 1 finished trial(s) are stored"]
+    )
+
+
+def test_a_shard_whose_budget_ran_out_is_incomplete_and_its_unstarted_trials_count(shop, tmp_path):
+    p, _ = shop
+    spent = p.runpytest(
+        "cases", "--commerce-shard=1/2", "--commerce-run-id=spent", "--commerce-budget=calls:2"
+    )
+    assert spent.ret == 0
+    assert p.runpytest("cases", "--commerce-shard=2/2", "--commerce-run-id=spent").ret == 0
+    merged = p.runpytest("--commerce-merge=spent", f"--commerce-json={tmp_path / 'run.json'}")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    merged.stdout.fnmatch_lines(
+        [
+            "run stopped early: the run's budget ran out (shard 1's budget was spent); trials "
+            "not started: 4 (their sets are UNDECIDED)",
+            "  shard 1/2 (5 case(s)) ended incomplete *",
+        ]
+    )
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["complete"] is False
+    # the merged record lists the unstarted trials and its sets count them, as one runner's does
+    assert len(record["not_started"]) == 4
+    assert sum(s["other"].get("not_started", 0) for s in record["sets"]) == 4
+
+
+def test_a_shard_with_other_trials_per_case_than_its_run_is_not_stored(shop):
+    p, _ = shop
+    run_args = ("cases", "--commerce-run-id=sig")
+    assert p.runpytest(*run_args, "--commerce-shard=1/2", "--commerce-trials=2").ret == 0
+    other = p.runpytest(*run_args, "--commerce-shard=2/2")
+    other.stdout.fnmatch_lines(["*run sig is already recorded with another selection or kind*"])
+    store = RunStore(p.path / ".commerce" / "runs")
+    _, plan = read_plan(store, "sig")
+    assert [r.shard for r in shard_rows(store, "sig")] == [1]
+    assert {plan[t.case_id] for t in store.load_run("sig").trials} == {1}
+    merged = p.runpytest("--commerce-merge=sig")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    merged.stdout.fnmatch_lines(["  shard 2/2 (5 case(s)) never began*"])
+
+
+def test_a_shard_is_not_a_merge_and_a_merge_needs_the_store(shop):
+    p, _ = shop
+    both = p.runpytest(
+        "cases", "--commerce-shard=1/2", "--commerce-run-id=r1", "--commerce-merge=r1"
+    )
+    assert both.ret == pytest.ExitCode.USAGE_ERROR
+    both.stderr.fnmatch_lines(["*--commerce-shard splits a run of the cases; --commerce-merge*"])
+    off = p.runpytest("--commerce-merge=r1", "--commerce-store=none")
+    assert off.ret == pytest.ExitCode.USAGE_ERROR
+    off.stdout.fnmatch_lines(["*--commerce-merge reads the run store; it is off*"])
+
+
+def test_a_merge_with_no_trial_stored_fails_while_a_shard_never_began(shop, tmp_path):
+    p, _ = shop
+    # one case over two shards: shard 2 has none, runs first and writes the plan
+    lone = p.runpytest("cases", "--commerce-shard=2/2", "--commerce-run-id=lone", "-k", "cart-001")
+    assert lone.ret == 0
+    merged = p.runpytest("--commerce-merge=lone", f"--commerce-json={tmp_path / 'run.json'}")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    # no trial to summarise: the run still says why it fails
+    merged.stdout.fnmatch_lines(
+        [
+            "run incomplete or failed in a shard:",
+            "  shard 1/2 (1 case(s)) never began: none of its trials is stored",
+            "verdict: fail — 1 shard(s) missing, unfinished or failed",
+        ]
+    )
+    assert json.loads((tmp_path / "run.json").read_text())["complete"] is False
+
+
+def test_a_shard_whose_part_the_store_refused_fails_on_its_own(shop):
+    p, _ = shop
+    assert p.runpytest("cases", "--commerce-shard=1/2", "--commerce-run-id=clash").ret == 0
+    other = p.runpytest(
+        "cases", "--commerce-shard=2/2", "--commerce-run-id=clash", "--commerce-trials=2"
+    )
+    assert other.ret == pytest.ExitCode.TESTS_FAILED
+    other.stdout.fnmatch_lines(
+        ["*this shard failed on its own: *", "run store error: *already recorded with another*"]
+    )

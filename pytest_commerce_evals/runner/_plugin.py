@@ -485,6 +485,7 @@ def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
         if settings(config).shard is not None:  # a shard of no case still says who decides
             reasons = _reasons(summary, len(config.stash[NON_CASE_FAILURES]), own=True)
             terminalreporter.write_line(shard_verdict_line(config, reasons))
+        _problem_lines(terminalreporter, config.stash.get(RUN_PROBLEMS, []))
         return
     not_graded = config.stash[NOT_GRADED]
     if not_graded:
@@ -515,17 +516,27 @@ def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if summary.sets and not shortfalls and not undecided:
         terminalreporter.write_line("every set met its threshold", green=True)
     problems = config.stash.get(RUN_PROBLEMS, [])
-    if problems:
-        terminalreporter.write_line("")
-        terminalreporter.write_line("run incomplete or failed in a shard:", red=True, bold=True)
-        for line in problems:
-            terminalreporter.write_line(f"  {line}", red=True)
+    _problem_lines(terminalreporter, problems)
     if settings(config).shard is not None:
         reasons = _reasons(summary, len(config.stash[NON_CASE_FAILURES]), own=True)
         terminalreporter.write_line(shard_verdict_line(config, reasons))
     elif summary.sets:
         others = len(config.stash[NON_CASE_FAILURES])
         terminalreporter.write_line(_verdict_line(summary, others, len(problems)))
+
+
+def _problem_lines(terminalreporter: Any, problems: list[str]) -> None:
+    """A merged run's shards that were missing, unfinished or failed."""
+    if problems:
+        terminalreporter.write_line("")
+        terminalreporter.write_line("run incomplete or failed in a shard:", red=True, bold=True)
+        for line in problems:
+            terminalreporter.write_line(f"  {line}", red=True)
+        if terminalreporter.config.stash[SUMMARY].cases:
+            return
+        terminalreporter.write_line(
+            f"verdict: fail — {len(problems)} shard(s) missing, unfinished or failed"
+        )
 
 
 def _reasons(summary: Summary, others: int = 0, shards: int = 0, own: bool = False) -> list[str]:

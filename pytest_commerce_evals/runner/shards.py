@@ -30,10 +30,7 @@ from ..store.shards import case_seconds, write_plan
 from .items import CaseItem
 from .state import NON_CASE_FAILURES, SUMMARY
 
-__all__ = ["SHARD_CASES", "plan_shards", "select_shard", "shard_gate", "shard_verdict_line"]
-
-SHARD_CASES = pytest.StashKey[set[str]]()
-"""The cases this shard runs (in the process that collected them)."""
+__all__ = ["plan_shards", "select_shard", "shard_gate", "shard_verdict_line"]
 
 UNKNOWN_SECONDS = 1.0
 """A trial's expected seconds when no case has a recorded time."""
@@ -115,7 +112,6 @@ def select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
         else:
             owner = zlib.crc32(item.nodeid.encode("utf-8", "surrogatepass")) % shard.total + 1
         (keep if owner == shard.index else drop).append(item)
-    config.stash[SHARD_CASES] = {c for c, k in plan.items() if k == shard.index}
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -131,6 +127,8 @@ def shard_gate(session: pytest.Session) -> None:
     errors += [f"failed: {nodeid}" for nodeid in config.stash.get(NON_CASE_FAILURES, [])]
     recorder = config.stash.get(RECORDER, None)
     if isinstance(recorder, ShardRecorder):
+        if recorder.store_error is not None:  # its part is not in the run: the merge lacks it
+            errors.append(f"run store: {recorder.store_error}")
         recorder.own_errors = errors
         if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and recorder.empty_slice():
             session.exitstatus = pytest.ExitCode.OK
@@ -142,6 +140,9 @@ def shard_verdict_line(config: pytest.Config, reasons: list[str]) -> str:
     """The verdict line of a shard: its own errors, and who decides the run."""
     shard = settings(config).shard
     run_id, _ = shard_run(config)
+    recorder = config.stash.get(RECORDER, None)
+    if isinstance(recorder, ShardRecorder) and recorder.store_error is not None:
+        reasons = [*reasons, "its part is not in the run store (see the run store error)"]
     own = f"; this shard failed on its own: {', '.join(reasons)}" if reasons else ""
     return (
         f"verdict: shard {shard} of run {run_id} — the run's sets are decided over every "

@@ -263,11 +263,12 @@ class RunRecorder:
                 "judge_fingerprints": prints,
                 "sets": set_results(self.trials, [(s, t) for _, _, s, t in self.not_started]),
                 "trials": list(self.trials),
-                "not_started": [
-                    NotStarted(case_id=c, trial=n, set_name=s) for c, n, s, _ in self.not_started
-                ],
+                "not_started": self._unstarted(),
             }
         )
+
+    def _unstarted(self) -> list[NotStarted]:
+        return [NotStarted(case_id=c, trial=n, set_name=s) for c, n, s, _ in self.not_started]
 
     def _try_again(self) -> bool:
         """Once more, at the session's end, before the record goes aside: a store that failed
@@ -378,7 +379,8 @@ class RunRecorder:
                     exit_status=status,
                     baseline=base_id,
                     trials=self.trials,
-                )
+                    not_started=[(s, t) for _, _, s, t in self.not_started],
+                ).model_copy(update={"not_started": self._unstarted()})
             except Exception as exc:
                 self._fail(exc)
         if self.finished is not None:

@@ -339,6 +339,7 @@ class RunStore:
         ended_at: str | None = None,
         baseline: str | None = None,
         trials: list[TrialRecord] | None = None,
+        not_started: Iterable[tuple[str, float]] = (),
     ) -> RunRecord:
         """Close a run: set results and the judge identity from its trials, the end time, and
         `complete` (false for an interrupted run). Returns the stored record.
@@ -347,7 +348,9 @@ class RunStore:
         back twice (a case and trial added twice counts once, the last, as stored); by default
         they are read from the store."""
         self._retry(
-            lambda: self._finish_run(run_id, complete, exit_status, ended_at, baseline, trials)
+            lambda: self._finish_run(
+                run_id, complete, exit_status, ended_at, baseline, trials, not_started
+            )
         )
         if trials is None:
             return self.load_run(run_id)
@@ -365,6 +368,7 @@ class RunStore:
         ended_at: str | None,
         baseline: str | None,
         trials: list[TrialRecord] | None,
+        not_started: Iterable[tuple[str, float]] = (),
     ) -> None:
         with self._transaction() as conn:
             if trials is None:
@@ -385,7 +389,7 @@ class RunStore:
                     run_id,
                 ),
             )
-            write_sets(conn, run_id, set_results(trials))
+            write_sets(conn, run_id, set_results(trials, not_started))
 
     def import_record(self, record: RunRecord) -> None:
         """Store a whole record (e.g. one written aside while the store was unusable)."""

@@ -111,8 +111,8 @@ class ShardRecorder(RunRecorder):
         return found is not None and self.shard.index not in found[1].values()
 
     def finish(self, session: pytest.Session) -> None:
-        if self.finished is not None:
-            return
+        if self.finished is not None or self.config.option.collectonly:
+            return  # a look at the slice (--collect-only) writes nothing
         self.begin()  # a shard that ran no trial still says it ended
         status = int(session.exitstatus)
         complete = (

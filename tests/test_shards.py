@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from helpers import toy_conftest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from run_builders import run as stored_run
 from run_builders import trial as stored_trial
 
@@ -774,3 +776,26 @@ def test_a_shard_whose_part_the_store_refused_fails_on_its_own(shop):
     other.stdout.fnmatch_lines(
         ["*this shard failed on its own: *", "run store error: *already recorded with another*"]
     )
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "GITHUB_ACTIONS",
+                "GITHUB_RUN_ID",
+                "GITHUB_REPOSITORY",
+                "GITLAB_CI",
+                "CI_PIPELINE_ID",
+                "BUILDKITE",
+                "BUILDKITE_BUILD_ID",
+            ]
+        ),
+        st.text(max_size=300) | st.just("true"),
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_whatever_the_ci_variables_hold_the_run_id_made_of_them_is_a_valid_one(environ):
+    found = ci_run_id(environ)
+    if found is not None:
+        assert parse_run_id(found[0]) == found[0]

@@ -84,7 +84,6 @@ class ShardRecorder(RunRecorder):
         shard = settings(config).shard
         assert shard is not None
         self.shard = shard
-        self.run_origin = ""
         run_id, self.run_origin = shard_run(config)
         self.record = self.record.model_copy(
             update={"run_id": run_id, "options": {**self.record.options, "shards": shard.total}}

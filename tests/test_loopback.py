@@ -4,6 +4,7 @@ frame its body (length, chunks, to the close), interim replies, and replies it c
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import closing
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_commerce_evals.models import loopback
 from pytest_commerce_evals.models.http_client import http_library
 from pytest_commerce_evals.models.loopback import LoopbackPoster
 
@@ -278,8 +280,19 @@ class StallingServer:
         self.sock.close()
 
 
+@pytest.fixture(params=["kernel", "python"])
+def waits(request, monkeypatch) -> str:
+    """Each send and receive bounded by the kernel (Linux) or by the socket's Python timeout
+    (elsewhere): both must give the same errors."""
+    if request.param == "python":
+        monkeypatch.setattr(loopback, "_KERNEL_WAITS", False)
+    elif not loopback._KERNEL_WAITS:
+        pytest.skip("the kernel bounds the socket's waits on Linux only")
+    return request.param
+
+
 @pytest.mark.parametrize("size", [10, 48 * 1024 * 1024], ids=["reply-stalls", "send-stalls"])
-def test_a_call_past_its_own_timeout_is_a_read_timeout_on_a_kept_connection(size):
+def test_a_call_past_its_own_timeout_is_a_read_timeout_on_a_kept_connection(size, waits):
     """The bound of each call is its own: a kept connection made for 2 s gives up after the
     0.3 s a later call asks for, whether the reply or the sending stalls."""
     import time
@@ -290,8 +303,51 @@ def test_a_call_past_its_own_timeout_is_a_read_timeout_on_a_kept_connection(size
         with closing(poster(server.url)) as p:
             assert p.post(b'{"a": 1}', {}, None).content == OK  # the 2 s default
             started = time.monotonic()
-            with pytest.raises(lib.ReadTimeout):
+            with pytest.raises(lib.ReadTimeout, match="^timed out$"):
                 p.post(b"x" * size, {}, 0.3)
             assert time.monotonic() - started < 1.5
     finally:
         server.close()
+
+
+def _bound(sock: socket.socket) -> float:
+    seconds, micros = struct.unpack(
+        "ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16)
+    )
+    sent_s, sent_us = struct.unpack(
+        "ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, 16)
+    )
+    assert (sent_s, sent_us) == (seconds, micros)
+    return seconds + micros / 1e6
+
+
+@pytest.mark.skipif(not loopback._KERNEL_WAITS, reason="the kernel bounds waits on Linux only")
+def test_on_linux_the_kernel_bounds_each_wait_and_the_socket_blocks(raw):
+    """One system call a send or a receive: the socket blocks (no Python timeout, which would
+    poll before each), SO_RCVTIMEO and SO_SNDTIMEO hold the call's bound, set again only when a
+    call asks for another."""
+    reply = b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n" + OK
+    server = raw([reply] * 4)
+    with closing(poster(server.url)) as p:
+        p.post(b"{}", {}, None)
+        (conn,) = p._open
+        assert conn.sock.gettimeout() is None
+        assert 2.0 <= _bound(conn.sock) < 2.01  # the poster's own (the kernel counts in ticks)
+        p.post(b"{}", {}, 0.25)
+        assert 0.25 <= _bound(conn.sock) < 0.26
+    assert server.connections <= 2
+
+
+def test_a_bound_the_kernel_cannot_hold_leaves_the_socket_as_it_was(monkeypatch):
+    a, b = socket.socketpair()
+    with a, b:
+        a.settimeout(3.0)
+        for bad in (0.0, -1.0, float("inf"), float("nan")):
+            assert loopback._kernel_wait(a, bad) is False
+            assert a.gettimeout() == 3.0
+        if loopback._KERNEL_WAITS:  # never no bound at all: a zero would mean that
+            assert loopback._kernel_wait(a, 1e-9) is True and 0 < _bound(a) < 0.02
+        monkeypatch.setattr(loopback, "_KERNEL_WAITS", False)  # elsewhere: the socket's own
+        conn = loopback._Connection(b)
+        conn.bound(0.5)
+        assert b.gettimeout() == 0.5 and conn.wait == 0.5

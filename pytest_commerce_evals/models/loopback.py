@@ -27,6 +27,8 @@ from __future__ import annotations
 import http.client
 import re
 import socket
+import struct
+import sys
 import threading
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +41,28 @@ _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 _NO_BODY = {204, 304}
 _ILLEGAL = re.compile(r"[\r\n\0]")
 _MAX_HEAD = 65536  # a status line and headers past this are not a reply this reads
+_KERNEL_WAITS = sys.platform.startswith("linux")
+"""Where the socket's waits are bounded by the kernel (`SO_RCVTIMEO`, `SO_SNDTIMEO` on a
+blocking socket): each send and receive is then one system call, where a socket with a Python
+timeout polls before every one (two calls, each releasing and taking back the interpreter's lock,
+which at hundreds of trials in flight is most of what a model call costs the process)."""
+
+
+def _kernel_wait(sock: socket.socket, seconds: float) -> bool:
+    """Bound each send and receive on `sock` by `seconds` in the kernel, the socket blocking;
+    False where this cannot be done (another platform, a bound that is not a positive number of
+    seconds), the socket left as it was."""
+    if not _KERNEL_WAITS or not 0 < seconds < 2**31:
+        return False
+    micros = max(1, round(seconds * 1_000_000))  # a zero would mean no bound at all
+    value = struct.pack("ll", micros // 1_000_000, micros % 1_000_000)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+    except OSError:
+        return False
+    sock.settimeout(None)
+    return True
 
 
 class _Connection:
@@ -47,11 +71,22 @@ class _Connection:
     a server that closed the connection (`RemoteDisconnected`) or sent what is not HTTP
     (`BadStatusLine`, `IncompleteRead`, `HTTPException`), and the socket's own."""
 
-    __slots__ = ("_buf", "sock")
+    __slots__ = ("_buf", "sock", "wait")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock: socket.socket | None = sock
         self._buf = bytearray()
+        self.wait: float | None = None
+        """The bound on each send and receive the socket has now."""
+
+    def bound(self, wait: float) -> None:
+        """Bound each send and receive by `wait` seconds: in the kernel where it can be
+        (`_kernel_wait`), else as the socket's timeout. Nothing is done when it is already so."""
+        if self.sock is None or wait == self.wait:
+            return
+        if not _kernel_wait(self.sock, wait):
+            self.sock.settimeout(wait)
+        self.wait = wait
 
     def close(self) -> None:
         sock, self.sock = self.sock, None
@@ -262,14 +297,14 @@ class LoopbackPoster:
     ) -> Reply:
         head = self._head(content, headers)
         try:
-            if conn.sock is not None:
-                conn.sock.settimeout(wait)
+            conn.bound(wait)
             conn.request(head, content)
             status, reply_headers, body, will_close = conn.response()
         except _STALE:
             raise
-        except TimeoutError as exc:  # socket.timeout
-            raise self.lib.ReadTimeout(str(exc) or "timed out", request=self.request()) from exc
+        except (TimeoutError, BlockingIOError) as exc:  # the socket's timeout, or the kernel's
+            text = "timed out" if isinstance(exc, BlockingIOError) else str(exc) or "timed out"
+            raise self.lib.ReadTimeout(text, request=self.request()) from exc
         except (OSError, http.client.HTTPException) as exc:
             raise self.lib.RemoteProtocolError(str(exc), request=self.request()) from exc
         if will_close:
@@ -287,8 +322,8 @@ class LoopbackPoster:
         except OSError as exc:
             raise self.lib.ConnectError(str(exc), request=self.request(headers)) from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(wait)
         conn = _Connection(sock)
+        conn.bound(wait)
         self._local.conn = conn
         with self._lock:
             self._open.add(conn)

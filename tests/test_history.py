@@ -767,3 +767,50 @@ def test_a_simulated_customers_fault_never_makes_a_case_newly_failing():
     assert ids(diff_failing_sets(before, after).newly_failing) == []
     failed = run([trial("a-001-x", "fail", n=n) for n in range(1, 6)])
     assert ids(diff_failing_sets(before, failed).newly_failing) == ["a-001-x"]
+
+
+def test_a_large_run_lists_every_case_not_passing_and_counts_the_rest_unless_verbose():
+    passing = [trial(f"a-{i:03d}-pass", n=1) for i in range(60)]
+    odd = [trial("z-001-fails", "fail"), trial("z-002-broken", "infra_error")]
+    now = run(passing + odd)
+    short = case_lines(now, None, 40)
+    assert len(short) == 1 + 40 + 1
+    assert short[1].split()[0] == "z-001-fails"  # failing first, whatever its name
+    assert short[-1] == "  … and 22 more that passed every graded trial (-v lists every case)"
+    listed = [line.split()[0] for line in short[1:-1]]
+    # in the usual order, the case with nothing graded too (listed, though it failed nothing)
+    assert listed == ["z-001-fails", *[f"a-{i:03d}-pass" for i in range(38)], "z-002-broken"]
+    assert len(case_lines(now, None)) == 1 + 62  # no limit (-v): every case
+    assert case_lines(now, None, 62) == case_lines(now, None)  # within the limit: all, no count
+    # more cases not passing than the limit: every one of them still, no passing case
+    bad = run([trial(f"b-{i:03d}-x", "fail") for i in range(5)] + passing[:3])
+    assert [line.split()[0] for line in case_lines(bad, None, 2)[1:-1]] == [
+        f"b-{i:03d}-x" for i in range(5)
+    ]
+    assert case_lines(bad, None, 2)[-1].startswith("  … and 3 more")
+
+
+def test_the_terminal_lists_every_case_with_v_and_past_the_limit_counts_the_passing(
+    suite, tmp_path, monkeypatch
+):
+    from pytest_commerce_evals.store import recorder
+
+    monkeypatch.setattr(recorder, "CASE_LINES", 2)
+    p, write = suite
+    store = f"--commerce-store={tmp_path / 'store'}"
+    write(cart_002_checkout_total="shoe-002")
+    short = p.runpytest("cases", store)
+    short.stdout.fnmatch_lines(
+        [
+            "case pass rates *",
+            "  cart-002-checkout-total  critical  0/1 0% [0–79]",
+            "  cart-001-add-single      high      1/1 100% [21–100]",
+            "  … and 1 more that passed every graded trial (-v lists every case)",
+        ]
+    )
+    assert "cart-003-vegan-tote      low" not in short.stdout.str()
+    every = p.runpytest("cases", store, "-v")
+    every.stdout.fnmatch_lines(
+        ["case pass rates *", "  cart-002-*", "  cart-001-*", "  cart-003-vegan-tote *"]
+    )
+    assert "more that passed" not in every.stdout.str()

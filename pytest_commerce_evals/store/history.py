@@ -23,6 +23,7 @@ from ..stats import format_rate, wilson_interval
 from .run_store import RunStore
 
 __all__ = [
+    "CASE_LINES",
     "DEFAULT_HISTORY_RUNS",
     "CaseRate",
     "History",
@@ -272,9 +273,16 @@ def flaky_case(history: History | None, case_id: str, current: CaseRate | None) 
     return is_flaky(strip(history, case_id, current), *strip_counts(history, case_id, current))
 
 
-def case_lines(run: RunRecord, history: History | None) -> list[str]:
+CASE_LINES = 40
+"""Cases the run history section lists at most without `-v`, counting the ones that did not pass
+every graded trial, which are always listed."""
+
+
+def case_lines(run: RunRecord, history: History | None, limit: int | None = None) -> list[str]:
     """Every case's pass rate with its 95% Wilson interval (failing and flaky cases first), and
-    its per-run strip when earlier runs are known."""
+    its per-run strip when earlier runs are known. With a `limit`, the cases that passed every
+    graded trial and are not flaky are listed only while the lines stay within it, the rest
+    counted in one line; a case that failed, is flaky or had nothing graded is always listed."""
     rates = case_rates(run)
     strips = {c: strip(history, c, r) for c, r in rates.items()}
     flaky = {c for c, r in rates.items() if flaky_case(history, c, r)}
@@ -286,7 +294,14 @@ def case_lines(run: RunRecord, history: History | None) -> list[str]:
             c,
         ),
     )
-    width = max([len(c) for c in rates] + [4])
+    hidden = 0
+    if limit is not None and len(order) > limit:
+        shown = [c for c in order if rates[c].failing is not False or c in flaky]
+        room = max(0, limit - len(shown))
+        kept = {*shown, *[c for c in order if c not in shown][:room]}
+        hidden = len(order) - len(kept)
+        order = [c for c in order if c in kept]
+    width = max([len(c) for c in order] + [4])
     runs = max((len(marks) for marks in strips.values()), default=0)
     over = f"; outcome per run over the last {runs} comparable runs, oldest first"
     out = [f"case pass rates (graded trials, 95% Wilson interval{over if runs > 1 else ''}):"]
@@ -294,6 +309,8 @@ def case_lines(run: RunRecord, history: History | None) -> list[str]:
         r = rates[c]
         rate = format_rate(r.passed, r.graded) if r.graded else r.describe()
         mark = "  flaky" if c in flaky else ""
-        shown = f"  {strips[c]}" if len(strips[c]) > 1 else ""
-        out.append(f"  {c:<{width}}  {r.priority:<8}  {rate}{shown}{mark}".rstrip())
+        shown_strip = f"  {strips[c]}" if len(strips[c]) > 1 else ""
+        out.append(f"  {c:<{width}}  {r.priority:<8}  {rate}{shown_strip}{mark}".rstrip())
+    if hidden:
+        out.append(f"  … and {hidden} more that passed every graded trial (-v lists every case)")
     return out

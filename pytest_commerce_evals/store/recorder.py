@@ -23,6 +23,7 @@ from ..settings import agent_label, settings
 from .aggregate import case_results, judge_identity, set_results
 from .diff import FailingSetDiff, diff_failing_sets
 from .history import (
+    CASE_LINES,
     History,
     case_lines,
     case_rates,
@@ -457,7 +458,9 @@ class RunRecorder:
         out = self._store_lines(run)
         if run.trials and run.kind == "regression":
             out.append(("", {}))
-            out += [(line, _case_markup(line)) for line in case_lines(run, self.history)]
+            limit = None if self.config.get_verbosity() > 0 else CASE_LINES
+            lines = case_lines(run, self.history, limit)
+            out += [(line, _case_markup(line)) for line in lines]
         if self.diff is not None:
             out.append(("", {}))
             out.append(("failing-set diff", {"bold": True}))

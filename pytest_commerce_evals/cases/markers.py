@@ -13,6 +13,18 @@ TAG_MARKERS = pytest.StashKey[set[str]]()
 RESERVED_MARKS = pytest.StashKey[frozenset[str]]()
 INI_MARKERS = pytest.StashKey[list[str]]()
 """The `markers` lines of the project's own ini, read before any plugin adds its own."""
+_DECORATORS = pytest.StashKey[dict[str, Any]]()
+
+
+def mark(config: pytest.Config, name: str) -> Any:
+    """`pytest.mark.<name>`, made once per name and session: thousands of case trials carry the
+    same few (their priority, difficulty, tags), and each made anew costs pytest's lookup."""
+    made = config.stash.setdefault(_DECORATORS, {})
+    decorator = made.get(name)
+    if decorator is None:
+        decorator = made[name] = getattr(pytest.mark, name)
+    return decorator
+
 
 # marks that change how pytest runs an item: a tag must never become one of these
 PYTEST_MARKS = frozenset(

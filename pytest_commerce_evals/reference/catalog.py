@@ -487,6 +487,7 @@ def _add_orders(
 
 
 _load_lock = threading.Lock()
+_loaded: set[tuple[str, str | None]] = set()  # read from the cache without the lock from now on
 
 
 def load_catalog(
@@ -495,10 +496,14 @@ def load_catalog(
     """Load and validate every fixture file; merge eval-only fixtures from `poisoned` if given.
 
     Cached per path: backends copy what they change, so one load serves every trial. Trials
-    running at once wait for the first load instead of each doing it.
+    running at once wait for the first load instead of each doing it; later ones take no lock.
     """
-    with _load_lock:
-        return _load_catalog(fixtures, poisoned)
+    key = (str(fixtures), None if poisoned is None else str(poisoned))
+    if key not in _loaded:  # the first load under the lock; later ones read the cache
+        with _load_lock:
+            _load_catalog(fixtures, poisoned)
+            _loaded.add(key)
+    return _load_catalog(fixtures, poisoned)
 
 
 @functools.lru_cache(maxsize=8)

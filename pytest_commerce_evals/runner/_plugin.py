@@ -19,7 +19,7 @@ from ..store.recorder import BASELINE, BASELINE_IS_SOURCE, RECORDER, problem
 from . import regrade_plan
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
-from .items import CaseItem, InvalidCase
+from .items import CaseItem, InvalidCase, agent_endpoint_data
 from .merge import merge_main
 from .progress import ProgressPlugin, progress_for
 from .regrade import stored_trial
@@ -192,17 +192,6 @@ def _adaptive_record(item: CaseItem, outcome: str) -> str | None:
     return decision.reason if before is None else None
 
 
-def _agent_endpoint_data(config: pytest.Config) -> dict | None:
-    from ..models.clients import used_endpoint
-    from ..store.identity import public_base_url
-
-    used = used_endpoint(config, "agent")
-    if used is None:
-        return None
-    base = used.base_url if not used.is_local else "embedded"
-    return {"model": used.model, "base_url": public_base_url(base), "embedded": used.is_local}
-
-
 def _runs_ahead(item: pytest.Item) -> bool:
     """A trial worth starting before its turn: a case trial pytest will not skip."""
     if type(item) is not CaseItem:
@@ -324,7 +313,7 @@ def _trial_report(item: CaseItem, report: pytest.TestReport) -> None:
             # writable form), made typed again where reports gather (`record_of`)
             record=(record.clean().model_dump() if hasattr(item.config, "workerinput") else record),
             rubric_not_judged=not_judged,
-            agent_endpoint=_agent_endpoint_data(item.config),
+            agent_endpoint=agent_endpoint_data(item.config),
             decided=stopped,
         )
     if report.when == "teardown":

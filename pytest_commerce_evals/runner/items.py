@@ -8,7 +8,7 @@ import pytest
 
 from ..cases.case import Case
 from ..cases.loader import CaseProblem
-from ..cases.markers import TAG_MARKERS, reserved_marks, tag_marker
+from ..cases.markers import TAG_MARKERS, mark, reserved_marks, tag_marker
 from ..errors import ConfigurationError
 from ..results import TrialRecord, TrialSpec
 from ._scheduler import SCHEDULER
@@ -16,6 +16,25 @@ from .regrade import regrade_trial, stored_trial
 from .spending import run_spend
 from .state import TRIAL_RAN
 from .trial import RUNNING, run_trial
+
+_ENDPOINT_DATA = pytest.StashKey[tuple[Any, dict]]()
+
+
+def agent_endpoint_data(config: pytest.Config) -> dict | None:
+    """The agent endpoint the trials asked the plugin for, as a trial's report carries it
+    (`model`, `base_url` without credentials, `embedded`); None when none was asked for."""
+    from ..models.clients import used_endpoint
+    from ..store.identity import public_base_url
+
+    used = used_endpoint(config, "agent")
+    if used is None:
+        return None
+    known = config.stash.get(_ENDPOINT_DATA, None)
+    if known is None or known[0] is not used:  # made once: the first client's endpoint stays
+        base = used.base_url if not used.is_local else "embedded"
+        data = {"model": used.model, "base_url": public_base_url(base), "embedded": used.is_local}
+        known = config.stash[_ENDPOINT_DATA] = (used, data)
+    return dict(known[1])
 
 
 class InvalidCase(pytest.Item):
@@ -77,11 +96,12 @@ class CaseItem(pytest.Item):
         """Which trial this item runs, passed whole to whatever runs it."""
         self.display = display
         self.result: TrialRecord | None = None
-        self.add_marker(case.priority)
-        self.add_marker(f"difficulty_{case.difficulty}")
+        config = self.config
+        self.add_marker(mark(config, case.priority))
+        self.add_marker(mark(config, f"difficulty_{case.difficulty}"))
         if case.difficulty != "medium":
-            self.add_marker(case.difficulty)
-        self.add_marker("commerce_case")
+            self.add_marker(mark(config, case.difficulty))
+        self.add_marker(mark(config, "commerce_case"))
         registered = self.config.stash[TAG_MARKERS]
         for tag in case.tags:
             self.extra_keyword_matches.add(tag)  # -k matches the tag's own text, always
@@ -92,7 +112,7 @@ class CaseItem(pytest.Item):
                 reserved_marks(self.config)  # fixed before the first tag marker is added
                 registered.add(marker)
                 self.config.addinivalue_line("markers", f"{marker}: case tag {tag!r}")
-            self.add_marker(marker)
+            self.add_marker(mark(config, marker))
         self.extra_keyword_matches.add(case.flow)
         if case.skip:
             self.add_marker(pytest.mark.skip(reason=case.skip))

@@ -11,6 +11,9 @@ runs, oldest and newest):
 - `_pytest.junitxml.xml_key` and its `LogXML` (`node_reporter`, `nodes`, `stats`): a trial that
   could not be graded is written to `--junitxml` as an `<error>`, not a `<failure>`. When they
   are missing the element stays a `<failure>`.
+- `CaptureManager._method` and `_global_capturing` (with its `_state`): a run whose trials run
+  concurrently captures through `sys.stdout`/`sys.stderr` rather than file descriptors
+  (`capture_by_sys`). When they are missing the capture is left as it is.
 - `TerminalReporter._tw.width_of_current_line`: the progress line, written from a thread to the
   terminal itself, starts on a line of its own when pytest is mid-line (its dots). When it is
   missing the line is written after a line break.
@@ -33,6 +36,7 @@ import pytest
 __all__ = [
     "PYTEST_SUPPORTED",
     "XDIST_SUPPORTED",
+    "capture_by_sys",
     "case_scheduler",
     "junit_error",
     "line_started",
@@ -80,6 +84,27 @@ def line_started(reporter: Any) -> bool:
         return bool(reporter._tw.width_of_current_line)
     except AttributeError:
         return True
+
+
+def capture_by_sys(config: pytest.Config) -> bool:
+    """Switch pytest's global capture from file descriptors (`--capture=fd`, the default) to
+    `sys.stdout`/`sys.stderr` for the rest of the session; False when it captures another way
+    (`-s`, `sys`, `tee-sys`) or its internals moved, leaving it as it was.
+
+    fd capture swaps descriptors 1 and 2 and reads its files back in every phase of every item:
+    about twenty system calls an item, each giving up the interpreter's lock, which at hundreds
+    of trials in flight the main thread then waits to take back behind the trials."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    capturing = getattr(capman, "_global_capturing", None)
+    state = getattr(capturing, "_state", None)
+    if getattr(capman, "_method", None) != "fd" or state not in ("started", "suspended"):
+        return False
+    capman.stop_global_capturing()
+    capman._method = "sys"
+    capman.start_global_capturing()
+    if state == "suspended":
+        capman.suspend_global_capture()
+    return True
 
 
 def junit_error(config: pytest.Config, report: pytest.TestReport, outcome: str) -> bool:

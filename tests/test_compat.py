@@ -206,3 +206,50 @@ def test_the_case_scheduler_sends_each_cases_trials_to_one_worker(pytester: pyte
         workers.setdefault(case, set()).add(worker)
     assert {case: len(w) for case, w in workers.items()} == {"a": 1, "b": 1, "c": 1, "d": 1}
     assert len(set().union(*workers.values())) == 2  # and the cases are spread over both
+
+
+def _with_capture(capman):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(pluginmanager=SimpleNamespace(getplugin=lambda name: capman))
+
+
+def test_capture_internals_are_where_capture_by_sys_reads_them():
+    from _pytest.capture import CaptureManager
+
+    capman = CaptureManager("fd")
+    assert capman._method == "fd" and capman._global_capturing is None
+    capman.start_global_capturing()
+    try:
+        capman.suspend_global_capture()
+        assert capman._global_capturing._state == "suspended"
+        assert compat.capture_by_sys(_with_capture(capman)) is True
+        assert capman._method == "sys" and capman._global_capturing._state == "suspended"
+        capman.resume_global_capture()
+        print("through sys")
+        assert capman.read_global_capture().out == "through sys\n"
+    finally:
+        capman.stop_global_capturing()
+    running = CaptureManager("fd")  # switched while capturing: still capturing after
+    running.start_global_capturing()
+    try:
+        assert compat.capture_by_sys(_with_capture(running)) is True
+        assert running._global_capturing._state == "started"
+    finally:
+        running.stop_global_capturing()
+
+
+@pytest.mark.parametrize("method", ["no", "sys", "tee-sys"])
+def test_capture_by_sys_leaves_every_other_capture_as_it_is(method):
+    from _pytest.capture import CaptureManager
+
+    capman = CaptureManager(method)
+    assert compat.capture_by_sys(_with_capture(capman)) is False  # not started either
+    capman.start_global_capturing()
+    try:
+        before = capman._global_capturing
+        assert compat.capture_by_sys(_with_capture(capman)) is False
+        assert capman._method == method and capman._global_capturing is before
+    finally:
+        capman.stop_global_capturing()
+    assert compat.capture_by_sys(_with_capture(None)) is False  # -p no:capture

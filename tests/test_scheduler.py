@@ -326,3 +326,39 @@ def pytest_commerce_evals_make_agent(config, case, backend):
     assert result.ret == 0, result.stdout.str()
     [trial] = json.loads((pytester.path / "r.json").read_text())["trials"]
     assert trial["turn_s"][0] >= 0.2
+
+
+PLAIN = """
+import os
+
+def test_capfd_reads_its_own(capfd):
+    os.write(1, b"via-fd\\n")
+    print("via-print")
+    out = capfd.readouterr().out
+    assert "via-fd" in out and "via-print" in out
+
+def test_a_write_to_the_descriptor():
+    os.write(1, b"PLAIN-FD" + b"-WRITTEN\\n")
+
+def test_a_print_is_captured():
+    print("PLAIN" + "-PRINTED")
+    assert False
+"""
+
+
+@pytest.mark.parametrize("concurrency, by_fd", [(1, True), (3, False)])
+def test_concurrent_trials_capture_through_sys_and_plain_tests_keep_their_capture(
+    mocked, pytester, concurrency, by_fd
+):
+    """With trials in flight at once, pytest's capture moves from file descriptors to
+    `sys.stdout` for the rest of the session (what concurrent trials print lands in whichever
+    item is reporting either way); `capfd` and printed output are captured as before."""
+    mocked(3, latency_s=0.01)
+    pytester.makepyfile(test_plain=PLAIN)
+    result = pytester.runpytest_subprocess(
+        "cases", "test_plain.py", f"--commerce-concurrency={concurrency}", "--commerce-store=none"
+    )
+    result.assert_outcomes(passed=5, failed=1)
+    out = result.stdout.str()
+    assert "Captured stdout call" in out and out.count("PLAIN-PRINTED") == 1
+    assert ("PLAIN-FD-WRITTEN" in out) is not by_fd

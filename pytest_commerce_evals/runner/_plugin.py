@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from ..compat import case_scheduler, junit_error, run_session, xdist_queued
+from ..compat import capture_by_sys, case_scheduler, junit_error, run_session, xdist_queued
 from ..jsonsafe import printable
 from ..models.clients import AGENT_USED
 from ..models.pricing import price_book
@@ -218,6 +218,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         if config.getoption("usepdb", False) or config.getoption("trace", False):
             size = 1  # a debugger stops in the trial it is reporting, on the main thread
         config.stash[SCHEDULER] = TrialScheduler(size) if size > 1 else None
+        if size > 1:  # what concurrent trials print lands in whichever item is reporting anyway
+            capture_by_sys(config)
     scheduler = config.stash[SCHEDULER]
     if scheduler is None:
         return

@@ -1067,6 +1067,55 @@ def test_a_trial_with_lone_surrogates_and_deep_results_is_stored_and_written(pyt
     assert [r["case_id"] for r in trial_rows(store, run["run_id"])] == ["chat-001-nasty"]
 
 
+ODD_VALUES_CONFTEST = """
+import datetime, decimal
+from helpers import ToyBackend
+from pytest_commerce_evals import Text, ToolCall, ToolResult
+
+def pytest_commerce_evals_make_backend(config, case):
+    return ToyBackend()
+
+def pytest_commerce_evals_make_agent(config, case, backend):
+    def run_turn(session, message):
+        return [
+            ToolCall(call_id="c1", name="search_products", arguments={"query": "order"}),
+            ToolResult(call_id="c1", result={
+                "placed": datetime.datetime(2026, 11, 30, 9, 15),
+                "total": decimal.Decimal("89.90"),
+                "tags": {"gift"},
+            }),
+            Text(text="Your order is on its way."),
+        ]
+    return run_turn
+"""
+
+
+def test_a_trial_whose_events_hold_values_plain_json_has_no_type_for_is_stored(pytester, tmp_path):
+    """A datetime, a Decimal or a set in an event (an agent's tool returned one) is stored as
+    the JSON record writes it, not lost with its batch."""
+    (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
+    pytester.syspathinsert(pytester.path)
+    pytester.makeconftest(ODD_VALUES_CONFTEST)
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(
+        "id: order-001-odd\npriority: low\ndifficulty: easy\nturns: [where is it?]\n"
+        'expected: {reply_includes: ["on its way"]}\n'
+    )
+    out = tmp_path / "run.json"
+    store = tmp_path / "store"
+    result = pytester.runpytest("cases", f"--commerce-store={store}", f"--commerce-json={out}")
+    assert result.ret == 0, result.stdout.str()
+    assert "run store error" not in result.stdout.str(), result.stdout.str()
+    written = {"placed": "2026-11-30T09:15:00", "total": "89.90", "tags": ["gift"]}
+    [trial] = json.loads(out.read_text(encoding="utf-8"))["trials"]
+    assert trial["turns"][0][1]["result"] == written
+    [run] = runs_in(store)
+    [row] = trial_rows(store, run["run_id"])
+    assert json.loads(row["transcript"])[0][1]["result"] == written
+    [stored] = RunStore(store).load_run(run["run_id"]).trials
+    assert stored.turns[0][1].result == written
+
+
 def test_an_unsaved_record_is_imported_by_a_command_once_and_a_bad_one_stores_nothing(
     suite, tmp_path
 ):

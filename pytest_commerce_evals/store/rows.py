@@ -50,7 +50,13 @@ _LATER_COLUMNS = (
 def trial_row(run_id: str, t: TrialRecord) -> tuple[Any, ...]:
     """The trial as the values of a `trials` row, in the table's column order."""
     # the typed grader results, verdicts and events as the JSON the columns hold
-    data = t.model_dump(include={"grader_results", "verdicts", "turns", "snapshot"})
+    try:
+        turns, verdicts, graders, snapshot = _typed_json(t.model_dump(include=_TYPED), t)
+    except TypeError:  # a value plain JSON has no type for (a datetime, a Decimal or a set in
+        # an event's result): as the JSON record writes it
+        turns, verdicts, graders, snapshot = _typed_json(
+            t.model_dump(mode="json", include=_TYPED), t
+        )
     return (
         run_id,
         t.case_id,
@@ -62,13 +68,13 @@ def trial_row(run_id: str, t: TrialRecord) -> tuple[Any, ...]:
         json.dumps(t.tags),
         t.outcome,
         json.dumps(t.failures, ensure_ascii=False),
-        json.dumps(data["turns"], ensure_ascii=False),
-        json.dumps(data["verdicts"], ensure_ascii=False),
+        turns,
+        verdicts,
         t.trials,
         t.error,
-        json.dumps(data["grader_results"], ensure_ascii=False, default=str),
+        graders,
         json.dumps(t.messages, ensure_ascii=False),
-        json.dumps(data["snapshot"], ensure_ascii=False) if t.snapshot is not None else None,
+        snapshot,
         t.duration_s,
         t.file,
         t.line,
@@ -78,6 +84,18 @@ def trial_row(run_id: str, t: TrialRecord) -> tuple[Any, ...]:
         json.dumps([vars(c) for c in t.calls], ensure_ascii=False) if t.calls else None,
         json.dumps(t.turn_s) if t.turn_s else None,
         json.dumps(t.cached) if t.cached else None,
+    )
+
+
+_TYPED = {"grader_results", "verdicts", "turns", "snapshot"}
+
+
+def _typed_json(data: dict[str, Any], t: TrialRecord) -> tuple[str, str, str, str | None]:
+    return (
+        json.dumps(data["turns"], ensure_ascii=False),
+        json.dumps(data["verdicts"], ensure_ascii=False),
+        json.dumps(data["grader_results"], ensure_ascii=False, default=str),
+        json.dumps(data["snapshot"], ensure_ascii=False) if t.snapshot is not None else None,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from helpers import STATELESS_SHOP
 
 from pytest_commerce_evals.reference.backend import ReferenceBackend
+from pytest_commerce_evals.runner._scheduler import TrialScheduler, switch_interval
 from pytest_commerce_evals.testing.mock_server import MockServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -362,3 +364,65 @@ def test_concurrent_trials_capture_through_sys_and_plain_tests_keep_their_captur
     out = result.stdout.str()
     assert "Captured stdout call" in out and out.count("PLAIN-PRINTED") == 1
     assert ("PLAIN-FD-WRITTEN" in out) is not by_fd
+
+
+SWITCH_PROBE = """
+import sys
+
+SEEN = set()
+
+def pytest_commerce_evals_trial_done(config, result):
+    SEEN.add(sys.getswitchinterval())
+
+def pytest_unconfigure(config):
+    (config.rootpath / "seen.txt").write_text(repr(sorted(SEEN)))
+"""
+
+
+@pytest.mark.parametrize("concurrency, during", [(8, 0.005), (256, 0.02)])
+def test_hundreds_of_trials_in_flight_raise_the_switch_interval_for_the_run(
+    mocked, pytester, concurrency, during
+):
+    """Past 64 trials in flight the interpreter's switch interval is raised while they run (a
+    thread waiting for the interpreter's lock wakes once per interval), and restored after."""
+    mocked(4, latency_s=0.01)
+    pytester.makepyfile(switch_probe=SWITCH_PROBE)
+    pytester.syspathinsert(pytester.path)
+    before = sys.getswitchinterval()
+    assert before == pytest.approx(0.005)
+    result = pytester.runpytest(
+        "cases", "-p", "switch_probe", f"--commerce-concurrency={concurrency}",
+        "--commerce-store=none",
+    )  # fmt: skip
+    result.assert_outcomes(passed=4)
+    assert eval((pytester.path / "seen.txt").read_text()) == [pytest.approx(during)]
+    assert sys.getswitchinterval() == before
+
+
+def test_the_switch_interval_grows_with_the_trials_in_flight_up_to_a_cap():
+    assert switch_interval(1) < switch_interval(64) == pytest.approx(0.005)
+    assert switch_interval(128) == pytest.approx(0.01)
+    assert switch_interval(256) == switch_interval(1024) == pytest.approx(0.02)
+
+
+def test_a_scheduler_restores_the_interval_it_raised_unless_it_was_changed_since():
+    before = sys.getswitchinterval()
+    try:
+        scheduler = TrialScheduler(16)
+        assert sys.getswitchinterval() == before  # below the default: left as it is
+        scheduler.close()
+        scheduler = TrialScheduler(512)
+        assert sys.getswitchinterval() == pytest.approx(0.02)
+        scheduler.close()
+        assert sys.getswitchinterval() == before
+        scheduler = TrialScheduler(512)
+        sys.setswitchinterval(0.03)  # the run's own code set one: kept
+        scheduler.close()
+        assert sys.getswitchinterval() == pytest.approx(0.03)
+        sys.setswitchinterval(0.05)
+        scheduler = TrialScheduler(512)  # higher already: not lowered
+        assert sys.getswitchinterval() == pytest.approx(0.05)
+        scheduler.close()
+        assert sys.getswitchinterval() == pytest.approx(0.05)
+    finally:
+        sys.setswitchinterval(before)

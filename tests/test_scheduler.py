@@ -6,6 +6,7 @@ the server saw (requests, the most answered at once), never a time.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import shutil
@@ -17,7 +18,7 @@ import pytest
 from helpers import STATELESS_SHOP
 
 from pytest_commerce_evals.reference.backend import ReferenceBackend
-from pytest_commerce_evals.runner._scheduler import TrialScheduler, switch_interval
+from pytest_commerce_evals.runner._scheduler import TrialScheduler, gc_threshold, switch_interval
 from pytest_commerce_evals.testing.mock_server import MockServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -367,36 +368,43 @@ def test_concurrent_trials_capture_through_sys_and_plain_tests_keep_their_captur
 
 
 SWITCH_PROBE = """
+import gc
 import sys
 
 SEEN = set()
 
 def pytest_commerce_evals_trial_done(config, result):
-    SEEN.add(sys.getswitchinterval())
+    SEEN.add((sys.getswitchinterval(), gc.get_threshold()[0]))
 
 def pytest_unconfigure(config):
     (config.rootpath / "seen.txt").write_text(repr(sorted(SEEN)))
 """
 
 
-@pytest.mark.parametrize("concurrency, during", [(8, 0.005), (256, 0.02)])
-def test_hundreds_of_trials_in_flight_raise_the_switch_interval_for_the_run(
+@pytest.mark.parametrize(
+    "concurrency, during",
+    [(1, (0.005, 700)), (8, (0.005, 1600)), (256, (0.02, 51_200))],
+)
+def test_trials_in_flight_raise_the_switch_interval_and_the_gc_threshold_for_the_run(
     mocked, pytester, concurrency, during
 ):
     """Past 64 trials in flight the interpreter's switch interval is raised while they run (a
-    thread waiting for the interpreter's lock wakes once per interval), and restored after."""
+    thread waiting for the interpreter's lock wakes once per interval), and with trials in
+    flight the young generation's threshold (their objects are not scanned and promoted by one
+    young collection after another); both restored after."""
     mocked(4, latency_s=0.01)
     pytester.makepyfile(switch_probe=SWITCH_PROBE)
     pytester.syspathinsert(pytester.path)
-    before = sys.getswitchinterval()
-    assert before == pytest.approx(0.005)
+    before = (sys.getswitchinterval(), gc.get_threshold())
+    assert before[0] == pytest.approx(0.005) and before[1][0] == 700
     result = pytester.runpytest(
         "cases", "-p", "switch_probe", f"--commerce-concurrency={concurrency}",
         "--commerce-store=none",
     )  # fmt: skip
     result.assert_outcomes(passed=4)
-    assert eval((pytester.path / "seen.txt").read_text()) == [pytest.approx(during)]
-    assert sys.getswitchinterval() == before
+    [(interval, threshold)] = eval((pytester.path / "seen.txt").read_text())
+    assert (interval, threshold) == (pytest.approx(during[0]), during[1])
+    assert (sys.getswitchinterval(), gc.get_threshold()) == before
 
 
 def test_the_switch_interval_grows_with_the_trials_in_flight_up_to_a_cap():
@@ -426,3 +434,31 @@ def test_a_scheduler_restores_the_interval_it_raised_unless_it_was_changed_since
         assert sys.getswitchinterval() == pytest.approx(0.05)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_the_gc_threshold_grows_with_the_trials_in_flight_up_to_a_cap():
+    assert gc_threshold(2) < gc_threshold(16) == 3_200 < gc_threshold(256) == 51_200
+    assert gc_threshold(500) == gc_threshold(1024) == 100_000
+
+
+def test_a_scheduler_restores_the_gc_threshold_it_raised_unless_it_was_changed_since():
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        scheduler = TrialScheduler(256)
+        assert gc.get_threshold() == (51_200, 10, 10)  # the older generations' are kept
+        scheduler.close()
+        assert gc.get_threshold() == (700, 10, 10)
+        scheduler = TrialScheduler(256)
+        gc.set_threshold(2_000, 10, 10)  # the run's own code set one: kept
+        scheduler.close()
+        assert gc.get_threshold() == (2_000, 10, 10)
+        gc.set_threshold(200_000, 10, 10)
+        TrialScheduler(256).close()  # higher already: not lowered
+        assert gc.get_threshold() == (200_000, 10, 10)
+        gc.set_threshold(0, 10, 10)
+        scheduler = TrialScheduler(256)  # automatic collection off: left off
+        assert gc.get_threshold() == (0, 10, 10)
+        scheduler.close()
+    finally:
+        gc.set_threshold(*before)

@@ -14,6 +14,7 @@ Under xdist each worker runs its own scheduler over the items the controller has
 
 from __future__ import annotations
 
+import gc
 import queue
 import sys
 import threading
@@ -29,6 +30,7 @@ __all__ = [
     "TrialScheduler",
     "resolve_auto",
     "run_coroutine",
+    "gc_threshold",
     "shared_loop",
     "switch_interval",
     "waited",
@@ -61,6 +63,17 @@ def switch_interval(size: int) -> float:
     return min(SWITCH_S_MAX, size * SWITCH_S_PER_TRIAL)
 
 
+GC_OBJECTS_PER_TRIAL = 200
+"""New objects the garbage collector lets pile up before a young collection, per trial in
+flight (its default is 700 in all), at most `GC_OBJECTS_MAX`."""
+GC_OBJECTS_MAX = 100_000
+
+
+def gc_threshold(size: int) -> int:
+    """The young generation's collection threshold for `size` trials in flight."""
+    return min(GC_OBJECTS_MAX, size * GC_OBJECTS_PER_TRIAL)
+
+
 class TrialScheduler:
     """Runs `item.compute()` for submitted items on `size` daemon threads, first submitted first
     run; `wait(item)` blocks until that item's result (or exception) is there.
@@ -69,8 +82,14 @@ class TrialScheduler:
     thread waiting for the interpreter's lock wakes once per interval to ask for it, so with
     hundreds of trials whose replies have arrived the wake-ups themselves cost more CPU than the
     trials (5,000 trials at 256 in flight: 2.7-4.8 s of system time at 5 ms, 1.7-2.0 s at 20
-    ms). A thread that blocks (a socket, a lock) still hands the lock on at once. `close`
-    restores the interval unless something else changed it meanwhile."""
+    ms). A thread that blocks (a socket, a lock) still hands the lock on at once.
+
+    The garbage collector's young threshold is likewise at least `gc_threshold(size)`: at its
+    default (700 new objects) the objects of the trials in flight are scanned by one young
+    collection after another, survive them, and are promoted to the old generation, whose full
+    collections then walk every finished trial's record too (5,000 trials at 256 in flight:
+    1.6 s of collections at 700, 0.5-0.6 s at 51,200). Cyclic garbage is still collected, in
+    larger batches. `close` restores both unless something else changed them meanwhile."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -85,6 +104,11 @@ class TrialScheduler:
         if wanted > before:
             sys.setswitchinterval(wanted)
             self._interval = (before, sys.getswitchinterval())
+        self._gc: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # (before, set)
+        thresholds = gc.get_threshold()
+        if 0 < thresholds[0] < gc_threshold(size):  # 0: automatic collection is off
+            gc.set_threshold(gc_threshold(size), *thresholds[1:])
+            self._gc = (thresholds, gc.get_threshold())
 
     def submit(self, items: list[Any]) -> None:
         if self._closed:
@@ -118,6 +142,11 @@ class TrialScheduler:
             self._interval = None
             if sys.getswitchinterval() == made:  # not changed since by anything else
                 sys.setswitchinterval(before)
+        if self._gc is not None:
+            thresholds, made_gc = self._gc
+            self._gc = None
+            if gc.get_threshold() == made_gc:
+                gc.set_threshold(*thresholds)
         for future in self._futures.values():
             future.cancel()
         self._futures.clear()

@@ -595,3 +595,42 @@ def test_a_merge_of_two_anchors_takes_a_key_from_the_earlier_one(tmp_path):
     assert (merged.id, merged.priority, merged.turns) == ("chat-003-c", "high", ["hi"])
     assert merged.difficulty == "medium"  # the mapping's own key beats every merged one
     assert merged.tags == ["from-b"]  # a key only the later anchor has is still merged
+
+
+GC_PROBE = """
+import gc
+
+SEEN = {}
+
+def pytest_itemcollected(item):
+    SEEN.setdefault("collecting", gc.get_threshold()[0])
+
+def pytest_collectstart(collector):
+    SEEN.setdefault("collectstart", gc.get_threshold()[0])
+
+def pytest_runtestloop(session):
+    SEEN["after"] = gc.get_threshold()[0]
+
+def pytest_unconfigure(config):
+    (config.rootpath / "gc_seen.txt").write_text(repr(SEEN))
+"""
+
+
+@pytest.mark.parametrize("with_cases", [True, False])
+def test_a_session_with_case_folders_collects_with_a_raised_gc_threshold(pytester, with_cases):
+    """What collection builds lives for the session: while a session with case folders
+    collects, young collections wait for 50,000 new objects; after, the threshold is back.
+    A session without case folders collects as before."""
+    import gc
+
+    pytester.makepyfile(gc_probe=GC_PROBE, test_plain="def test_ok():\n    pass\n")
+    pytester.syspathinsert(pytester.path)
+    if with_cases:
+        (pytester.path / "cases").mkdir()
+        (pytester.path / "cases" / "a.yaml").write_text(CASE.format(n=1))
+    before = gc.get_threshold()
+    result = pytester.runpytest("-p", "gc_probe", "--co", "-q")
+    assert result.ret == 0, result.stdout.str()
+    seen = eval((pytester.path / "gc_seen.txt").read_text())
+    assert seen["collecting"] == (50_000 if with_cases else before[0])
+    assert seen["after"] == before[0] and gc.get_threshold() == before

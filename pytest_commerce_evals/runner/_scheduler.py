@@ -14,16 +14,17 @@ Under xdist each worker runs its own scheduler over the items the controller has
 
 from __future__ import annotations
 
-import gc
 import queue
-import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from contextvars import ContextVar
 from typing import Any
 
 import pytest
+
+from ..interpreter import raise_gc_threshold, raise_switch_interval
 
 __all__ = [
     "Waits",
@@ -98,17 +99,10 @@ class TrialScheduler:
         self._threads: list[threading.Thread] = []
         self._closed = False
         self.fed = False  # the whole session's trials were submitted
-        self._interval: tuple[float, float] | None = None  # (before, set)
-        wanted = switch_interval(size)
-        before = sys.getswitchinterval()
-        if wanted > before:
-            sys.setswitchinterval(wanted)
-            self._interval = (before, sys.getswitchinterval())
-        self._gc: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # (before, set)
-        thresholds = gc.get_threshold()
-        if 0 < thresholds[0] < gc_threshold(size):  # 0: automatic collection is off
-            gc.set_threshold(gc_threshold(size), *thresholds[1:])
-            self._gc = (thresholds, gc.get_threshold())
+        self._restore: list[Callable[[], None]] = [
+            raise_switch_interval(switch_interval(size)),
+            raise_gc_threshold(gc_threshold(size)),
+        ]
 
     def submit(self, items: list[Any]) -> None:
         if self._closed:
@@ -137,16 +131,9 @@ class TrialScheduler:
     def close(self) -> None:
         """Abandon the queued trials; the ones running finish on their daemon threads."""
         self._closed = True
-        if self._interval is not None:
-            before, made = self._interval
-            self._interval = None
-            if sys.getswitchinterval() == made:  # not changed since by anything else
-                sys.setswitchinterval(before)
-        if self._gc is not None:
-            thresholds, made_gc = self._gc
-            self._gc = None
-            if gc.get_threshold() == made_gc:
-                gc.set_threshold(*thresholds)
+        restore, self._restore = self._restore, []
+        for undo in restore:
+            undo()
         for future in self._futures.values():
             future.cancel()
         self._futures.clear()

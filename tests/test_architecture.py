@@ -26,6 +26,7 @@ CONTRACT = {
     "errors",
     "events",
     "hookspecs",
+    "interpreter",
     "jsonsafe",
     "plugin",
     "prices",
@@ -262,6 +263,7 @@ CONTRACT_AT_THE_BOTTOM = (
             "errors",
             "events",
             "hookspecs",
+            "interpreter",
             "jsonsafe",
             "rates",
             "results",
@@ -275,7 +277,8 @@ CONTRACT_AT_THE_BOTTOM = (
     | {f"{NAME}.settings.{p.stem}" for p in (PACKAGE / "settings").glob("*.py")}
 )
 """The contract modules a feature builds on: events, agent, backend, results, rates, errors, stats,
-JSON cleaning, the standard rubric dimensions, the hooks, the pytest bridge, the settings (with
+JSON cleaning, the interpreter settings raised for a stretch of a run, the standard rubric
+dimensions, the hooks, the pytest bridge, the settings (with
 the values they check) and the case model (which lives beside the case loader)."""
 
 

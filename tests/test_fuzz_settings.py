@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_commerce_evals.settings import TABLE
@@ -96,6 +96,8 @@ URL_PART = st.text(
     path=URL_PART,
     query=st.lists(st.tuples(st.sampled_from(["schema", "sslmode", "x"]), URL_PART), max_size=3),
 )
+@example(user="[", host="]", port="", path="", query=[])  # a bracketed "host" holding the password
+@example(user="", host="[", port="", path="", query=[])
 def test_any_store_url_is_a_store_or_a_usage_error_without_its_password(
     tmp_path, user, host, port, path, query
 ):

@@ -50,8 +50,15 @@ long `?schema=` values could name one schema."""
 def check_url(url: str) -> None:
     """Refuse a PostgreSQL URL the plugin would misread: a port that is no port, a `?schema=`
     that is empty, given twice or longer than PostgreSQL keeps, a password with an unencoded `@`.
-    Raises ValueError saying what to write instead."""
-    parts = urlsplit(url.strip())
+    Raises ValueError saying what to write instead, never quoting the URL's parts (they may
+    hold its password)."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # the reader's own message quotes the host it could not read
+        raise ValueError(
+            "the host cannot be read: brackets around a host must be balanced and hold an IPv6 "
+            "address ([::1]); percent-encode a '[' or ']' in the user name or password"
+        ) from None
     if parts.netloc.count("@") > 1:
         raise ValueError(
             "the part before the host holds more than one '@': percent-encode an '@' in the "

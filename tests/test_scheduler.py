@@ -376,6 +376,9 @@ SEEN = set()
 def pytest_commerce_evals_trial_done(config, result):
     SEEN.add((sys.getswitchinterval(), gc.get_threshold()[0]))
 
+def pytest_terminal_summary(terminalreporter):  # the end of the session: still as in the run
+    SEEN.add((sys.getswitchinterval(), gc.get_threshold()[0]))
+
 def pytest_unconfigure(config):
     (config.rootpath / "seen.txt").write_text(repr(sorted(SEEN)))
 """
@@ -391,7 +394,8 @@ def test_trials_in_flight_raise_the_switch_interval_and_the_gc_threshold_for_the
     """Past 64 trials in flight the interpreter's switch interval is raised while they run (a
     thread waiting for the interpreter's lock wakes once per interval), and with trials in
     flight the young generation's threshold (their objects are not scanned and promoted by one
-    young collection after another); both restored after."""
+    young collection after another); both kept through the end of the session (its results
+    are built from every trial), restored after."""
     mocked(4, latency_s=0.01)
     pytester.makepyfile(switch_probe=SWITCH_PROBE)
     pytester.syspathinsert(pytester.path)
@@ -418,19 +422,23 @@ def test_a_scheduler_restores_the_interval_it_raised_unless_it_was_changed_since
     try:
         scheduler = TrialScheduler(16)
         assert sys.getswitchinterval() == before  # below the default: left as it is
-        scheduler.close()
+        scheduler.restore()
         scheduler = TrialScheduler(512)
         assert sys.getswitchinterval() == pytest.approx(0.02)
-        scheduler.close()
+        scheduler.close()  # the end of the session still runs with the trials' settings
+        assert sys.getswitchinterval() == pytest.approx(0.02)
+        scheduler.restore()
+        assert sys.getswitchinterval() == before
+        scheduler.restore()  # once
         assert sys.getswitchinterval() == before
         scheduler = TrialScheduler(512)
         sys.setswitchinterval(0.03)  # the run's own code set one: kept
-        scheduler.close()
+        scheduler.restore()
         assert sys.getswitchinterval() == pytest.approx(0.03)
         sys.setswitchinterval(0.05)
         scheduler = TrialScheduler(512)  # higher already: not lowered
         assert sys.getswitchinterval() == pytest.approx(0.05)
-        scheduler.close()
+        scheduler.restore()
         assert sys.getswitchinterval() == pytest.approx(0.05)
     finally:
         sys.setswitchinterval(before)
@@ -447,18 +455,18 @@ def test_a_scheduler_restores_the_gc_threshold_it_raised_unless_it_was_changed_s
         gc.set_threshold(700, 10, 10)
         scheduler = TrialScheduler(256)
         assert gc.get_threshold() == (51_200, 10, 10)  # the older generations' are kept
-        scheduler.close()
+        scheduler.restore()
         assert gc.get_threshold() == (700, 10, 10)
         scheduler = TrialScheduler(256)
         gc.set_threshold(2_000, 10, 10)  # the run's own code set one: kept
-        scheduler.close()
+        scheduler.restore()
         assert gc.get_threshold() == (2_000, 10, 10)
         gc.set_threshold(200_000, 10, 10)
-        TrialScheduler(256).close()  # higher already: not lowered
+        TrialScheduler(256).restore()  # higher already: not lowered
         assert gc.get_threshold() == (200_000, 10, 10)
         gc.set_threshold(0, 10, 10)
         scheduler = TrialScheduler(256)  # automatic collection off: left off
         assert gc.get_threshold() == (0, 10, 10)
-        scheduler.close()
+        scheduler.restore()
     finally:
         gc.set_threshold(*before)

@@ -257,6 +257,13 @@ def _close_scheduler(config: pytest.Config) -> None:
         scheduler.close()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    scheduler = config.stash.get(SCHEDULER, None)
+    if scheduler is not None:  # the interpreter settings the trials ran with, put back
+        scheduler.restore()
+
+
 # -- reports, summary, exit status ------------------------------------------------------------
 
 

@@ -1043,18 +1043,28 @@ def pytest_commerce_evals_make_agent(config, case, backend):
 """
 
 
-def test_a_trial_with_lone_surrogates_and_deep_results_is_stored_and_written(pytester, tmp_path):
+def _run_one_case(pytester, tmp_path, conftest: str, case_yaml: str):
+    """One case run against `conftest` (with tests/helpers.py importable), stored and written
+    as a JSON record: (pytest's result, the store folder, the record's path)."""
     (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
     pytester.syspathinsert(pytester.path)
-    pytester.makeconftest(NASTY_CONFTEST)
+    pytester.makeconftest(conftest)
     (pytester.path / "cases").mkdir()
-    (pytester.path / "cases" / "a.yaml").write_text(
-        "id: chat-001-nasty\npriority: low\ndifficulty: easy\nturns: [hi]\n"
-        'expected: {reply_includes: ["half an emoji"]}\n'
-    )
+    (pytester.path / "cases" / "a.yaml").write_text(case_yaml)
     out = tmp_path / "run.json"
     store = tmp_path / "store"
     result = pytester.runpytest("cases", f"--commerce-store={store}", f"--commerce-json={out}")
+    return result, store, out
+
+
+def test_a_trial_with_lone_surrogates_and_deep_results_is_stored_and_written(pytester, tmp_path):
+    result, store, out = _run_one_case(
+        pytester,
+        tmp_path,
+        NASTY_CONFTEST,
+        "id: chat-001-nasty\npriority: low\ndifficulty: easy\nturns: [hi]\n"
+        'expected: {reply_includes: ["half an emoji"]}\n',
+    )
     assert result.ret == 0, result.stdout.str()
     assert "INTERNALERROR" not in result.stdout.str()
     [trial] = json.loads(out.read_text(encoding="utf-8"))["trials"]
@@ -1093,17 +1103,13 @@ def pytest_commerce_evals_make_agent(config, case, backend):
 def test_a_trial_whose_events_hold_values_plain_json_has_no_type_for_is_stored(pytester, tmp_path):
     """A datetime, a Decimal or a set in an event (an agent's tool returned one) is stored as
     the JSON record writes it, not lost with its batch."""
-    (pytester.path / "helpers.py").write_text((HERE / "helpers.py").read_text())
-    pytester.syspathinsert(pytester.path)
-    pytester.makeconftest(ODD_VALUES_CONFTEST)
-    (pytester.path / "cases").mkdir()
-    (pytester.path / "cases" / "a.yaml").write_text(
+    result, store, out = _run_one_case(
+        pytester,
+        tmp_path,
+        ODD_VALUES_CONFTEST,
         "id: order-001-odd\npriority: low\ndifficulty: easy\nturns: [where is it?]\n"
-        'expected: {reply_includes: ["on its way"]}\n'
+        'expected: {reply_includes: ["on its way"]}\n',
     )
-    out = tmp_path / "run.json"
-    store = tmp_path / "store"
-    result = pytester.runpytest("cases", f"--commerce-store={store}", f"--commerce-json={out}")
     assert result.ret == 0, result.stdout.str()
     assert "run store error" not in result.stdout.str(), result.stdout.str()
     written = {"placed": "2026-11-30T09:15:00", "total": "89.90", "tags": ["gift"]}

@@ -25,6 +25,7 @@ CONTRACT = {
     "backend",
     "errors",
     "events",
+    "exports",
     "hookspecs",
     "interpreter",
     "jsonsafe",
@@ -262,6 +263,7 @@ CONTRACT_AT_THE_BOTTOM = (
             "compat",
             "errors",
             "events",
+            "exports",
             "hookspecs",
             "interpreter",
             "jsonsafe",
@@ -277,7 +279,7 @@ CONTRACT_AT_THE_BOTTOM = (
     | {f"{NAME}.settings.{p.stem}" for p in (PACKAGE / "settings").glob("*.py")}
 )
 """The contract modules a feature builds on: events, agent, backend, results, rates, errors, stats,
-JSON cleaning, the interpreter settings raised for a stretch of a run, the standard rubric
+JSON cleaning, the interpreter settings raised for a stretch of a run, the packages' lazy exports, the standard rubric
 dimensions, the hooks, the pytest bridge, the settings (with
 the values they check) and the case model (which lives beside the case loader)."""
 

@@ -967,7 +967,7 @@ def test_a_damaged_verdict_row_is_a_miss_and_a_damaged_meta_is_named(tmp_path):
 
 BREAKING = """
 import os
-from pytest_commerce_evals.reports import _plugin as _reports_plugin
+from pytest_commerce_evals.reports import html as _html_report
 from pytest_commerce_evals.store import recorder
 from pytest_commerce_evals.store import run_store as store
 
@@ -977,7 +977,7 @@ def broken(*args, **kwargs):
 if os.environ.get("BREAK") == "store":
     store.RunStore.add_trials = broken
 if os.environ.get("BREAK") == "report":
-    _reports_plugin.render_run_html = broken
+    _html_report.render_run_html = broken
 if os.environ.get("BREAK") == "summary":
     recorder.RunRecorder.summary_lines = broken
 """

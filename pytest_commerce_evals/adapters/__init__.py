@@ -15,11 +15,30 @@ LangChain/LangGraph. The frameworks themselves are optional (`[frameworks]`) and
 when an integration runs.
 """
 
-from .integration import Integration
-from .langgraph_agent import LangGraphAgent, requires_approval
-from .openai_agents_agent import AgentsSDKAgent
-from .openai_chat_agent import OpenAIChatAgent
-from .pydantic_ai_agent import PydanticAIAgent
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..exports import lazy
+
+if TYPE_CHECKING:
+    from .integration import Integration
+    from .langgraph_agent import LangGraphAgent, requires_approval
+    from .openai_agents_agent import AgentsSDKAgent
+    from .openai_chat_agent import OpenAIChatAgent
+    from .pydantic_ai_agent import PydanticAIAgent
+
+__getattr__, __dir__ = lazy(
+    __name__,
+    {
+        "Integration": "integration",
+        "LangGraphAgent": "langgraph_agent",
+        "requires_approval": "langgraph_agent",
+        "AgentsSDKAgent": "openai_agents_agent",
+        "OpenAIChatAgent": "openai_chat_agent",
+        "PydanticAIAgent": "pydantic_ai_agent",
+    },
+)
 
 __all__ = [
     "AgentsSDKAgent",

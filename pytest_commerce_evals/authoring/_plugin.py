@@ -12,8 +12,6 @@ import pytest
 from ..compat import run_session
 from ..results import attach_payload, report_payload
 from ..settings import settings
-from .lint import RULES, FixtureIndex, lint_paths
-from .vacuity import VacuityItem
 
 VACUITY = pytest.StashKey[list[dict]]()
 """The vacuity findings of the run's cases, as the reports carried them (from every worker)."""
@@ -25,12 +23,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_commerce_evals_item_class(config: pytest.Config, kind: str) -> type[pytest.Item] | None:
-    return VacuityItem if kind == "vacuity" else None
+    if kind != "vacuity":
+        return None
+    from .vacuity import VacuityItem
+
+    return VacuityItem
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
+    if not settings(item.config).vacuity:  # vacuity items exist only then (cases/collection.py)
+        return report
+    from .vacuity import VacuityItem
+
     if isinstance(item, VacuityItem):
         found = getattr(item, "vacuity", None)
         if found is not None and report.when == "call":
@@ -77,6 +83,8 @@ def lint_targets(config: pytest.Config) -> list[Path]:
 
 
 def _lint(config: pytest.Config, session: pytest.Session) -> int:
+    from .lint import RULES, FixtureIndex, lint_paths
+
     index = config.hook.pytest_commerce_evals_fixture_index(config=config) or FixtureIndex()
     found = settings(config)
     captured = [(config.rootpath / p) for p in found.captured]

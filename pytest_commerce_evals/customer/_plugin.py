@@ -12,11 +12,10 @@ import pytest
 from ..errors import shown_url
 from ..hookspecs import implemented_by_user
 from ..settings import agent_label, settings
-from .attacker import AttackingCustomer
-from .simulator import SimulatedCustomer
 
 if TYPE_CHECKING:
     from ..cases.case import Case
+    from .simulator import SimulatedCustomer
 
 DEFAULT_SEED = 0
 DEFAULT_MAX_TOKENS = 200
@@ -45,6 +44,8 @@ def build_customer(config: pytest.Config, case: Case | None = None) -> Simulated
     """The built-in simulated customer the settings describe; for a case with `user.attack`,
     the attacking customer (`AttackingCustomer`) on the attacker's endpoint."""
     from ..models import clients, endpoint  # imported late: it may start the embedded model
+    from .attacker import AttackingCustomer
+    from .simulator import SimulatedCustomer
 
     attacking = case is not None and case.attack is not None
     purpose: endpoint.Purpose = "attacker" if attacking else "user"

@@ -3,20 +3,46 @@
 (`_plugin`); the rubrics and their fingerprints are the contract's `rubrics`.
 """
 
-from .judge import (
-    FENCE_CLOSE,
-    FENCE_OPEN,
-    RESPONSE_FORMATS,
-    SYSTEM_PROMPT,
-    USER_TEMPLATE,
-    VERDICT_SCHEMA,
-    ContextBudget,
-    Judge,
-    JudgeParams,
-    JudgeReply,
-    RenderedTranscript,
-    parse_reply,
-    render_transcript,
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..exports import lazy
+
+if TYPE_CHECKING:
+    from .judge import (
+        FENCE_CLOSE,
+        FENCE_OPEN,
+        RESPONSE_FORMATS,
+        SYSTEM_PROMPT,
+        USER_TEMPLATE,
+        VERDICT_SCHEMA,
+        ContextBudget,
+        Judge,
+        JudgeParams,
+        JudgeReply,
+        RenderedTranscript,
+        parse_reply,
+        render_transcript,
+    )
+
+__getattr__, __dir__ = lazy(
+    __name__,
+    {
+        "FENCE_CLOSE": "judge",
+        "FENCE_OPEN": "judge",
+        "RESPONSE_FORMATS": "judge",
+        "SYSTEM_PROMPT": "judge",
+        "USER_TEMPLATE": "judge",
+        "VERDICT_SCHEMA": "judge",
+        "ContextBudget": "judge",
+        "Judge": "judge",
+        "JudgeParams": "judge",
+        "JudgeReply": "judge",
+        "RenderedTranscript": "judge",
+        "parse_reply": "judge",
+        "render_transcript": "judge",
+    },
 )
 
 __all__ = [

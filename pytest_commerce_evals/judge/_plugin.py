@@ -15,22 +15,17 @@ from ..compat import line_writer, run_session
 from ..results import RubricVerdict
 from ..rubrics import resolve_dimensions
 from ..settings import settings
-from .calibrated import (
-    CalibrationLookup,
-    advisory_reason,
-    annotate,
-    resolve_bar,
-    shipped_calibrations,
-)
-from .judge import ContextBudget, Judge, JudgeParams
-from .verdict_store import VerdictStore
 
+# The judge, its calibration and its store are imported where a hook needs them: a run without
+# a rubric or the run header (`-q`) does not import them.
 if TYPE_CHECKING:
     from ..cases.case import Case
     from ..results import TrialRecord
+    from .calibrated import CalibrationLookup
+    from .judge import ContextBudget, Judge, JudgeParams
 
 JUDGE = pytest.StashKey["Judge | None"]()
-LOOKUP = pytest.StashKey[CalibrationLookup]()
+LOOKUP = pytest.StashKey["CalibrationLookup"]()
 SEEN = pytest.StashKey[dict]()  # dimension -> [calibration, advisory, verdicts, advisory FAILs]
 DEFAULT_CALIBRATION_SET = Path("tests") / "data" / "calibration"
 
@@ -65,6 +60,8 @@ def _is_embedded(endpoint: Any) -> bool:
 
 
 def judge_params(config: pytest.Config, endpoint: Any = None) -> JudgeParams:
+    from .judge import JudgeParams
+
     found = settings(config)
     chosen = found.judge_format
     if chosen == "auto":
@@ -89,6 +86,8 @@ every 1,000 prompt tokens cost about 7 s, and a tiny judge gains nothing from a 
 
 
 def judge_budget(config: pytest.Config, embedded: bool = False) -> ContextBudget:
+    from .judge import ContextBudget
+
     found = settings(config)
     limit, unit = found.judge_budget, found.judge_budget_unit
     if not limit and embedded:
@@ -102,6 +101,8 @@ def judge_budget(config: pytest.Config, embedded: bool = False) -> ContextBudget
 def build_judge(config: pytest.Config, *, with_store: bool = True) -> Judge:
     """The judge the options describe, on the endpoint `endpoint.py` resolves for role `judge`."""
     from ..models import clients, endpoint  # imported late: it may start the embedded server
+    from .judge import Judge
+    from .verdict_store import VerdictStore
 
     resolved = endpoint.resolve_endpoint(config, "judge")
     # shared for the session and closed at its end, so no connection outlives the run
@@ -185,6 +186,9 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
 def _calibration_lookup(config: pytest.Config) -> CalibrationLookup:
     """The session's lookup: the verdict store (when configured and present), then the shipped
     calibrations. A store that does not exist yet holds no calibration and is not created."""
+    from .calibrated import CalibrationLookup
+    from .verdict_store import VerdictStore
+
     lookup = config.stash.get(LOOKUP, None)
     if lookup is None:
         path = store_path(config)
@@ -214,6 +218,8 @@ def _embedded_judge_model(config: pytest.Config) -> str | None:
 
 def annotate_verdicts(config: pytest.Config, verdicts: list[RubricVerdict]) -> list[RubricVerdict]:
     """Each verdict with its judge's calibration and, under the bar, marked advisory."""
+    from .calibrated import annotate
+
     embedded = _embedded_judge_model(config)
     return annotate(
         verdicts,
@@ -226,6 +232,8 @@ def annotate_verdicts(config: pytest.Config, verdicts: list[RubricVerdict]) -> l
 def calibration_header(config: pytest.Config) -> list[str]:
     """The run header's line on the judge's calibration and whether its verdicts decide."""
     from ..models.endpoint import EndpointError, resolve_endpoint
+    from .calibrated import advisory_reason, resolve_bar, shipped_calibrations
+    from .judge import Judge
 
     found = settings(config)
     if found.no_judge or found.judge_calibrate:
@@ -393,6 +401,7 @@ def _calibrate_main(config: pytest.Config, session: pytest.Session) -> int | pyt
         load_calibration_set,
         run_calibration,
     )
+    from .verdict_store import VerdictStore
 
     write = line_writer(config)
 
@@ -460,7 +469,7 @@ def pytest_commerce_evals_copy_stores(config: pytest.Config, write: Callable[...
         return
     from ..errors import StoreError
     from ..store.commands import copy_sides
-    from .verdict_store import copy_verdicts
+    from .verdict_store import VerdictStore, copy_verdicts
 
     src, dst = copy_sides(config, "--commerce-judge-store-copy", value)
     if isinstance(src, Path) and not src.is_file():

@@ -15,29 +15,72 @@
 - `_plugin`: the hooks of `--commerce-live`
 """
 
-from ..stats import two_proportion_p, wilson_interval
-from .capture import (
-    CAPTURE_MAX_DEPTH,
-    CAPTURE_SCHEMA_VERSION,
-    CAPTURE_SCHEMA_VERSIONS,
-    MAX_TURN,
-    CapturedTurn,
-    CaptureWriter,
-    Role,
-)
-from .conversations import Capture, CaptureProblem, Conversation
-from .reading import LIVE_FORMATS, capture_files, read_capture
-from .redaction import DEFAULT_REDACT, DEFAULT_REDACTOR, NO_REDACTION, REDACTION_KINDS, Redactor
-from .sampling import is_sampled, sample_score
-from .trend import (
-    NOISE_POINTS,
-    DimensionTrend,
-    Trend,
-    TrendPoint,
-    compute_trend,
-    read_live_runs,
-    render_trend_svg,
-    trend_html_section,
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..exports import lazy
+
+if TYPE_CHECKING:
+    from ..stats import two_proportion_p, wilson_interval
+    from .capture import (
+        CAPTURE_MAX_DEPTH,
+        CAPTURE_SCHEMA_VERSION,
+        CAPTURE_SCHEMA_VERSIONS,
+        MAX_TURN,
+        CapturedTurn,
+        CaptureWriter,
+        Role,
+    )
+    from .conversations import Capture, CaptureProblem, Conversation
+    from .reading import LIVE_FORMATS, capture_files, read_capture
+    from .redaction import DEFAULT_REDACT, DEFAULT_REDACTOR, NO_REDACTION, REDACTION_KINDS, Redactor
+    from .sampling import is_sampled, sample_score
+    from .trend import (
+        NOISE_POINTS,
+        DimensionTrend,
+        Trend,
+        TrendPoint,
+        compute_trend,
+        read_live_runs,
+        render_trend_svg,
+        trend_html_section,
+    )
+
+__getattr__, __dir__ = lazy(
+    __name__,
+    {
+        "two_proportion_p": ".stats",
+        "wilson_interval": ".stats",
+        "CAPTURE_MAX_DEPTH": "capture",
+        "CAPTURE_SCHEMA_VERSION": "capture",
+        "CAPTURE_SCHEMA_VERSIONS": "capture",
+        "MAX_TURN": "capture",
+        "CapturedTurn": "capture",
+        "CaptureWriter": "capture",
+        "Role": "capture",
+        "Capture": "conversations",
+        "CaptureProblem": "conversations",
+        "Conversation": "conversations",
+        "LIVE_FORMATS": "reading",
+        "capture_files": "reading",
+        "read_capture": "reading",
+        "DEFAULT_REDACT": "redaction",
+        "DEFAULT_REDACTOR": "redaction",
+        "NO_REDACTION": "redaction",
+        "REDACTION_KINDS": "redaction",
+        "Redactor": "redaction",
+        "is_sampled": "sampling",
+        "sample_score": "sampling",
+        "NOISE_POINTS": "trend",
+        "DimensionTrend": "trend",
+        "Trend": "trend",
+        "TrendPoint": "trend",
+        "compute_trend": "trend",
+        "read_live_runs": "trend",
+        "render_trend_svg": "trend",
+        "trend_html_section": "trend",
+    },
 )
 
 __all__ = [

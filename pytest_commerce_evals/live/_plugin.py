@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,11 +24,10 @@ from ..runner.trial import grade_trial
 from ..runs import RunRecord
 from ..settings import settings
 from ..store.paths import output_path, store_folder
-from .conversations import Capture, Conversation
-from .promote import flagged_html_section, precondition, promote_command, write_promoted
-from .reading import read_capture
-from .redaction import Redactor
-from .trend import compute_trend, read_live_runs, render_trend_svg, trend_html_section
+
+if TYPE_CHECKING:  # the capture's readers, the trend and promotion: imported by a live run
+    from .conversations import Capture, Conversation
+    from .redaction import Redactor
 
 LIVE_SET = "live"
 _PLACEHOLDER_ID = "live-000-conversation"
@@ -51,7 +50,7 @@ class LiveConfig:
 
 
 LIVE_CONFIG = pytest.StashKey["LiveConfig | None"]()
-CAPTURE = pytest.StashKey[Capture]()
+CAPTURE = pytest.StashKey["Capture"]()
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -59,6 +58,8 @@ CAPTURE = pytest.StashKey[Capture]()
 
 def redactor_from_config(config: pytest.Config) -> Redactor:
     """The redaction of ini `commerce_redact` and `commerce_redact_patterns`."""
+    from .redaction import Redactor
+
     found = settings(config)
     kinds = [k for k in found.redact if k.lower() != "none"]
     try:
@@ -115,6 +116,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def capture_for(config: pytest.Config) -> Capture:
     """The sample, read once per process (every capture file, in one pass)."""
+    from .reading import read_capture
+
     capture = config.stash.get(CAPTURE, None)
     if capture is None:
         lc = live_config(config)
@@ -251,6 +254,8 @@ def _trend_wanted(config: pytest.Config) -> bool:
 
 def _trend_lines(config: pytest.Config) -> tuple[list[str], str | None]:
     """The trend's lines and where the SVG was written (None when not asked for)."""
+    from .trend import compute_trend, render_trend_svg
+
     folder = store_folder(config)
     if folder is None:
         return ["no run store (--commerce-store=none): no live runs to trend"], None
@@ -282,6 +287,7 @@ def _stored_live_runs(
     trend only reads: the store is opened read-only, and no store yet means no runs."""
     from ..errors import StoreError
     from ..store.run_store import RunStore
+    from .trend import read_live_runs
 
     if not RunStore.exists(folder):
         return [], [], None
@@ -354,6 +360,8 @@ def promotion_lines(config: pytest.Config, lc: LiveConfig) -> list[tuple[str, di
     """With `--commerce-promote`: each named conversation written as a case (or why not).
     Otherwise: the flagged conversations (a failed verdict) with the command that promotes
     each."""
+    from .promote import precondition, promote_command, write_promoted
+
     records = config.stash.get(LIVE_VERDICTS, {})
     to = settings(config).promote_to
     if not lc.promote:
@@ -422,6 +430,9 @@ def pytest_commerce_evals_report_sections(
     config: pytest.Config, run: RunRecord
 ) -> list[str] | None:
     """The trend chart in the HTML report of a live run: earlier live runs plus this one."""
+    from .promote import flagged_html_section
+    from .trend import compute_trend, trend_html_section
+
     if run.kind != "live":
         return None
     runs: list[tuple[str, str, list[RubricVerdict]]] = []

@@ -15,9 +15,6 @@ from ..store.diff import FailingSetDiff
 from ..store.history import History
 from ..store.paths import output_path
 from ..store.recorder import problem
-from .compare import compare_main
-from .html import render_run_html
-from .html_page import write_html
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
@@ -25,6 +22,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
     if found.store_import or found.store_copy or found.judge_store_copy:
         return None  # the store's commands come first (store/_plugin)
     if found.compare:
+        from .compare import compare_main
+
         return run_session(config, compare_main)
     return None
 
@@ -41,6 +40,9 @@ def pytest_commerce_evals_write_reports(
     target = settings(config).html
     if not target:
         return
+    from .html import render_run_html  # the HTML report, when asked for
+    from .html_page import write_html
+
     path = output_path(config, target)
     try:
         found = config.hook.pytest_commerce_evals_report_sections(config=config, run=run)

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from ..costs import CostSummary, Tally
 from ..prices import PriceBook, money
 from ..results import TrialRecord
 from ..runs import RunRecord
-from ..store.compare import ModelComparison
 from .html_page import e
+
+if TYPE_CHECKING:
+    from ..store.compare import ModelComparison
+
 from .run_cost import COST_COLUMNS, RunCost, _agent_time, _per_trial_money, _seconds, cost_ratios
 
 PURPOSE_LABELS = (("agent", "agent"), ("judge", "judge"), ("user", "simulated customer"))

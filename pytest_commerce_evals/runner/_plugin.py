@@ -20,7 +20,6 @@ from . import regrade_plan
 from ._scheduler import SCHEDULER, TrialScheduler, resolve_auto
 from .adaptive import ADAPTIVE, AdaptiveRun, adaptive_run
 from .items import CaseItem, InvalidCase, agent_endpoint_data
-from .merge import merge_main
 from .progress import ProgressPlugin, progress_for
 from .regrade import stored_trial
 from .shards import select_shard, shard_gate, shard_verdict_line
@@ -70,6 +69,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
     if settings(config).merge:
+        from .merge import merge_main
+
         return run_session(config, merge_main)
     return None
 

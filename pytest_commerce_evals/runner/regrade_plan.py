@@ -17,12 +17,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..errors import StoreError
-from ..judge.calibration import DimensionAgreement
 from ..results import RubricVerdict, TrialRecord
 from ..runs import RunRecord
 from ..settings import RUN_CONFIG, run_config, settings
@@ -30,6 +29,9 @@ from ..store.paths import store_folder
 from ..store.record_file import load_record
 from ..store.run_store import RunStore
 from .regrade import NOT_REGRADED, STORED_TRIALS
+
+if TYPE_CHECKING:  # the judge's calibration is imported by a regrade that compares judges
+    from ..judge.calibration import DimensionAgreement
 
 __all__ = [
     "REGRADE",
@@ -292,6 +294,8 @@ def judge_agreement(
     """Per rubric dimension, the (stored, new) verdict pairs of the trials regraded by a judge
     whose fingerprint differs from the stored verdict's, and how many verdicts of a dimension
     could not be paired (one side missing, or a judge or endpoint error on either side)."""
+    from ..judge.calibration import DimensionAgreement
+
     stored = plan.stored
     table: dict[str, DimensionAgreement] = {}
     unpaired: dict[str, int] = {}

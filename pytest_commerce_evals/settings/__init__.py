@@ -21,12 +21,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from ._docs import declared_names, documented_names, options_markdown
+from ..exports import lazy
 from ._resolve import SETTINGS, Settings, agent_label, register, resolve_settings, settings
 from .table import AUTO_TRIALS_CAP, BY_NAME, GROUP, NO_STORE, TABLE, AutoTrials, Setting
+
+if TYPE_CHECKING:  # the docs of the table are imported by what writes or checks them
+    from ._docs import declared_names, documented_names, options_markdown
+
+__getattr__, __dir__ = lazy(
+    __name__,
+    {"declared_names": "_docs", "documented_names": "_docs", "options_markdown": "_docs"},
+)
 
 __all__ = [
     "AUTO_TRIALS_CAP",

@@ -5,14 +5,48 @@ and flaky strips (`history`), failing-set diffs (`diff`) with their cost regress
 above it (`seams`), and the hooks that record a run and print its diff (`_plugin`, `recorder`).
 """
 
-from ..errors import StoreError, StoreUnavailable
-from ..runs import SCHEMA_VERSION, CaseResult, RunKind, RunRecord, Selection, SetResult
-from .aggregate import case_results, judge_identity, set_results
-from .compare import ModelComparison, compare_runs
-from .diff import FailingSetDiff, diff_failing_sets
-from .history import History
-from .record_file import load_record, record_json, write_record
-from .run_store import DEFAULT_STORE_PATH, RunStore
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..exports import lazy
+
+if TYPE_CHECKING:
+    from ..errors import StoreError, StoreUnavailable
+    from ..runs import SCHEMA_VERSION, CaseResult, RunKind, RunRecord, Selection, SetResult
+    from .aggregate import case_results, judge_identity, set_results
+    from .compare import ModelComparison, compare_runs
+    from .diff import FailingSetDiff, diff_failing_sets
+    from .history import History
+    from .record_file import load_record, record_json, write_record
+    from .run_store import DEFAULT_STORE_PATH, RunStore
+
+__getattr__, __dir__ = lazy(
+    __name__,
+    {
+        "StoreError": ".errors",
+        "StoreUnavailable": ".errors",
+        "SCHEMA_VERSION": ".runs",
+        "CaseResult": ".runs",
+        "RunKind": ".runs",
+        "RunRecord": ".runs",
+        "Selection": ".runs",
+        "SetResult": ".runs",
+        "case_results": "aggregate",
+        "judge_identity": "aggregate",
+        "set_results": "aggregate",
+        "ModelComparison": "compare",
+        "compare_runs": "compare",
+        "FailingSetDiff": "diff",
+        "diff_failing_sets": "diff",
+        "History": "history",
+        "load_record": "record_file",
+        "record_json": "record_file",
+        "write_record": "record_file",
+        "DEFAULT_STORE_PATH": "run_store",
+        "RunStore": "run_store",
+    },
+)
 
 __all__ = [
     "DEFAULT_STORE_PATH",

@@ -9,6 +9,7 @@ trial.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Collection
 from decimal import Decimal
 from typing import Any
@@ -107,16 +108,29 @@ def rank(products: list[Product], query: str) -> list[Product]:
 
 _INDEXES: dict[tuple[int, ...], tuple[list[Product], dict[str, tuple[int, ...]]]] = {}
 _INDEXES_MAX = 256
+_index_lock = threading.Lock()
 
 
 def _index(products: list[Product]) -> dict[str, tuple[int, ...]]:
     """Each word of `products` (and its stem) with the positions of the products holding it; made
     once per list of the same product objects (the cache keeps them, so an id it is keyed by
-    names no other object while it is kept; an edit makes a new product object, so a new list)."""
+    names no other object while it is kept; an edit makes a new product object, so a new list).
+
+    Made under a lock: the first searches of a run come from every trial in flight at once, and
+    without it each would build the same index (16 trials in flight: 16 builds of the catalog's
+    index, one after another under the interpreter's lock, before any of them searched)."""
     key = tuple(map(id, products))
     hit = _INDEXES.get(key)
     if hit is not None:
         return hit[1]
+    with _index_lock:
+        hit = _INDEXES.get(key)
+        if hit is not None:
+            return hit[1]
+        return _build_index(key, products)
+
+
+def _build_index(key: tuple[int, ...], products: list[Product]) -> dict[str, tuple[int, ...]]:
     postings: dict[str, list[int]] = {}
     for i, product in enumerate(products):
         for word in _haystack(product):

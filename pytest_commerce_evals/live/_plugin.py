@@ -430,11 +430,11 @@ def pytest_commerce_evals_report_sections(
     config: pytest.Config, run: RunRecord
 ) -> list[str] | None:
     """The trend chart in the HTML report of a live run: earlier live runs plus this one."""
+    if run.kind != "live":
+        return None
     from .promote import flagged_html_section
     from .trend import compute_trend, trend_html_section
 
-    if run.kind != "live":
-        return None
     runs: list[tuple[str, str, list[RubricVerdict]]] = []
     folder = store_folder(config)
     if folder is not None:

@@ -320,6 +320,47 @@ def test_the_indexed_search_ranks_as_scoring_every_product_does():
     assert partial and all("trail" in _words(p) for p in partial)
 
 
+def test_trials_searching_a_new_catalog_at_once_build_its_index_once(monkeypatch):
+    """The first wave of a run: every trial in flight searches the same catalog first. One
+    builds the index; the others wait for it and get the same one."""
+    import threading
+    import time
+
+    from pytest_commerce_evals.reference import search
+
+    products = list(make_backend().products.values())[:40]
+    haystack = search._haystack
+
+    def slow_haystack(product):  # gives up the interpreter's lock, as a long build does
+        time.sleep(0.0005)
+        return haystack(product)
+
+    built = []
+    build = search._build_index
+
+    def counted(key, found):
+        built.append(key)
+        return build(key, found)
+
+    monkeypatch.setattr(search, "_haystack", slow_haystack)
+    monkeypatch.setattr(search, "_build_index", counted)
+    monkeypatch.setattr(search, "_INDEXES", {})
+    start = threading.Barrier(8)
+    results: list[list[str]] = []
+
+    def trial():
+        start.wait()
+        results.append([p.id for p in search.rank(products, "bag")])
+
+    threads = [threading.Thread(target=trial) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1
+    assert len(results) == 8 and all(r == results[0] for r in results)
+
+
 def test_an_edited_product_is_searched_by_its_new_words():
     from dataclasses import replace as _replace
 

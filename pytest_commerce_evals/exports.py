@@ -2,7 +2,8 @@
 
 A package's `__init__` that re-exports its modules' names imports every one of those modules
 whenever any module of the package is imported, though a run may use none of them (the
-integrations, the judge, the live-traffic reader: 0.02-0.05 s of a run's start-up). With
+integrations, the judge, the live-traffic reader: with the feature plugins' own imports made
+where they are used, 0.03 s of a run's start-up). With
 
     __getattr__, __dir__ = lazy(__name__, {"Judge": "judge", ...})
 

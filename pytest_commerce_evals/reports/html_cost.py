@@ -12,11 +12,10 @@ from ..prices import PriceBook, money
 from ..results import TrialRecord
 from ..runs import RunRecord
 from .html_page import e
-
-if TYPE_CHECKING:
-    from ..store.compare import ModelComparison
-
 from .run_cost import COST_COLUMNS, RunCost, _agent_time, _per_trial_money, _seconds, cost_ratios
+
+if TYPE_CHECKING:  # a comparison's cost section is drawn by `--commerce-compare` alone
+    from ..store.compare import ModelComparison
 
 PURPOSE_LABELS = (("agent", "agent"), ("judge", "judge"), ("user", "simulated customer"))
 CHART_BARS = 15

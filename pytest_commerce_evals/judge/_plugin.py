@@ -186,11 +186,11 @@ def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
 def _calibration_lookup(config: pytest.Config) -> CalibrationLookup:
     """The session's lookup: the verdict store (when configured and present), then the shipped
     calibrations. A store that does not exist yet holds no calibration and is not created."""
-    from .calibrated import CalibrationLookup
-    from .verdict_store import VerdictStore
-
     lookup = config.stash.get(LOOKUP, None)
-    if lookup is None:
+    if lookup is None:  # once a session: every verdict is annotated through it
+        from .calibrated import CalibrationLookup
+        from .verdict_store import VerdictStore
+
         path = store_path(config)
         store = None
         if path is not None and (isinstance(path, str) or path.is_file()):  # a URL, or a file

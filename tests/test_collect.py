@@ -602,6 +602,9 @@ import gc
 
 SEEN = {}
 
+def pytest_configure(config):
+    SEEN["configure"] = gc.get_threshold()[0]
+
 def pytest_itemcollected(item):
     SEEN.setdefault("collecting", gc.get_threshold()[0])
 
@@ -632,5 +635,19 @@ def test_a_session_with_case_folders_collects_with_a_raised_gc_threshold(pyteste
     result = pytester.runpytest("-p", "gc_probe", "--co", "-q")
     assert result.ret == 0, result.stdout.str()
     seen = eval((pytester.path / "gc_seen.txt").read_text())
+    assert seen["configure"] == 50_000  # the plugins load and configure with it raised
+    assert seen["collectstart"] == (50_000 if with_cases else before[0])
     assert seen["collecting"] == (50_000 if with_cases else before[0])
     assert seen["after"] == before[0] and gc.get_threshold() == before
+
+
+@pytest.mark.parametrize("args", [["--no-such-option"], ["--commerce-trials=0"], ["--help"]])
+def test_a_session_that_ends_before_collection_puts_the_gc_threshold_back(pytester, args):
+    """The threshold raised while the plugin loads is put back by a session that never
+    collects: an unknown option, a setting refused at configure time, `--help`."""
+    import gc
+
+    before = gc.get_threshold()
+    result = pytester.runpytest(*args)
+    assert result.ret in (0, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR)
+    assert gc.get_threshold() == before

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
+import subprocess
 import xml.etree.ElementTree as ET
 from contextlib import closing
 from pathlib import Path
@@ -18,7 +19,7 @@ from pytest_commerce_evals.events import Text
 from pytest_commerce_evals.jsonsafe import MAX_DEPTH, clean_json
 from pytest_commerce_evals.runs import SCHEMA_VERSION
 from pytest_commerce_evals.store.database import lasting
-from pytest_commerce_evals.store.identity import public_base_url
+from pytest_commerce_evals.store.identity import GitStateLater, git_state, public_base_url
 from pytest_commerce_evals.store.record_file import load_record, write_record
 from pytest_commerce_evals.store.run_store import RunStore
 from pytest_commerce_evals.usage import ModelCall
@@ -68,6 +69,22 @@ def test_round_trip_keeps_every_field(tmp_path):
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[
             0
         ] == str(SCHEMA_VERSION)
+
+
+def test_trials_are_stored_from_the_rows_the_caller_made(tmp_path):
+    """`add_trials(..., rows)` writes the rows it is given (the recorder makes each as its
+    trial arrives); rows that do not match the trials in number are made again."""
+    from pytest_commerce_evals.store.rows import trial_row
+
+    store = RunStore(tmp_path / "runs")
+    record = run([trial("cart-001-a", "pass"), trial("cart-002-b", "fail")])
+    store.begin_run(record.model_copy(update={"trials": [], "complete": False}))
+    made = [trial_row(record.run_id, t) for t in record.trials]
+    made[0] = (*made[0][:9], json.dumps(["made by the caller"]), *made[0][10:])
+    store.add_trials(record.run_id, record.trials, made)
+    store.add_trials(record.run_id, record.trials[1:], made)  # one trial, two rows: made again
+    stored = store.load_run(record.run_id).trials
+    assert [t.failures for t in stored] == [["made by the caller"], record.trials[1].failures]
 
 
 def test_finishing_with_the_callers_trials_matches_the_stored_ones(tmp_path):
@@ -237,6 +254,32 @@ def _write_runs(folder: str, tag: str, runs: int, trials: int) -> None:
         store.finish_run(record.run_id, complete=True, exit_status=0)
 
 
+def _git(where, *args):
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=where,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_git_state_is_the_commit_and_whether_tracked_files_differ(tmp_path):
+    assert git_state(tmp_path) == (None, None)  # not a checkout
+    _git(tmp_path, "init", "-q")
+    assert git_state(tmp_path) == (None, None)  # a checkout with no commit yet
+    (tmp_path / "a.txt").write_text("one\n")
+    _git(tmp_path, "add", "a.txt")
+    _git(tmp_path, "commit", "-q", "-m", "one")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+    (tmp_path / "untracked.txt").write_text("x\n")
+    assert git_state(tmp_path) == (head, False)  # untracked files do not count
+    (tmp_path / "a.txt").write_text("two\n")
+    assert git_state(tmp_path) == (head, True)
+    asked = GitStateLater(tmp_path)  # the same answer, asked on a thread
+    assert asked.result() == (head, True) and asked.result() == (head, True)
+
+
 def test_two_processes_writing_one_store_lose_nothing(tmp_path):
     folder = str(tmp_path / "runs")
     ctx = multiprocessing.get_context("spawn")
@@ -256,6 +299,23 @@ def test_two_processes_writing_one_store_lose_nothing(tmp_path):
 
 
 # -- runs recorded through pytest -------------------------------------------------------------
+
+
+def test_a_run_in_a_git_checkout_records_its_commit_and_whether_it_was_dirty(suite, tmp_path):
+    """git is asked on a thread as the run starts; the stored run holds its answer."""
+    p, write = suite
+    write()
+    store = tmp_path / "store"
+    _git(p.path, "init", "-q")
+    _git(p.path, "add", "cases")
+    _git(p.path, "commit", "-q", "-m", "cases")
+    head = _git(p.path, "rev-parse", "HEAD")
+    p.runpytest("cases", f"--commerce-store={store}", "-k", "cart-001")
+    case = next((p.path / "cases").rglob("*.yaml"))
+    case.write_text(case.read_text() + "\n")
+    p.runpytest("cases", f"--commerce-store={store}", "-k", "cart-001")
+    runs = runs_in(store)
+    assert [(r["git_commit"], r["git_dirty"]) for r in runs] == [(head, 0), (head, 1)]
 
 
 def test_every_run_is_recorded_with_its_trials(suite, tmp_path):
@@ -432,6 +492,29 @@ def test_trials_are_committed_in_batches_of_a_count_or_a_time(
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # one case of the suite fails its set
     assert [json.loads(x) for x in Path(f"{store}.seen").read_text().split()] == seen
     assert len(trial_rows(store, runs_in(store)[0]["run_id"])) == 3  # the rest at the end
+
+
+def test_a_trial_whose_row_cannot_be_made_as_it_arrives_is_stored_at_the_flush(
+    suite, tmp_path, monkeypatch
+):
+    """The recorder makes each trial's row as it arrives; where that fails, the batch's rows
+    are made when it is written, and every trial is stored."""
+    from pytest_commerce_evals.store import recorder
+
+    calls = []
+
+    def failing(run_id, t):
+        calls.append(t.case_id)
+        raise RecursionError("too deep")
+
+    p, write = suite
+    write()
+    store = tmp_path / "store"
+    monkeypatch.setattr(recorder, "trial_row", failing)
+    p.runpytest_inprocess("cases", f"--commerce-store={store}")
+    assert calls  # the recorder did try to make the rows
+    runs = runs_in(store)
+    assert len(runs) == 1 and len(trial_rows(store, runs[0]["run_id"])) == 3
 
 
 def test_a_terminated_run_keeps_what_finished_and_is_incomplete(suite, tmp_path):
@@ -1157,11 +1240,11 @@ _add = run_store.RunStore.add_trials
 _failed = []
 
 
-def _flaky(self, run_id, trials):
+def _flaky(self, run_id, trials, rows=None):
     if not _failed:
         _failed.append(run_id)
         raise run_store.StoreError("database is locked for a moment")
-    return _add(self, run_id, trials)
+    return _add(self, run_id, trials, rows)
 
 
 run_store.RunStore.add_trials = _flaky

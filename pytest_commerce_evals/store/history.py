@@ -7,19 +7,25 @@ passes nor fails.
 
 A case whose per-run outcome flipped across the last comparable runs, and whose pass rate over
 them is clearly below 1, is *flaky* (`is_flaky`, docs/run-history.md). The failing-set diff
-(`diff`) pools a case's earlier runs into its baseline from here.
+(`diff`) pools a case's earlier runs into its baseline from here. `with_cases` puts each case's
+rate, strip and cost in a finished run's record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from ..attacks import AttackRates
 from ..cases.case import PRIORITIES
+from ..costs import CostSummary
+from ..prices import PriceBook
 from ..rates import tally_cases
 from ..results import GRADED, TrialRecord
 from ..runs import RunRecord
 from ..stats import format_rate, wilson_interval
+from .aggregate import case_results
 from .run_store import RunStore
 
 __all__ = [
@@ -35,6 +41,7 @@ __all__ = [
     "load_history",
     "overall_rate",
     "strip",
+    "with_cases",
 ]
 
 DEFAULT_HISTORY_RUNS = 10
@@ -314,3 +321,24 @@ def case_lines(run: RunRecord, history: History | None, limit: int | None = None
     if hidden:
         out.append(f"  … and {hidden} more that passed every graded trial (-v lists every case)")
     return out
+
+
+def with_cases(
+    record: RunRecord, history: History | None, prices: PriceBook | None = None
+) -> RunRecord:
+    """The record with its per-case results (rate, interval, the strip when there is history,
+    what each case's trials cost, priced by `prices`; none without them), the run's cost and
+    its attack success rates, for the JSON record and the reports."""
+    strips, flaky = None, []
+    if history is not None:
+        current = case_rates(record)
+        strips = {c: strip(history, c, rate) for c, rate in current.items()}
+        flaky = [c for c, rate in current.items() if flaky_case(history, c, rate)]
+    cases = case_results(record.trials, strips, flaky)
+    update: dict[str, Any] = {"cases": cases, "attacks": AttackRates.of(record.trials).to_json()}
+    if prices is not None and any(t.calls or t.turn_s for t in record.trials):
+        spent = CostSummary.of(record.trials, prices)
+        for case in cases:
+            case.cost = spent.case_json(case.case_id)
+        update["cost"] = spent.to_json()
+    return record.model_copy(update=update)

@@ -8,12 +8,13 @@ import os
 import re
 import secrets
 import subprocess
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["ci_run_id", "git_state", "new_run_id", "public_base_url", "utc_now"]
+__all__ = ["GitStateLater", "ci_run_id", "git_state", "new_run_id", "public_base_url", "utc_now"]
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -64,6 +65,26 @@ def git_state(path: Path) -> tuple[str | None, bool | None]:
         return None, None
     status = git("status", "--porcelain", "--untracked-files=no")
     return commit.strip(), (bool(status.strip()) if status is not None else None)
+
+
+class GitStateLater:
+    """`git_state(path)` asked on a thread from now, so a run's start does not wait for two git
+    processes (a few milliseconds; tens in a large repository); `result()` waits for the
+    answer."""
+
+    def __init__(self, path: Path) -> None:
+        self._found: tuple[str | None, bool | None] = (None, None)
+        self._thread = threading.Thread(
+            target=self._ask, args=(path,), name="commerce-git-state", daemon=True
+        )
+        self._thread.start()
+
+    def _ask(self, path: Path) -> None:
+        self._found = git_state(path)
+
+    def result(self) -> tuple[str | None, bool | None]:
+        self._thread.join()
+        return self._found
 
 
 def _part(text: str) -> str:

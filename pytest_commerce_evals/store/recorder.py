@@ -12,28 +12,18 @@ from typing import Any
 
 import pytest
 
-from ..attacks import AttackRates
-from ..costs import CostSummary
 from ..errors import StoreError
 from ..models.pricing import price_book
-from ..prices import PriceBook
 from ..results import TrialRecord
 from ..runs import NotStarted, RunRecord, Selection
 from ..settings import agent_label, settings
-from .aggregate import case_results, judge_identity, set_results
+from .aggregate import judge_identity, set_results
 from .diff import FailingSetDiff, diff_failing_sets
-from .history import (
-    CASE_LINES,
-    History,
-    case_lines,
-    case_rates,
-    flaky_case,
-    load_history,
-    strip,
-)
-from .identity import git_state, new_run_id, public_base_url, utc_now
+from .history import CASE_LINES, History, case_lines, load_history, with_cases
+from .identity import GitStateLater, new_run_id, public_base_url, utc_now
 from .paths import output_path, store_folder
 from .record_file import clean_trial, write_record
+from .rows import trial_row
 from .run_store import DEFAULT_STORE_PATH, RunStore, damaged_lines
 
 FLUSH_EVERY_TRIALS = 100
@@ -140,14 +130,12 @@ class RunRecorder:
         self.config = config
         self.target = store_folder(config)
         self.folder = local_folder(config, self.target)
-        commit, dirty = git_state(Path(config.rootpath))
+        self._git: GitStateLater | None = GitStateLater(Path(config.rootpath))
         model, base = agent_identity(config, ran=False)
         rc = run_config(config)
-        self.record = RunRecord(
+        self._record = RunRecord(
             run_id=new_run_id(),
             started_at=utc_now(),
-            git_commit=commit,
-            git_dirty=dirty,
             agent_model=model,
             agent_base_url=base,
             selection=selection(config),
@@ -168,6 +156,9 @@ class RunRecorder:
         self.begun = False
         self.trials: list[TrialRecord] = []
         self.pending: list[TrialRecord] = []
+        self.pending_rows: list[tuple[Any, ...]] | None = []
+        """`pending` as store rows, each made as its trial arrives, so the flush at the end of a
+        run only writes them; None when one could not be made (the flush makes them all)."""
         self.last_flush = time.monotonic()
         self.finished: RunRecord | None = None
         self.diff: FailingSetDiff | None = None
@@ -180,6 +171,22 @@ class RunRecorder:
         self.incomplete: list[str] = []  # why the run is incomplete though its session ended well
         self.lost_connection = 0
         """Operations tried again after the database connection was lost (PostgreSQL)."""
+
+    @property
+    def record(self) -> RunRecord:
+        """The run's header, with the commit and whether the checkout was dirty once git has
+        answered (asked on a thread when the run starts; the first reader waits for it)."""
+        if self._git is not None:
+            commit, dirty = self._git.result()
+            self._git = None
+            update = {"git_commit": commit, "git_dirty": dirty}
+            self._record = self._record.model_copy(update=update)
+        return self._record
+
+    @record.setter
+    def record(self, value: RunRecord) -> None:
+        self.record  # noqa: B018 (git's answer goes in the record it replaces first)
+        self._record = value
 
     def _terminate_as_interrupt(self) -> None:
         """A SIGTERM (a CI job's timeout, `kill`) ends the run as Ctrl-C does: the trials that
@@ -237,6 +244,11 @@ class RunRecorder:
         trial = clean_trial(record)
         self.trials.append(trial)
         self.pending.append(trial)
+        if self.store is not None and self.pending_rows is not None:
+            try:
+                self.pending_rows.append(trial_row(self.record.run_id, trial))
+            except Exception:  # what add_trials makes writable: its rows are made there
+                self.pending_rows = None
         if (
             len(self.pending) >= FLUSH_EVERY_TRIALS
             or time.monotonic() - self.last_flush > FLUSH_EVERY_S
@@ -245,11 +257,12 @@ class RunRecorder:
 
     def flush(self) -> None:
         batch, self.pending = self.pending, []
+        rows, self.pending_rows = self.pending_rows, []
         self.last_flush = time.monotonic()
         if self.store is None or not batch:
             return
         try:
-            self.store.add_trials(self.record.run_id, batch)
+            self.store.add_trials(self.record.run_id, batch, rows)
         except Exception as exc:
             self._fail(exc)
 
@@ -561,27 +574,6 @@ def _markup(line: str) -> dict[str, bool]:
 
 def _case_markup(line: str) -> dict[str, bool]:
     return {"yellow": True} if line.endswith("flaky") else {}
-
-
-def with_cases(
-    record: RunRecord, history: History | None, prices: PriceBook | None = None
-) -> RunRecord:
-    """The record with its per-case results (rate, interval, the strip when there is history,
-    what each case's trials cost, priced by `prices`; none without them), the run's cost and
-    its attack success rates, for the JSON record and the reports."""
-    strips, flaky = None, []
-    if history is not None:
-        current = case_rates(record)
-        strips = {c: strip(history, c, rate) for c, rate in current.items()}
-        flaky = [c for c, rate in current.items() if flaky_case(history, c, rate)]
-    cases = case_results(record.trials, strips, flaky)
-    update: dict[str, Any] = {"cases": cases, "attacks": AttackRates.of(record.trials).to_json()}
-    if prices is not None and any(t.calls or t.turn_s for t in record.trials):
-        spent = CostSummary.of(record.trials, prices)
-        for case in cases:
-            case.cost = spent.case_json(case.case_id)
-        update["cost"] = spent.to_json()
-    return record.model_copy(update=update)
 
 
 def _targeted(baseline: RunRecord, run: RunRecord) -> bool:

@@ -290,14 +290,22 @@ class RunStore:
                 ),
             )
 
-    def add_trials(self, run_id: str, trials: Iterable[TrialRecord]) -> int:
+    def add_trials(
+        self,
+        run_id: str,
+        trials: Iterable[TrialRecord],
+        rows: list[tuple[Any, ...]] | None = None,
+    ) -> int:
         """Store trials (a case and trial stored again replaces the earlier one). A trial whose
-        text SQLite cannot take is stored as `clean_trial` makes it."""
+        text SQLite cannot take is stored as `clean_trial` makes it. `rows`: the trials' rows
+        (`rows.trial_row`, in order) where the caller made them already."""
         trials = list(trials)
         if not trials:
             return 0
         try:
-            self._insert_trials([trial_row(run_id, t) for t in trials])
+            if rows is None or len(rows) != len(trials):
+                rows = [trial_row(run_id, t) for t in trials]
+            self._insert_trials(rows)
         except (UnicodeEncodeError, RecursionError, ValueError, TypeError):
             self._insert_trials([trial_row(run_id, clean_trial(t)) for t in trials])
         return len(trials)

@@ -139,6 +139,21 @@ def test_a_duplicate_key_names_both_lines_and_the_other_cases_still_load(tmp_pat
     assert str(loaded.problems[0]).startswith("cases.yaml:15: key 'expected':")
 
 
+def test_a_value_written_below_its_key_is_reported_at_the_keys_line(tmp_path):
+    """A problem with a value is on the line of its key, wherever the value is written (here
+    the plain text on the line after `priority:`)."""
+    text = (
+        "- id: cart-002-other\n"
+        "  priority:\n"
+        "    urgent\n"
+        "  difficulty: easy\n"
+        "  tags: [cart]\n"
+        '  turns: ["Add the road runner"]\n'
+    )
+    ((line, key, message),) = problems(load(tmp_path, text))
+    assert (line, key) == (2, "priority") and "urgent" in message
+
+
 def test_a_duplicate_key_in_json_and_in_a_nested_mapping(tmp_path):
     text = (
         '{"id": "cart-001-json", "priority": "high", "difficulty": "easy",\n'

@@ -178,17 +178,53 @@ class Builder:
         """The next value: a scalar, or a list or mapping read to its end (a loop over a stack
         of open frames, not recursion, so nesting costs no Python frames)."""
         get_event = self.loader.get_event
+        rows = self.rows
+        first = self.resolved_first
         stack: list[_Frame] = []
         while True:
             event = get_event()
             kind = type(event)
             line = event.start_mark.line + 1
             if kind is yaml.ScalarEvent:
+                text = event.value
+                if (
+                    stack
+                    and event.anchor is None
+                    and event.tag is None
+                    and first is not None
+                    and text
+                    and text[0] not in first
+                    and text.isascii()
+                ):
+                    # most of a file: plain ASCII text in a mapping or a list, written here
+                    # as `_child`, `scalar` and `attach` would (the rest goes through them)
+                    parent = stack[-1]
+                    container = parent.value
+                    parent.size += 1
+                    if type(container) is list:
+                        rows.append(((*parent.path, len(container)), line))
+                        container.append(text)
+                        continue
+                    key = parent.key
+                    if key is _AWAIT_KEY:
+                        if text in parent.keys:
+                            self.attach(parent, text, 0, line)  # says it is a duplicate
+                        else:
+                            parent.keys[text] = line
+                            parent.key = text
+                            parent.key_line = line
+                        continue
+                    if key is not _MERGE and key is not _BAD_KEY:
+                        rows.append(((*parent.path, key), parent.key_line))
+                        parent.key = _AWAIT_KEY
+                        container[key] = text
+                        continue
+                    parent.size -= 1
                 path, row_line, is_key = self._child(stack, line)
                 value = self.scalar(event, path, line, is_key)
                 size = 1
                 if not is_key:
-                    self.rows.append((path, row_line))
+                    rows.append((path, row_line))
                 if event.anchor is not None:
                     self.define(event.anchor, line, path)
                     self.anchors[event.anchor] = (value, 1, None)

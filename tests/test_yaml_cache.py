@@ -220,3 +220,37 @@ def test_an_entry_with_a_date_that_is_not_a_string_is_computed_again(folder):
     (entry,) = entries(folder)
     entry.write_text('{"stamp": {"$date": 5}}')
     assert load(text, LOADER) == yaml.load(text, Loader=LOADER)
+
+
+@pytest.mark.parametrize(
+    ("value", "cached"),
+    [
+        ({"turns": ["Add the $5 mug"], "rows": [["id", 1]], "n": 1.5, "ok": None}, True),
+        ({"turn": "the $date key is ours", "when": dt.date(2026, 1, 2)}, True),
+        ({"stamp": dt.datetime(2026, 1, 2, 3, 4, tzinfo=dt.UTC)}, True),
+        ({"odd": {"$date": "2026-01-02"}}, False),  # would read back as a date
+        ({"odd": {"$datetime": "2026-01-02T03:04:00"}}, False),
+        ({"odd": {"$date": 5}}, False),
+        ({"blob": b"bytes"}, False),
+    ],
+)
+def test_values_with_text_keys_read_back_as_they_were_written(folder, value, cached):
+    """`text_keys` (the case reader's values) writes with one `json.dumps`; a value with a date
+    or a mapping that would read back as one takes the full check, and what that refuses is not
+    written. Either way the second read equals the first, with its types."""
+    calls = []
+
+    def compute(text):
+        calls.append(text)
+        return value
+
+    for _ in range(2):
+        got = _yaml_cache.memo("x" * 50, "test", compute, min_chars=10, text_keys=True)
+        assert got == value and json.dumps(got, default=repr) == json.dumps(value, default=repr)
+    assert len(calls) == (1 if cached else 2)
+    assert len(entries(folder)) == (1 if cached else 0)
+
+
+def test_an_entry_written_with_text_keys_is_the_one_the_full_check_writes(folder):
+    value = {"data": [{"id": "cart-001-a", "turns": ["hi", "café"]}], "lines": [[["id", 1]]]}
+    assert _yaml_cache._entry(value, True) == _yaml_cache._entry(value, False)

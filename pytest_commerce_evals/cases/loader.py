@@ -228,7 +228,9 @@ def _parse_file(path: Path, shown: Path) -> dict[str, Any] | LoadedFile:
             return _parse_case_text(t, parse_json)
 
     try:
-        return _yaml_cache.memo(text, kind, compute, CACHE_MIN_CHARS, valid=_cacheable)
+        return _yaml_cache.memo(
+            text, kind, compute, CACHE_MIN_CHARS, valid=_cacheable, text_keys=True
+        )
     except yaml.YAMLError as exc:
         fmt = "JSON" if path.suffix == ".json" else "YAML"
         return LoadedFile([], [syntax_problem(shown, exc, text, fmt)])

@@ -65,12 +65,15 @@ def memo(
     compute: Callable[[str], Any],
     min_chars: int = MIN_CHARS,
     valid: Callable[[Any], bool] | None = None,
+    text_keys: bool = False,
 ) -> Any:
     """`compute(text)`, read from the cache when this text was computed before.
 
     `kind` names the computation (a different kind never reads another's entry). What `compute`
     returns is cached when JSON can hold it (plus dates) and `valid` (if given) accepts it; its
-    exceptions propagate and leave no entry. An entry `valid` refuses is computed again."""
+    exceptions propagate and leave no entry. An entry `valid` refuses is computed again.
+    `text_keys`: what `valid` accepts has text keys and lists only (the case reader's), so it is
+    written with one `json.dumps` unless that finds a date or a key that reads back as one."""
     folder = cache_dir() if len(text) >= min_chars else None
     if folder is None:
         return compute(text)
@@ -89,12 +92,24 @@ def memo(
     if valid is not None and not valid(value):
         return value
     try:
-        encoded = json.dumps(_encode(value), ensure_ascii=False, separators=(",", ":"))
-        data = encoded.encode("utf-8")  # a lone surrogate cannot be written: not cached
+        data = _entry(value, text_keys)
     except (_Unsupported, ValueError, RecursionError):
         return value
     _write(entry, data)
     return value
+
+
+def _entry(value: Any, text_keys: bool) -> bytes:
+    """The entry's bytes; raises what cannot be cached (a lone surrogate cannot be written)."""
+    if text_keys:
+        try:
+            plain = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError, RecursionError):
+            pass  # a date, or what JSON cannot hold: `_encode` says which
+        else:
+            if _DATE not in plain:  # "$date" and "$datetime": read back as dates
+                return plain.encode("utf-8")
+    return json.dumps(_encode(value), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 _pruned: set[Path] = set()

@@ -129,11 +129,12 @@ class Builder:
         # character starts no implicit resolver's pattern, and no resolver matches any text
         # (18,000 scalars in 1,000 cases; the loader's `resolve` is Python, a call each)
         table = getattr(loader, "yaml_implicit_resolvers", None)
-        plain = table is not None and None not in table
-        if plain and getattr(loader, "yaml_path_resolvers", None):
-            plain = False
         self.resolved_first: frozenset[str] | None = (
-            frozenset(k for k in table if k) if plain and table is not None else None
+            frozenset(k for k in table if k)
+            if table is not None
+            and None not in table
+            and not getattr(loader, "yaml_path_resolvers", None)
+            else None
         )
         """First characters that a plain scalar's implicit tag depends on; None: ask the loader
         for every scalar."""

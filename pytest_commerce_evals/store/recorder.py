@@ -176,17 +176,20 @@ class RunRecorder:
     def record(self) -> RunRecord:
         """The run's header, with the commit and whether the checkout was dirty once git has
         answered (asked on a thread when the run starts; the first reader waits for it)."""
+        self._take_git_answer()
+        return self._record
+
+    @record.setter
+    def record(self, value: RunRecord) -> None:
+        self._take_git_answer()  # into the record being replaced, which the new one came from
+        self._record = value
+
+    def _take_git_answer(self) -> None:
         if self._git is not None:
             commit, dirty = self._git.result()
             self._git = None
             update = {"git_commit": commit, "git_dirty": dirty}
             self._record = self._record.model_copy(update=update)
-        return self._record
-
-    @record.setter
-    def record(self, value: RunRecord) -> None:
-        self.record  # noqa: B018 (git's answer goes in the record it replaces first)
-        self._record = value
 
     def _terminate_as_interrupt(self) -> None:
         """A SIGTERM (a CI job's timeout, `kill`) ends the run as Ctrl-C does: the trials that

@@ -71,6 +71,34 @@ def test_round_trip_keeps_every_field(tmp_path):
         ] == str(SCHEMA_VERSION)
 
 
+def test_writes_commit_without_waiting_for_the_disk_only_in_wal_mode(tmp_path, monkeypatch):
+    """A writer's connections commit with `synchronous = NORMAL` (1) once the file is in WAL
+    mode; a store whose file could not be put in WAL mode keeps SQLite's FULL (2), and a
+    read-only store never sets it."""
+    store = RunStore(tmp_path / "runs")
+    with store._connect() as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+    store.begin_run(run([]).model_copy(update={"complete": False}))
+    with RunStore(tmp_path / "runs", read_only=True)._connect() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+    real = sqlite3.Connection.execute
+
+    class NoWal(sqlite3.Connection):
+        def execute(self, sql, *args):  # a file system where WAL cannot be set
+            if sql.startswith("PRAGMA journal_mode=WAL"):
+                return real(self, "PRAGMA journal_mode")
+            return real(self, sql, *args)
+
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: connect(*a, factory=NoWal, **k))
+    other = RunStore(tmp_path / "other")
+    with other._connect() as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+
 def test_trials_are_stored_from_the_rows_the_caller_made(tmp_path):
     """`add_trials(..., rows)` writes the rows it is given (the recorder makes each as its
     trial arrives); rows that do not match the trials in number are made again."""

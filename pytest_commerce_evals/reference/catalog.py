@@ -431,7 +431,7 @@ def _load_skill(path: Path) -> Skill:
             path, ["a skill starts with a front matter block (--- name, description, roles ---)"]
         )
     try:
-        meta = yaml.safe_load(match.group(1))
+        meta = yaml.load(match.group(1), Loader=_Loader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         raise FixtureError(path, [f"front matter is not valid YAML ({exc})"]) from None
     header = _validate(SkillHeader, path, meta)

@@ -4,6 +4,7 @@ asked by the run store's recorder once the run is stored) and `--commerce-compar
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -11,10 +12,12 @@ from ..compat import run_session
 from ..models.pricing import price_book
 from ..runs import RunRecord
 from ..settings import settings
-from ..store.diff import FailingSetDiff
 from ..store.history import History
 from ..store.paths import output_path
 from ..store.recorder import problem
+
+if TYPE_CHECKING:  # a run's diff is made, and its module imported, only against a baseline
+    from ..store.diff import FailingSetDiff
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:

@@ -8,7 +8,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,13 +18,15 @@ from ..results import TrialRecord
 from ..runs import NotStarted, RunRecord, Selection
 from ..settings import agent_label, settings
 from .aggregate import judge_identity, set_results
-from .diff import FailingSetDiff, diff_failing_sets
 from .history import CASE_LINES, History, case_lines, load_history, with_cases
 from .identity import GitStateLater, new_run_id, public_base_url, utc_now
 from .paths import output_path, store_folder
 from .record_file import clean_trial, write_record
 from .rows import trial_row
 from .run_store import DEFAULT_STORE_PATH, RunStore, damaged_lines
+
+if TYPE_CHECKING:  # imported by `_diff`: a run without a baseline never needs it
+    from .diff import FailingSetDiff
 
 FLUSH_EVERY_TRIALS = 100
 
@@ -409,6 +411,8 @@ class RunRecorder:
             self.fallback = self._write_aside(self.finished, self.history)
 
     def _diff(self, baseline: RunRecord, pooled: bool, level: float) -> None:
+        from .diff import diff_failing_sets
+
         assert self.finished is not None
         try:
             self.diff = diff_failing_sets(

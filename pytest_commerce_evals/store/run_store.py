@@ -89,6 +89,7 @@ class RunStore:
 
     def __init__(self, folder: str | Path, *, read_only: bool = False) -> None:
         self.read_only = read_only
+        self._wal = False  # the file is in WAL mode, set by this writer (`_set_wal`)
         self.damaged: list[str] = []
         """What reading had to leave out, one message per damaged run or trial."""
         self.retries = 0
@@ -176,12 +177,16 @@ class RunStore:
     def _set_wal(self) -> None:
         """WAL is a property of the file: set once, every later connection uses it. Two
         processes opening a new store at once can find it locked (changing the journal mode
-        does not wait on the busy timeout), so that is tried again for a while."""
+        does not wait on the busy timeout), so that is tried again for a while. In WAL mode
+        commits do not wait for the disk (`synchronous = NORMAL`): one survives the process
+        being killed and the file stays whole; only a system crash can take back the last
+        (docs/run-history.md). Without WAL every commit still waits for the disk."""
         deadline = time.monotonic() + _BUSY_TIMEOUT_S
         while True:
             try:
                 with self._connect() as conn:
-                    conn.execute("PRAGMA journal_mode=WAL")
+                    mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+                self._wal = bool(mode) and str(mode[0]).lower() == "wal"
                 return
             except StoreError as exc:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
@@ -211,6 +216,8 @@ class RunStore:
                 conn.row_factory = sqlite3.Row
                 conn.text_factory = _TEXT
                 conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+                if self._wal:
+                    conn.execute("PRAGMA synchronous = NORMAL")
                 yield conn
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: run store error: {exc}") from None

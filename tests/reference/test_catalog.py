@@ -141,3 +141,29 @@ def test_yaml_syntax_error_gives_the_line(fixture_copy):
     path.write_text("customers:\n  - id: cust-001\n    name: [unclosed\n")
     with pytest.raises(FixtureError, match=r"customers.yaml: line \d+, column \d+: not valid YAML"):
         load_catalog(fixture_copy)
+
+
+def test_skill_front_matter_errors_name_the_file(fixture_copy):
+    """A skill's front matter is read with the same safe loader as the fixtures: broken YAML,
+    a missing key and a name that is not the file's each name the skill file."""
+    path = fixture_copy / "skills" / "sizing.md"
+    body = path.read_text().split("---\n", 2)[2]
+    path.write_text("---\nname: [sizing\n---\n" + body)
+    with pytest.raises(FixtureError, match=r"sizing.md: front matter is not valid YAML"):
+        load_catalog(fixture_copy)
+    path.write_text("---\nname: sizing\nroles: [customer]\n---\n" + body)
+    with pytest.raises(FixtureError, match=r"sizing.md: description: required key is missing"):
+        load_catalog(fixture_copy)
+    path.write_text("---\nname: fit\ndescription: d\nroles: [customer]\n---\n" + body)
+    with pytest.raises(FixtureError, match=r"name: must match the file name 'sizing'; found 'fit'"):
+        load_catalog(fixture_copy)
+    path.write_text("---\nname: sizing\ndescription: Fit\nroles: [customer]\n---\n" + body)
+    assert load_catalog(fixture_copy).skills["sizing"].description == "Fit"
+
+
+def test_skill_front_matter_is_safe_yaml(fixture_copy):
+    path = fixture_copy / "skills" / "sizing.md"
+    body = path.read_text().split("---\n", 2)[2]
+    path.write_text("---\nname: !!python/object/apply:os.getcwd []\n---\n" + body)
+    with pytest.raises(FixtureError, match=r"front matter is not valid YAML"):
+        load_catalog(fixture_copy)

@@ -56,15 +56,19 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def parse_request(self) -> bool:
+        # a request arrives when its first line has been read; its headers are parsed after
+        self.arrived = time.monotonic()
+        return super().parse_request()
+
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
+        """The status line, headers and body in one send: written in two, the reply's second
+        half reaches the client a loopback exchange later than the first."""
+        fields = {"content-type": "application/json", "content-length": str(len(body))}
+        head = [f"{self.protocol_version} {status} {self.responses[status][0]}"]
+        head += [f"{k}: {v}" for k, v in {**fields, **(headers or {})}.items()]
         try:
-            self.wfile.write(body)
+            self.wfile.write("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a stall)
             pass
 
@@ -80,7 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b'{"error": {"message": "not found"}}')
 
     def do_POST(self) -> None:
-        arrived = time.monotonic()
+        arrived = self.arrived
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -103,8 +107,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(
         self, mock: MockServer, request: dict[str, Any], fault: str | None, arrived: float
     ) -> None:
-        # the latency is the server's whole response time, as a model API's is: the reply is
-        # built first and the wait is what is left of latency_s after reading and building
+        # the latency is the server's whole response time, as a model API's is: from the
+        # request line's arrival, the reply is built first and the wait is what is left of
+        # latency_s after reading the headers and body and building
         body = mock._reply(request) if fault in (None, "stall") else b""
         left = mock.latency_s - (time.monotonic() - arrived)
         if left > 0:

@@ -211,13 +211,13 @@ def one(n: int, latency: float, c: int, extra: list[str], fault_every: int = 0) 
 
 def show(r: dict) -> None:
     head = f"N={r['n']:<5} L={r['latency'] * 1000:>4.0f} ms  C={r['c']:<3}"
-    ratio = f"ratio {r['ratio']:.2f}x" if r["ratio"] else "ratio -"
+    ratio = f"ratio {r['ratio']:.3f}x" if r["ratio"] else "ratio -"
     print(
-        f"{head} wall {r['wall']:6.2f} s  ideal {r['ideal']:6.2f} s  {ratio}  "
+        f"{head} wall {r['wall']:7.3f} s  ideal {r['ideal']:6.2f} s  {ratio}  "
         f"calls {r['calls']} (at most {r['max_in_flight']} at once)  "
         f"CPU {r['cpu_ms_per_trial']:.2f} ms/trial  [{r['outcomes']}]\n"
-        f"{'':32}start to first call {r['to_first_call']:.2f} s, "
-        f"last reply to exit {r['after_last_reply']:.2f} s",
+        f"{'':32}start to first call {r['to_first_call']:.3f} s, "
+        f"last reply to exit {r['after_last_reply']:.3f} s",
         flush=True,
     )
 

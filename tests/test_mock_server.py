@@ -136,3 +136,46 @@ def test_the_command_line_server_reports_its_address_and_counts():
         proc.kill()
         proc.wait()
         proc.stdout.close()
+
+
+def _raw_post(server: MockServer, body: bytes) -> bytes:
+    """One request on a fresh connection; the whole reply, read to its declared length."""
+    import socket
+
+    host, port = server.base_url.split("//")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = int(
+            next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(
+                b":"
+            )[1]
+        )
+        while len(rest) < length:
+            rest += sock.recv(65536)
+        return head + b"\r\n\r\n" + rest
+
+
+def test_a_reply_is_a_whole_http_response_with_the_status_its_headers_and_the_body():
+    request = json.dumps({"model": "m", "messages": [USER]}).encode()
+    with MockServer(SCRIPT, pattern=PATTERN) as server:
+        head, _, body = _raw_post(server, request).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0] == "HTTP/1.1 200 OK"
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    assert fields == {"content-type": "application/json", "content-length": str(len(body))}
+    assert json.loads(body)["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == (
+        "search_products"
+    )
+    with MockServer(SCRIPT, fault_every=1, faults=("429",), retry_after_s=0.25) as server:
+        head, _, body = _raw_post(server, request).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0] == "HTTP/1.1 429 Too Many Requests"
+    assert "retry-after: 0.25" in lines and f"content-length: {len(body)}" in lines
+    assert json.loads(body)["error"]["type"] == "rate_limit"

@@ -470,3 +470,41 @@ def test_a_scheduler_restores_the_gc_threshold_it_raised_unless_it_was_changed_s
         scheduler.restore()
     finally:
         gc.set_threshold(*before)
+
+
+def test_waiting_for_a_trial_still_running_does_the_idle_work_first_and_only_then():
+    """`wait(item, idle)` calls `idle` once, on the waiting thread, when the trial is still
+    running; never when its result is already there."""
+    import threading
+
+    release = threading.Event()
+
+    class Item:
+        def __init__(self, blocks: bool) -> None:
+            self.blocks = blocks
+
+        def compute(self) -> str:
+            if self.blocks:
+                release.wait(10)
+            return "done"
+
+    scheduler = TrialScheduler(2)
+    try:
+        quick, slow = Item(False), Item(True)
+        scheduler.submit([quick, slow])
+        calls: list[str] = []
+        while not scheduler._futures[quick].done():
+            threading.Event().wait(0.01)
+        assert scheduler.wait(quick, lambda: calls.append("quick")) == "done"
+        assert calls == []  # its result was there: nothing to do while waiting
+
+        def idle() -> None:
+            calls.append(threading.current_thread().name)
+            release.set()
+
+        assert scheduler.wait(slow, idle) == "done"
+        assert calls == [threading.main_thread().name]
+    finally:
+        release.set()
+        scheduler.close()
+        scheduler.restore()

@@ -522,6 +522,59 @@ def test_trials_are_committed_in_batches_of_a_count_or_a_time(
     assert len(trial_rows(store, runs_in(store)[0]["run_id"])) == 3  # the rest at the end
 
 
+def test_the_recorder_writes_while_the_run_waits_at_most_every_quarter_second(
+    suite, tmp_path, monkeypatch
+):
+    """`flush_while_waiting` (the runner calls it before waiting for a trial still running)
+    writes the trials reported so far once `FLUSH_WHILE_WAITING_S` has passed since the last
+    write; sooner, or with nothing reported, it writes nothing. A concurrent run's store then
+    holds every trial."""
+    from pytest_commerce_evals.store import recorder
+
+    p, write = suite
+    write()
+    store = tmp_path / "store"
+    seen: list[tuple[int, int]] = []
+    flush = recorder.RunRecorder.flush
+
+    def counting(self):
+        seen.append((len(self.pending), len(self.trials)))
+        flush(self)
+
+    monkeypatch.setattr(recorder.RunRecorder, "flush", counting)
+    # two in flight; the cases' trials take 0.1, 0.3 and 0.5 s, so the main thread waits for
+    # the second and the third with the ones before them reported
+    slow = "\n\nimport time\nimport pytest\n\n@pytest.hookimpl(wrapper=True)\n"
+    slow += "def pytest_commerce_evals_make_agent(config, case, backend):\n"
+    slow += "    time.sleep({'cart-001-add-single': 0.1, 'cart-002-checkout-total': 0.3}"
+    slow += ".get(case.id, 0.5))\n    return (yield)\n"
+    conftest = p.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + slow)
+    args = ("cases", f"--commerce-store={store}", "--commerce-concurrency=2")
+    monkeypatch.setattr(recorder, "FLUSH_WHILE_WAITING_S", 3600.0)
+    p.runpytest_inprocess(*args)
+    assert seen == [(3, 3)]  # only the flush at the end
+    seen.clear()
+    monkeypatch.setattr(recorder, "FLUSH_WHILE_WAITING_S", 0.0)
+    p.runpytest_inprocess(*args)
+    assert seen == [(1, 1), (1, 2), (1, 3)]  # each while the next was running, the last at the end
+    assert len(trial_rows(store, runs_in(store)[1]["run_id"])) == 3
+    seen.clear()
+    rec = recorder.RunRecorder.__new__(recorder.RunRecorder)
+    rec.pending, rec.trials, rec.last_flush = [], [], 0.0
+    rec.flush_while_waiting()
+    assert seen == []  # nothing reported yet
+    rec.pending = rec.trials = ["t"]
+    monkeypatch.setattr(recorder, "FLUSH_WHILE_WAITING_S", 0.25)
+    rec.last_flush = recorder.time.monotonic()
+    rec.flush_while_waiting()
+    assert seen == []  # the last write was just now
+    rec.last_flush -= 0.3
+    rec.pending_rows, rec.store = [], None
+    rec.flush_while_waiting()
+    assert seen == [(1, 1)] and rec.pending == []
+
+
 def test_a_trial_whose_row_cannot_be_made_as_it_arrives_is_stored_at_the_flush(
     suite, tmp_path, monkeypatch
 ):

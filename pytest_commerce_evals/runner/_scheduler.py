@@ -123,9 +123,13 @@ class TrialScheduler:
     def submitted(self, item: Any) -> bool:
         return item in self._futures
 
-    def wait(self, item: Any) -> Any:
-        """The item's result; raises what its trial raised. Ctrl-C while waiting propagates."""
+    def wait(self, item: Any, idle: Callable[[], object] | None = None) -> Any:
+        """The item's result; raises what its trial raised. Ctrl-C while waiting propagates.
+        `idle` is called first when the trial is still running: work the main thread can do
+        while the trials in flight wait for the model (the run store's writes)."""
         future = self._futures.pop(item)
+        if idle is not None and not future.done():
+            idle()
         return future.result()
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from ..cases.loader import CaseProblem
 from ..cases.markers import TAG_MARKERS, mark, reserved_marks, tag_marker
 from ..errors import ConfigurationError
 from ..results import TrialRecord, TrialSpec
+from ..store.recorder import RECORDER
 from ._scheduler import SCHEDULER
 from .regrade import regrade_trial, stored_trial
 from .spending import run_spend
@@ -167,7 +168,8 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         scheduler = self.config.stash.get(SCHEDULER, None)
         if scheduler is not None and scheduler.submitted(self):
-            result = scheduler.wait(self)
+            recorder = self.config.stash.get(RECORDER, None)
+            result = scheduler.wait(self, recorder.flush_while_waiting if recorder else None)
         else:
             result = self.compute()
             self.config.stash[TRIAL_RAN] = True

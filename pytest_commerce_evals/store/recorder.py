@@ -29,9 +29,8 @@ if TYPE_CHECKING:  # imported by `_diff`: a run without a baseline never needs i
     from .diff import FailingSetDiff
 
 FLUSH_EVERY_TRIALS = 100
-
-
 FLUSH_EVERY_S = 2.0
+FLUSH_WHILE_WAITING_S = 0.25  # at most this often (`RunRecorder.flush_while_waiting`)
 
 
 RECORDER = pytest.StashKey["RunRecorder"]()
@@ -258,6 +257,13 @@ class RunRecorder:
             len(self.pending) >= FLUSH_EVERY_TRIALS
             or time.monotonic() - self.last_flush > FLUSH_EVERY_S
         ):
+            self.flush()
+
+    def flush_while_waiting(self) -> None:
+        """The main thread is about to wait for a trial still running: what was reported is
+        written now, while the trials wait for the model, not among a wave's reports or at the
+        run's end. At most every `FLUSH_WHILE_WAITING_S`: fast trials pay no more commits."""
+        if self.pending and time.monotonic() - self.last_flush >= FLUSH_WHILE_WAITING_S:
             self.flush()
 
     def flush(self) -> None:

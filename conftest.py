@@ -26,14 +26,33 @@ def pytest_commerce_evals_make_agent(config, case, backend):
     from pytest_commerce_evals.models import embedded
     from pytest_commerce_evals.models.clients import session_client
     from pytest_commerce_evals.reference import ReferenceAgent
-    from pytest_commerce_evals.reference.agent import history_chars
+    from pytest_commerce_evals.reference.agent import embedded_options
 
     client = session_client(config, "agent")
     # the endpoint client retries already; the agent's own retry layer is not needed on top.
-    # The embedded model's window is small (8k tokens by default, a quarter of it taken by
-    # instructions and tools): the history sent is cut to fit it, oldest tool results first.
-    context = history_chars(embedded.n_ctx(config)) if client.endpoint.is_local else None
-    return ReferenceAgent(client, client.endpoint.model, retries=1, context_chars=context)
+    # On the embedded model (8k tokens, two CPU cores) the history is cut to fit the window,
+    # oldest tool results first, and a turn takes at most 5 steps of 192 tokens (the header
+    # says so; docs/local-model.md).
+    local = embedded_options(embedded.n_ctx(config)) if client.endpoint.is_local else {}
+    return ReferenceAgent(client, client.endpoint.model, retries=1, **local)
+
+
+def pytest_report_header(config):
+    """What the reference agent does differently on the embedded model, when it runs there."""
+    from pytest_commerce_evals.models.endpoint import EndpointError, resolve_endpoint
+    from pytest_commerce_evals.reference.agent import EMBEDDED_MAX_STEPS, EMBEDDED_MAX_TOKENS
+
+    try:
+        local = resolve_endpoint(config, "agent").is_local
+    except EndpointError:
+        return None
+    if not local:
+        return None
+    return (
+        f"commerce-evals reference agent on the embedded model: at most {EMBEDDED_MAX_STEPS} "
+        f"steps a turn (8 elsewhere), replies of at most {EMBEDDED_MAX_TOKENS} tokens (512 "
+        "elsewhere), the history cut to fit its window"
+    )
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -292,9 +292,10 @@ def test_the_default_embedded_judge_fingerprint_matches_the_shipped_file(pyteste
         f"commerce-evals judge verdicts advisory: embedded {EMBEDDED_ID} calibrated{kappa} "
         f"over {entry.overall_n} labels, "
         f"{entry.overall_agreement:.0%} agreement (calibration shipped with the plugin) < 0.4 "
-        "(--commerce-judge-min-kappa=auto sets 0.4 for the embedded judge); advisory verdicts "
-        "are shown but decide no trial, and so are those of dimensions it was not calibrated on "
-        "(--commerce-judge-min-kappa=none lets every verdict decide)"
+        "(--commerce-judge-min-kappa=auto sets 0.4 for the embedded judge); the embedded judge "
+        "is not asked for a case none of whose dimensions it could decide (each call takes "
+        "seconds on a CPU): those rubrics are reported as not judged "
+        "(--commerce-judge-min-kappa=none asks it, and lets every verdict decide)"
     ]
     config = pytester.parseconfig("--commerce-judge-min-kappa=0.6")
     assert _judge_plugin.calibration_header(config)[0].startswith(

@@ -63,9 +63,27 @@ def test_tool_results_reach_the_prompt():
     assert (
         '<|im_start|>assistant\nfunctions.search_products:\n{"query": "trail"}<|im_end|>' in prompt
     )
-    assert prompt.startswith("<|im_start|>system\nYou are a shopping assistant.\n\nYou can call")
+    # the tools first, in a turn of their own: the same for every request with these tools
+    assert prompt.startswith("<|im_start|>system\nYou can call these functions:\n")
+    assert (
+        "<|im_end|>\n<|im_start|>system\nYou are a shopping assistant.<|im_end|>\n"
+        "<|im_start|>user\nTrail shoes under $120?"
+    ) in prompt
     assert "functions.search_products: Search the catalog." in prompt
     assert prompt.endswith("<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_the_tools_turn_is_the_same_whatever_the_system_prompt():
+    one = _chat_format.render(CONVERSATION, [SEARCH, CART])
+    other = _chat_format.render(
+        [{"role": "system", "content": "You are the operators' assistant."}, *CONVERSATION[1:]],
+        [SEARCH, CART],
+    )
+    tools_turn = _chat_format._block(
+        "system", _chat_format.tool_instructions([SEARCH, CART]).lstrip()
+    )
+    assert one.startswith(tools_turn) and other.startswith(tools_turn)
+    assert one[len(tools_turn) :] != other[len(tools_turn) :]
 
 
 def test_without_tools_the_prompt_is_plain_chatml():
@@ -197,7 +215,51 @@ def test_tool_arguments_may_hold_only_the_declared_keys(grammar_support, monkeyp
         llama=FakeLlama("functions.search_products:", '{"query": "trail"}'),
         messages=CONVERSATION[:2], tools=[SEARCH], tool_choice="auto",
     )  # fmt: skip
-    assert schemas == [{**SEARCH["function"]["parameters"], "additionalProperties": False}]
+    bounded_query = {"type": "string", "maxLength": _chat_format.STRING_CAP}
+    assert schemas == [
+        {
+            **SEARCH["function"]["parameters"],
+            "properties": {"query": bounded_query},
+            "additionalProperties": False,
+        }
+    ]
+
+
+def test_bounded_caps_strings_and_arrays_that_set_no_bound_of_their_own():
+    schema = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "note": {"type": ["string", "null"]},
+            "ids": {"type": "array", "items": {"type": "string"}},
+            "kind": {"type": "string", "enum": ["a", "b"]},
+            "sku": {"type": "string", "pattern": "^[A-Z]+$"},
+            "short": {"type": "string", "maxLength": 8},
+            "long": {"type": "string", "minLength": 500},
+            "pair": {"type": "array", "maxItems": 2},
+            "many": {"type": "array", "minItems": 50},
+            "count": {"type": "integer"},
+        },
+    }
+    out = _chat_format.bounded(schema)["properties"]
+    cap, items = _chat_format.STRING_CAP, _chat_format.ITEMS_CAP
+    assert out["id"]["maxLength"] == cap and out["note"]["maxLength"] == cap
+    assert out["ids"]["maxItems"] == items and out["ids"]["items"]["maxLength"] == cap
+    for kept in ("kind", "sku", "long", "count"):  # an enum, a pattern, a minimum past the cap
+        assert "maxLength" not in out[kept], kept
+    assert out["short"]["maxLength"] == 8 and out["pair"]["maxItems"] == 2
+    assert "maxItems" not in out["many"]
+    assert "maxLength" not in schema["properties"]["id"]  # the caller's schema is untouched
+
+
+def test_a_bounded_string_closes_the_arguments_within_the_cap(grammar_support):
+    """The grammar built from a bounded schema lets a string end no later than its cap."""
+    bounded = _chat_format._grammar(_chat_format.bounded({"type": "string"}))._grammar
+    free = _chat_format._grammar({"type": "string"})._grammar
+    assert bounded.count("(char") == _chat_format.STRING_CAP  # one optional char each
+    assert "(char" not in free  # char* : any length
+    # a string of single-character tokens, its quotes and a key still fit the arguments' cap
+    assert _chat_format.STRING_CAP + 20 <= _chat_format.ARGUMENTS_CAP
 
 
 def test_closed_keeps_what_a_schema_says_and_closes_nested_objects():

@@ -108,3 +108,29 @@ def test_an_attack_whose_attacker_has_its_own_endpoint_is_not_stopped(pytester):
     )  # fmt: skip
     assert own.ret != 4, own.stderr.str()
     assert "nothing says who plays the customer" not in own.stderr.str()
+
+
+def test_on_the_embedded_model_a_customers_message_is_capped_shorter(pytester, monkeypatch):
+    """96 tokens on the embedded model (one to three sentences; past them a small model loops),
+    200 elsewhere, and `commerce_user_max_tokens` wins over both."""
+    from pytest_commerce_evals.customer import _plugin as customer_plugin
+    from pytest_commerce_evals.models import clients
+
+    for name in (
+        "OPENAI_BASE_URL",
+        "OPENAI_MODEL",
+        "COMMERCE_USER_MODEL",
+        "COMMERCE_USER_BASE_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(clients, "session_client", lambda config, purpose: object())
+    embedded = customer_plugin.build_customer(pytester.parseconfigure())
+    assert embedded.max_tokens == customer_plugin.EMBEDDED_MAX_TOKENS == 96
+    hosted = customer_plugin.build_customer(
+        pytester.parseconfigure(
+            "--commerce-user-model=m", "--commerce-user-base-url=http://127.0.0.1:9/v1"
+        )
+    )
+    assert hosted.max_tokens == customer_plugin.DEFAULT_MAX_TOKENS == 200
+    pytester.makeini("[pytest]\ncommerce_user_max_tokens = 150\n")
+    assert customer_plugin.build_customer(pytester.parseconfigure()).max_tokens == 150

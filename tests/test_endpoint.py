@@ -265,6 +265,27 @@ def test_header_names_the_endpoints_and_never_the_key(pytester: pytest.Pytester,
     assert SECRET not in result.stdout.str() + result.stderr.str()
 
 
+def test_the_header_says_what_the_embedded_default_does_differently(
+    pytester: pytest.Pytester, monkeypatch
+):
+    from pytest_commerce_evals.models._plugin import EMBEDDED_DIFFERENCES
+
+    for name in ("OPENAI_BASE_URL", "OPENAI_MODEL", "COMMERCE_USER_MODEL", "COMMERCE_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile("def test_x(): pass")
+    embedded = pytester.runpytest(*PLUGIN)
+    embedded.stdout.fnmatch_lines([EMBEDDED_DIFFERENCES])
+    assert "arguments at most 128 tokens, strings 100 characters" in EMBEDDED_DIFFERENCES
+    assert "a customer's message at most 96 tokens" in EMBEDDED_DIFFERENCES
+    configured = pytester.runpytest(
+        *PLUGIN,
+        "--commerce-model=m",
+        "--commerce-base-url=http://127.0.0.1:9/v1",
+        "--commerce-user-model=m",
+    )
+    assert "commerce-evals embedded model" not in configured.stdout.str()
+
+
 # --- make_client --------------------------------------------------------------------------------
 
 

@@ -475,7 +475,12 @@ def test_the_hook_grades_with_the_configured_judge(pytester, tmp_path, monkeypat
         return Judge(client, "judge-7b", store=VerdictStore(_judge_plugin.store_path(config)))
 
     monkeypatch.setattr(_judge_plugin, "build_judge", fake_build)
-    config = pytester.parseconfig(*PLUGIN, f"--commerce-judge-store={tmp_path / 'j.sqlite'}")
+    config = pytester.parseconfig(
+        *PLUGIN,
+        f"--commerce-judge-store={tmp_path / 'j.sqlite'}",
+        "--commerce-judge-model=judge-7b",
+        "--commerce-judge-base-url=http://127.0.0.1:9/v1",
+    )
     case, result = make_case(RUBRIC), make_result([shoe_turn()])
     [v] = _judge_plugin.pytest_commerce_evals_grade_rubric(config, case, result)
     [again] = _judge_plugin.pytest_commerce_evals_grade_rubric(config, case, result)
@@ -488,7 +493,8 @@ def test_an_endpoint_that_cannot_be_set_up_gives_infra_errors(pytester, monkeypa
         raise InfraError("embedded server did not start")
 
     monkeypatch.setattr(_judge_plugin, "build_judge", broken)
-    config = pytester.parseconfig(*PLUGIN)
+    # the embedded judge, asked although its verdicts would not decide (else it is not built)
+    config = pytester.parseconfig(*PLUGIN, "--commerce-judge-min-kappa=none")
     verdicts = _judge_plugin.pytest_commerce_evals_grade_rubric(
         config, make_case({"price_accurate": "standard"}), make_result([shoe_turn()])
     )

@@ -260,6 +260,8 @@ def test_real_cases_run_end_to_end_on_the_embedded_model(tmp_path):
             f"--commerce-json={record}",
             "--commerce-store=none",
             "--commerce-judge-store=none",
+            # the embedded judge is asked only where its verdicts decide; with no bar, always
+            "--commerce-judge-min-kappa=none",
         ],
         cwd=ROOT,
         env=env,

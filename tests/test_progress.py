@@ -251,13 +251,89 @@ def test_only_items_that_record_a_trial_are_counted():
     from pytest_commerce_evals.runner.items import CaseItem
     from pytest_commerce_evals.runner.progress import ProgressPlugin
 
-    def item(cls, skip=None):
-        made = object.__new__(cls)
-        made.__dict__["spec"] = SimpleNamespace(case=SimpleNamespace(skip=skip))
+    def item(cls, skip=None, turns=(), user=None):
+        made = object.__new__(type(cls.__name__, (cls,), {"nodeid": f"{cls.__name__}-{skip}"}))
+        case = SimpleNamespace(skip=skip, turns=list(turns), user=user)
+        made.__dict__["spec"] = SimpleNamespace(case=case)
         return made
 
     p = Progress(lambda line: None, every_s=30, first_s=30)
-    items = [item(CaseItem), item(CaseItem, skip="not yet"), item(VacuityItem)]
+    items = [item(CaseItem, turns=["a", "b"]), item(CaseItem, skip="not yet"), item(VacuityItem)]
     ProgressPlugin(p).pytest_collection_finish(SimpleNamespace(items=items))
     p.stop()
     assert p.total == 1  # a skipped case and a vacuity check run no trial
+    assert p.weights == {"CaseItem-None": 3.0}  # one for the trial, one for each turn
+
+
+def test_the_eta_weighs_trials_by_their_turns():
+    clock = Clock()
+    weights = {f"conv{i}": 6.0 for i in range(2)} | {f"one{i}": 2.0 for i in range(8)}
+    p = Progress(lambda line: None, every_s=30, clock=clock)
+    p.start(10, weights)
+    for key in ("conv0", "conv1"):  # two conversations of five turns, 30 s each
+        clock.now += 30.0
+        p.trial_reported("pass", key, 30.0)
+    # 5 s a unit: eight single-turn trials of two units each take 80 s, not 8 x 30 s
+    assert p.eta() == pytest.approx(80.0)
+    assert p.line().endswith("ETA 1m20s")
+    unweighted = Progress(lambda line: None, every_s=30, clock=clock)
+    unweighted.start(10)
+    for _ in range(2):
+        unweighted.trial_reported("pass", "x", 30.0)
+    clock.now += 60.0
+    assert unweighted.eta() == pytest.approx(240.0)  # without weights: 30 s each
+
+
+def test_a_long_running_trial_does_not_make_the_eta_climb_and_is_named_after_a_minute():
+    clock = Clock()
+    running: list[tuple[str, str, float]] = []
+    p = Progress(lambda line: None, every_s=30, running_trials=lambda: running, clock=clock)
+    p.start(4, {"a": 2.0, "b": 2.0, "c": 2.0, "d": 2.0})
+    clock.now += 10.0
+    p.trial_reported("pass", "a", 10.0)  # 5 s a unit
+    running.append(("b", "attacks-005-surprise", clock.now))
+    etas = []
+    for _ in range(12):  # b runs for two minutes, far past its 10 s
+        etas.append(p.eta())
+        clock.now += 10.0
+    assert etas[0] == pytest.approx(30.0)  # b's 10 s, then c and d
+    assert all(later <= earlier for earlier, later in zip(etas, etas[1:], strict=False))
+    assert etas[-1] == pytest.approx(20.0)  # past its estimate b adds nothing: c and d are left
+    line = p.line()
+    assert line.endswith("; running attacks-005-surprise for 2m00s")
+    running[0] = ("b", "attacks-005-surprise", clock.now - 59.0)
+    assert "running attacks-005" not in p.line()  # under a minute: not named
+
+
+def test_the_eta_divides_the_work_left_by_the_trials_run_at_once():
+    clock = Clock()
+    running: list[tuple[str, str, float]] = []
+    p = Progress(lambda line: None, every_s=30, running_trials=lambda: running, clock=clock)
+    p.start(10)
+    clock.now += 10.0
+    for key in "abcd":  # four trials of 10 s each, in 10 s: four at once
+        p.trial_reported("pass", key, 10.0)
+    # six trials of 10 s left, four at once
+    assert p.eta() == pytest.approx(15.0)
+    running.extend([("e", "e", clock.now), ("f", "f", clock.now)])
+    clock.now += 5.0
+    # e and f half done (5 s each left), four pending: (2 x 5 + 4 x 10) / ((40 + 10) / 15)
+    assert p.eta() == pytest.approx(50 / (50 / 15))
+
+
+def test_the_running_registry_says_which_trials_run_since_when():
+    from pytest_commerce_evals.runner.trial import _Running
+
+    clock = Clock()
+    running = _Running(clock)
+    with running.trial("cases/a.yaml::a", "a"):
+        clock.now += 5.0
+        with pytest.raises(KeyError), running.trial("cases/b.yaml::b", "b"):
+            assert running.n == 2
+            assert running.snapshot() == [
+                ("cases/a.yaml::a", "a", 100.0),
+                ("cases/b.yaml::b", "b", 105.0),
+            ]
+            raise KeyError("the trial failed")
+        assert running.snapshot() == [("cases/a.yaml::a", "a", 100.0)]  # gone, though it raised
+    assert running.n == 0 and running.snapshot() == []

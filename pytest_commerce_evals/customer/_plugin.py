@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 DEFAULT_SEED = 0
 DEFAULT_MAX_TOKENS = 200
+EMBEDDED_MAX_TOKENS = 96
+"""A customer's message on the embedded model: one to three sentences fit in it; what a small
+model writes past it (the assistant's part, a loop) costs seconds a call on a CPU."""
 
 _STORE = pytest.StashKey[Any]()
 _lock = threading.Lock()
@@ -62,10 +65,15 @@ def build_customer(config: pytest.Config, case: Case | None = None) -> Simulated
         clients.session_client(config, purpose),
         resolved.model,
         seed=DEFAULT_SEED if found.user_seed is None else found.user_seed,
-        max_tokens=DEFAULT_MAX_TOKENS if found.user_max_tokens is None else found.user_max_tokens,
+        max_tokens=found.user_max_tokens or customer_max_tokens(resolved.is_local),
         store=_reply_store(config),
         server=server,
     )
+
+
+def customer_max_tokens(embedded: bool) -> int:
+    """max_tokens of a customer's message when `commerce_user_max_tokens` is not set."""
+    return EMBEDDED_MAX_TOKENS if embedded else DEFAULT_MAX_TOKENS
 
 
 @pytest.hookimpl(trylast=True)

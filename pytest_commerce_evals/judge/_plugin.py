@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 JUDGE = pytest.StashKey["Judge | None"]()
 LOOKUP = pytest.StashKey["CalibrationLookup"]()
 SEEN = pytest.StashKey[dict]()  # dimension -> [calibration, advisory, verdicts, advisory FAILs]
+DECISIVE = pytest.StashKey["Callable[[str], bool] | None"]()  # the embedded judge's dimensions
 DEFAULT_CALIBRATION_SET = Path("tests") / "data" / "calibration"
 
 
@@ -156,8 +157,12 @@ def pytest_commerce_evals_grade_rubric(
     """The built-in judge; trylast, so a team's own implementation in conftest.py wins."""
     if settings(config).no_judge:
         return None
-    if not case.expected.rubric_dimensions():
+    dimensions = case.expected.rubric_dimensions()
+    if not dimensions:
         return []
+    decides = embedded_judge_decides(config)
+    if decides is not None and not any(decides(name) for name in resolve_dimensions(dimensions)):
+        return None  # the embedded judge's verdicts would decide nothing: not asked (not judged)
     from ..agent import InfraError
 
     judge = config.stash.get(JUDGE, None)
@@ -171,6 +176,53 @@ def pytest_commerce_evals_grade_rubric(
                     return _infra_verdicts(case, exc)
                 config.stash[JUDGE] = judge
     return judge.grade(case, result)
+
+
+def embedded_judge_decides(config: pytest.Config) -> Callable[[str], bool] | None:
+    """For the embedded judge: whether its verdict on a dimension would decide (its calibration
+    clears the bar); None for any other judge, which is always asked.
+
+    The embedded judge's calls take seconds each on a CPU, and below its bar (auto: κ 0.4; the
+    shipped calibration is κ 0.06) its verdicts are advisory: shown, deciding no trial. So the
+    built-in judge is not asked for a case none of whose dimensions it could decide; those
+    trials are reported as not judged, decided by their code graders, as they would be with
+    the advisory verdicts. `--commerce-judge-min-kappa=none` (every verdict decides) or a
+    calibration of one's own that clears the bar brings the calls back."""
+    if DECISIVE in config.stash:
+        return config.stash[DECISIVE]
+    from ..models.endpoint import EndpointError, resolve_endpoint
+    from .calibrated import advisory_reason, resolve_bar
+    from .judge import Judge
+
+    decides: Callable[[str], bool] | None = None
+    try:
+        resolved = resolve_endpoint(config, "judge")
+    except EndpointError:
+        resolved = None
+    if resolved is not None and _is_embedded(resolved):
+        params = judge_params(config, resolved)
+        fingerprint = Judge(client=None, model=_endpoint_model(resolved), params=params).fingerprint
+        rows = _calibration_lookup(config)(fingerprint)
+        bar = resolve_bar(settings(config).judge_min_kappa, embedded=True)
+
+        def clears_bar(dimension: str) -> bool:
+            return advisory_reason(rows.get(dimension), bar) is None
+
+        decides = clears_bar
+    config.stash[DECISIVE] = decides
+    return decides
+
+
+def not_judged_reason(config: pytest.Config) -> str:
+    """Why a trial's rubric was not judged, for the run's summary."""
+    if settings(config).no_judge:
+        return "no judge: --commerce-no-judge"
+    if embedded_judge_decides(config) is not None:
+        return (
+            "the embedded judge is below its κ bar, so its verdicts would decide nothing and it "
+            "was not asked; --commerce-judge-min-kappa=none asks it"
+        )
+    return "no judge"
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | pytest.ExitCode | None:
@@ -280,6 +332,13 @@ def calibration_header(config: pytest.Config) -> list[str]:
             f"judge verdicts advisory on {len(below)} of {len(rows)} calibrated dimension(s) "
             f"({', '.join(below) or 'none'}): {measured}, bar κ {bar.kappa:g} ({bar.why})"
         )
+    if embedded:
+        return [
+            f"commerce-evals {head}; the embedded judge is not asked for a case none of whose "
+            "dimensions it could decide (each call takes seconds on a CPU): those rubrics are "
+            "reported as not judged (--commerce-judge-min-kappa=none asks it, and lets every "
+            "verdict decide)"
+        ]
     return [
         f"commerce-evals {head}; advisory verdicts are shown but decide no trial, and so are "
         "those of dimensions it was not calibrated on (--commerce-judge-min-kappa=none lets "

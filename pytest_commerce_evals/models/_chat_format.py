@@ -8,9 +8,15 @@ This format renders every message, tool results included, and runs the same two-
 1. with tools on offer, a grammar lets the model choose between `message:` and
    `functions.<name>:` (one of the offered tools);
 2. a message is then completed as free text; a tool call's arguments are completed under a
-   grammar built from that tool's JSON schema.
+   grammar built from that tool's JSON schema, with every string and array bounded
+   (`bounded`: a small model otherwise fills a string until the token cap cuts it).
 
-Every completion shares the rendered conversation as its prefix, so llama.cpp re-uses the
+The tools come first, in a system turn of their own, before the caller's system prompt: that
+turn is the same for every request offering the same tools, so the server, which keeps the
+prompt it evaluated last, evaluates it once for a run of such requests rather than once a trial
+(an agent's system prompt names the customer and what it remembers, which differ from case to
+case; with the tools after it, their 1,800 tokens were evaluated again at every trial's first
+step). Every completion shares the rendered conversation as its prefix, so llama.cpp re-uses the
 evaluated prompt between the two steps and from one agent step to the next. Every completion has
 a token limit (llama.cpp would otherwise run a JSON grammar to the end of the context).
 
@@ -29,8 +35,17 @@ from typing import Any, cast
 
 NAME = "commerce-chatml-tools"
 
-ARGUMENTS_CAP = 256
+ARGUMENTS_CAP = 128
 """The most tokens a tool call's arguments may take."""
+
+STRING_CAP = 100
+"""The most characters a string in a tool call's arguments may take when its schema sets no
+`maxLength` (ids, queries, a sentence: a small model otherwise fills a string with digits or
+prose until the token cap cuts the arguments short of valid JSON)."""
+
+ITEMS_CAP = 10
+"""The most items an array in a tool call's arguments may take when its schema sets no
+`maxItems`."""
 
 TEXT_CAP = 1024
 """The most tokens a text reply may take when the request names no `max_tokens`."""
@@ -82,13 +97,13 @@ def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -
     tools = tools or []
     names: dict[str, str] = {}  # tool_call_id -> function name
     parts: list[str] = []
-    if tools and not (messages and messages[0].get("role") == "system"):
+    if tools:  # first: the same for every request with these tools, so the server keeps it
         parts.append(_block("system", tool_instructions(tools).lstrip()))
     for m in messages:
         role = m.get("role")
         content = _text(m.get("content"))
         if role in ("system", "developer"):
-            parts.append(_block("system", content + (tool_instructions(tools) if tools else "")))
+            parts.append(_block("system", content))
         elif role == "user":
             parts.append(_block("user", content))
         elif role == "assistant":
@@ -119,6 +134,27 @@ def closed(schema: Any) -> Any:
     out = {key: closed(value) for key, value in schema.items()}
     if "properties" in out and "additionalProperties" not in out:
         out["additionalProperties"] = False
+    return out
+
+
+def bounded(schema: Any) -> Any:
+    """`schema` with a `maxLength` of `STRING_CAP` on every string and a `maxItems` of
+    `ITEMS_CAP` on every array that sets none (and whose minimum allows it), so the grammar
+    ends a rambling value and the arguments close as JSON within `ARGUMENTS_CAP`."""
+    if isinstance(schema, list):
+        return [bounded(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: bounded(value) for key, value in schema.items()}
+    kind = out.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    plain = "enum" not in out and "const" not in out and "pattern" not in out
+    if "string" in kinds and plain and "maxLength" not in out:
+        if int(out.get("minLength", 0) or 0) <= STRING_CAP:
+            out["maxLength"] = STRING_CAP
+    if "array" in kinds and "maxItems" not in out:
+        if int(out.get("minItems", 0) or 0) <= ITEMS_CAP:
+            out["maxItems"] = ITEMS_CAP
     return out
 
 
@@ -272,7 +308,7 @@ def handler(
         prompt + f"functions.{name}:\n",
         max_tokens=ARGUMENTS_CAP,
         stop=[END],
-        grammar=_grammar(closed(by_name[name].get("parameters"))),
+        grammar=_grammar(bounded(closed(by_name[name].get("parameters")))),
     )
     call = {
         "id": f"call_{uuid.uuid4().hex[:24]}",

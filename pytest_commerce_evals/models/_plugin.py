@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from ..customer._plugin import EMBEDDED_MAX_TOKENS as EMBEDDED_CUSTOMER_TOKENS
 from ..hookspecs import implemented_by_user
 from ..settings import agent_label, settings
+from . import _chat_format
 from . import embedded as _local_model
 from .clients import close_session_clients
 from .endpoint import _SETTING, EndpointError, Purpose, resolve_endpoint
@@ -23,6 +25,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         "attacker": "attacking customer",
     }
     purposes: list[Purpose] = ["agent", "judge", "user"]
+    embedded = False
     if _own_settings(config, "attacker"):  # else it is the simulated customer's endpoint
         purposes.append("attacker")
     for purpose in purposes:
@@ -39,7 +42,21 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"commerce-evals {name}: {described}"
             + (" (when the agent asks the plugin for a client)" if purpose == "agent" else "")
         )
+        embedded = embedded or (own is None and "(embedded)" in described)
+    if embedded:
+        lines.append(EMBEDDED_DIFFERENCES)
     return lines
+
+
+EMBEDDED_DIFFERENCES = (
+    "commerce-evals embedded model (docs/local-model.md): a server per role (agent, customer, "
+    "judge); the tools first in the prompt; a tool call's arguments at most "
+    f"{_chat_format.ARGUMENTS_CAP} tokens, strings {_chat_format.STRING_CAP} characters, arrays "
+    f"{_chat_format.ITEMS_CAP} items where the schema sets no bound; a customer's message at most "
+    f"{EMBEDDED_CUSTOMER_TOKENS} tokens"
+)
+"""The run header's line on what the embedded default does that an endpoint of one's own does
+not (the judge's part is on the judge's calibration line)."""
 
 
 def _played_by_hook(config: pytest.Config, purpose: Purpose) -> str | None:

@@ -40,6 +40,25 @@ HISTORY_CHARS_PER_TOKEN = 2.2
 measured 2.8 characters a token, and each message adds a few tokens of framing."""
 
 
+EMBEDDED_MAX_STEPS = 5
+"""Model calls a turn for the reference agent on the embedded model (8 elsewhere): a 135M model
+that has not answered in five steps repeats itself in the next three, at seconds a step."""
+
+EMBEDDED_MAX_TOKENS = 192
+"""Tokens of a reply for the reference agent on the embedded model (512 elsewhere): about 140
+words, more than a shop assistant's answer needs; what a small model writes past it is a loop."""
+
+
+def embedded_options(n_ctx: int) -> dict[str, int]:
+    """The reference agent's settings on the embedded model, whose window is `n_ctx` tokens: the
+    step and reply caps above, and the history cut to fit the window."""
+    return {
+        "max_steps": EMBEDDED_MAX_STEPS,
+        "max_tokens": EMBEDDED_MAX_TOKENS,
+        "context_chars": history_chars(n_ctx, EMBEDDED_MAX_TOKENS),
+    }
+
+
 def history_chars(n_ctx: int, max_tokens: int = 512) -> int:
     """A `context_chars` for a model with an `n_ctx`-token window: what is left after the
     instructions, the tools and the completion, in characters (1,000 at the least)."""

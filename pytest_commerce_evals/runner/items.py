@@ -159,7 +159,7 @@ class CaseItem(pytest.Item):
         if spend is not None and spend.exhausted() is not None:
             self.commerce_not_started = spend.text()
             return None  # type: ignore[return-value]  # runtest skips it
-        with RUNNING:
+        with RUNNING.trial(self.nodeid, self.case.id):
             result = run_trial(self.config, self.spec)
         if spend is not None:
             spend.add(result.calls)

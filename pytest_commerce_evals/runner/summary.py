@@ -98,6 +98,7 @@ class Summary:
         self.sets: dict[str, SetStats] = {}
         self.invalid: list[str] = []
         self.not_judged = 0
+        self.not_judged_reason = "no judge: --commerce-no-judge"  # the judge's plugin says why
         self.adaptive = adaptive  # `--commerce-trials=auto:MIN:MAX`
         self.decided: dict[str, str] = {}  # case id: why adaptive trials stopped it
         self.costs = CostSummary(prices or PriceBook())
@@ -284,7 +285,7 @@ class Summary:
         if self.not_judged:
             out.append(
                 f"rubrics not judged on {self.not_judged} trial(s) "
-                "(no judge: --commerce-no-judge); "
+                f"({self.not_judged_reason}); "
                 "those trials were decided by their code graders alone"
             )
         if self.glue_errors:

@@ -7,6 +7,8 @@ import json
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,28 +85,47 @@ def _glue(what: str, exc: BaseException, fix: str) -> ConfigurationError:
     )
 
 
-class _Count:
-    """How many of something are under way, across threads (`with COUNT:` around each)."""
+class _Running:
+    """The trials under way in this process, across threads (`with RUNNING.trial(key, case):`
+    around each): how many, and which since when (the progress line reads both)."""
 
-    def __init__(self) -> None:
-        self.n = 0
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._trials: dict[int, tuple[str, str, float]] = {}
+        self._next = 0
         self._lock = threading.Lock()
 
-    def __enter__(self) -> None:
+    @property
+    def n(self) -> int:
+        return len(self._trials)
+
+    @contextmanager
+    def trial(self, key: str, case_id: str) -> Iterator[None]:
         with self._lock:
-            self.n += 1
+            token, self._next = self._next, self._next + 1
+            self._trials[token] = (key, case_id, self.clock())
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._trials[token]
 
-    def __exit__(self, *exc: object) -> None:
+    def snapshot(self) -> list[tuple[str, str, float]]:
+        """(item key, case id, start on `clock`) of each trial running now."""
         with self._lock:
-            self.n -= 1
+            return list(self._trials.values())
 
 
-RUNNING = _Count()
+RUNNING = _Running()
 """Trials running in this process (the progress line reads it)."""
 
 
 def trials_running() -> int:
     return RUNNING.n
+
+
+def running_trials() -> list[tuple[str, str, float]]:
+    return RUNNING.snapshot()
 
 
 def is_infra_error(exc: BaseException) -> bool:

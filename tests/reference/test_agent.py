@@ -396,3 +396,39 @@ def test_a_tool_results_text_for_the_model_and_its_event_are_the_same_json():
     assert json.loads(message["content"]) == result
     shown = [p["id"] for p in result["products"]]
     assert shown and set(shown) <= set(session.seen_products)
+
+
+def test_the_repos_conftest_caps_the_reference_agent_on_the_embedded_model_only(monkeypatch):
+    """On the embedded model: 5 steps a turn and replies of 192 tokens, the history cut to the
+    window; on any other endpoint the reference agent's own defaults (8 steps, 512 tokens)."""
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from pytest_commerce_evals.models import clients
+    from pytest_commerce_evals.reference import agent as reference_agent
+
+    spec = importlib.util.spec_from_file_location(
+        "repo_conftest", Path(__file__).resolve().parents[2] / "conftest.py"
+    )
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    for local in (True, False):
+        endpoint = SimpleNamespace(is_local=local, model="m")
+        client = SimpleNamespace(endpoint=endpoint)
+        monkeypatch.setattr(clients, "session_client", lambda config, purpose, c=client: c)
+        config = SimpleNamespace(stash={}, getini=lambda name: None, option=SimpleNamespace())
+        monkeypatch.setattr(
+            "pytest_commerce_evals.models.embedded.n_ctx", lambda config: 8192, raising=True
+        )
+        made = conftest.pytest_commerce_evals_make_agent(config, None, None)
+        if local:
+            assert (made.max_steps, made.max_tokens) == (5, 192)
+            assert made.context_chars == reference_agent.history_chars(8192, 192)
+        else:
+            assert (made.max_steps, made.max_tokens, made.context_chars) == (8, 512, None)
+    assert reference_agent.embedded_options(8192) == {
+        "max_steps": reference_agent.EMBEDDED_MAX_STEPS,
+        "max_tokens": reference_agent.EMBEDDED_MAX_TOKENS,
+        "context_chars": reference_agent.history_chars(8192, 192),
+    }

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from .backend import Snapshot
-from .cases.case import Case, Difficulty, Priority
+from .cases.case import AttackCategory, Case, Difficulty, Priority
 from .events import Event
 from .usage import ModelCall
 
@@ -296,6 +296,11 @@ class TrialRecord(BaseModel):
     priority: Priority
     difficulty: Difficulty
     tags: list[str] = Field(default_factory=list)
+    attack: AttackCategory | None = None
+    """The category of the case's attacking customer (`user.attack.category`); None for a case
+    without one. The attack success rate reads it, never the tags: a tag is anyone's to write.
+    Written only when set (a record of schema 8 or older has none: its trials count as no
+    attack)."""
     outcome: Outcome
     failures: list[str] = Field(default_factory=list)
     error: str | None = None
@@ -339,6 +344,7 @@ class TrialRecord(BaseModel):
             priority=case.priority,
             difficulty=case.difficulty,
             tags=list(case.tags),
+            attack=case.attack.category if case.attack is not None else None,
             outcome="pass",
             messages=list(case.turns if messages is None else messages),
             cached=[],
@@ -452,12 +458,14 @@ class TrialRecord(BaseModel):
 
     @model_serializer(mode="wrap")
     def _out(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # a record carries no empty optional key: why a conversation ended only for one with a
-        # simulated customer, calls, turn times and cached messages only when reported
+        # a record carries no empty optional key: the attack's category only for an attack case,
+        # why a conversation ended only for one with a simulated customer, calls, turn times
+        # and cached messages only when reported
         data = handler(self)
         if isinstance(data, dict):
-            if data.get("ended", "") is None:
-                del data["ended"]
+            for key in ("attack", "ended"):
+                if data.get(key, "") is None:
+                    del data[key]
             for key in ("calls", "turn_s", "cached"):
                 if key in data and not data[key]:
                     del data[key]

@@ -27,7 +27,7 @@ __all__ = [
     "validation_summary",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 RunKind = Literal["regression", "live", "regrade"]
 
 

@@ -430,7 +430,7 @@ def test_a_damaged_store_reads_what_it_can_or_names_itself(folder, template, ste
 
 # -- a store left at an older schema, or half-way through a migration ---------------------------
 
-LATER_COLUMNS = {"stopping": 4, "ended": 5, "calls": 6, "turn_s": 6, "cached": 7}
+LATER_COLUMNS = {"stopping": 4, "ended": 5, "calls": 6, "turn_s": 6, "cached": 7, "attack": 9}
 """Each trial column added after schema 3, and the schema that added it."""
 
 
@@ -453,6 +453,7 @@ def test_a_store_at_any_older_schema_or_half_migrated_opens_at_the_current_one(
             "ended": "customer",
             "messages": ["hi", "bye"],
             "cached": [1],
+            "attack": "memory-poisoning",
         }
     )
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
@@ -528,12 +529,12 @@ RECORDS = {
     "nested-3000.json": "key trials.0.0.0.0.0.… 392 more ….0.0: nested deeper than 400 levels",
     "nested-3000-unclosed.json": "key trials.0.0.0.0.0.… 392 more ….0.0: nested deeper than",
     "nested-500-options.json": "key options.a.a.a.a.a.… 392 more ….a.a: nested deeper than 400",
-    "schema-version-string.json": "key schema_version: expected an integer from 1 to 8; found '2'",
-    "schema-version-float.json": "key schema_version: expected an integer from 1 to 8; found 2.0",
-    "schema-version-bool.json": "key schema_version: expected an integer from 1 to 8; found True",
-    "schema-version-zero.json": "key schema_version: expected an integer from 1 to 8; found 0",
+    "schema-version-string.json": "key schema_version: expected an integer from 1 to 9; found '2'",
+    "schema-version-float.json": "key schema_version: expected an integer from 1 to 9; found 2.0",
+    "schema-version-bool.json": "key schema_version: expected an integer from 1 to 9; found True",
+    "schema-version-zero.json": "key schema_version: expected an integer from 1 to 9; found 0",
     "schema-version-huge.json": f"schema_version 1{'0' * 29}… (41 characters) is newer",
-    "schema-version-9.json": "schema_version 9 is newer than this plugin's 8",
+    "schema-version-10.json": "schema_version 10 is newer than this plugin's 9",
     "wrong-types.json": "key trials: Input should be a valid list (found dict)",
     "missing-keys.json": "key run_id: Field required; key started_at: Field required",
     "trial-missing-keys.json": "key trials.0.outcome: Field required",

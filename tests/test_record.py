@@ -237,8 +237,9 @@ def test_a_record_written_today_is_written_as_schema_5_and_reads_back_the_same(t
     # `stopping` (the rule adaptive trials stopped its case by), schema 5 a conversation's
     # `ended` (written only for one with a simulated customer), schema 6 `calls` and `turn_s`,
     # schema 7 `cached` (each written only when some), schema 8 nothing in the record (the
-    # store's shard tables); otherwise a trial is written key for key as under schema 2
-    assert SCHEMA_VERSION == 8
+    # store's shard tables), schema 9 `attack` (only for an attack case); otherwise a trial is
+    # written key for key as under schema 2
+    assert SCHEMA_VERSION == 9
     record = a_record()
     written = json.loads(record_json(run([record])))
     assert written["trials"] == [{**SCHEMA_2_TRIAL, "stopping": None}]  # in the same order
@@ -262,6 +263,23 @@ def test_why_a_conversation_ended_is_written_and_read_back(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(bad), encoding="utf-8")
     with pytest.raises(StoreError, match="trials.0.ended"):
+        load_record(path)
+
+
+def test_an_attack_cases_category_is_written_and_read_back_and_an_unknown_one_refused(tmp_path):
+    record = a_record().model_copy(update={"attack": "discounts-prices"})
+    written = json.loads(record_json(run([record])))
+    assert written["trials"][0]["attack"] == "discounts-prices"
+    assert load_record(write_record(run([record]), tmp_path / "run.json")).trials == [record]
+    older = json.loads(record_json(run([a_record()])))
+    older["schema_version"] = 8  # written before the category: no attack, whatever its tags
+    older["trials"][0]["tags"] = ["attack", "attack:discounts-prices"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(older), encoding="utf-8")
+    assert load_record(path).trials[0].attack is None
+    written["trials"][0]["attack"] = "anything at all"
+    path.write_text(json.dumps(written), encoding="utf-8")
+    with pytest.raises(StoreError, match="trials.0.attack"):
         load_record(path)
 
 

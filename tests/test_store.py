@@ -236,7 +236,7 @@ def test_a_newer_store_is_refused_by_name(tmp_path):
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(
-        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 8"
+        StoreError, match=r"runs\.sqlite: run store schema_version 99 is newer than this plugin's 9"
     ):
         RunStore(folder)
 
@@ -771,14 +771,14 @@ RULE = {"minimum": 2, "maximum": 10, "baseline": [9, 10], "level": 0.01, "delta"
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 8; found '2'"),
-        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 8; found 2.0"),
-        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 8; found True"),
-        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 8; found 0"),
-        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 8; found -3"),
-        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 8"),
+        (changed(schema_version="2"), "key schema_version: expected an integer from 1 to 9; found '2'"),
+        (changed(schema_version=2.0), "key schema_version: expected an integer from 1 to 9; found 2.0"),
+        (changed(schema_version=True), "key schema_version: expected an integer from 1 to 9; found True"),
+        (changed(schema_version=0), "key schema_version: expected an integer from 1 to 9; found 0"),
+        (changed(schema_version=-3), "key schema_version: expected an integer from 1 to 9; found -3"),
+        (changed(schema_version=2**31), "schema_version 2147483648 is newer than this plugin's 9"),
         (changed(schema_version=10**60), f"schema_version 1{'0' * 29}… (61 characters) is newer"),
-        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 8; found None"),
+        (changed(schema_version=None), "key schema_version: expected an integer from 1 to 9; found None"),
         (changed(run_id=...), "not a commerce-evals run record: key run_id: Field required"),
         (changed(trials={"a": 1}), "key trials: Input should be a valid list (found dict)"),
         (changed(trials=5), "key trials: Input should be a valid list (found int)"),
@@ -886,11 +886,11 @@ def sql(folder: Path, statement: str, *args) -> None:
     [
         (
             "UPDATE meta SET value = 'two' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 8)",
+            "run store damaged: meta.schema_version is 'two', not a schema version (1 to 9)",
         ),
         (
             "UPDATE meta SET value = '-1' WHERE key = 'schema_version'",
-            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 8)",
+            "run store damaged: meta.schema_version is '-1', not a schema version (1 to 9)",
         ),
         (
             "DELETE FROM meta",
@@ -980,7 +980,7 @@ def test_a_damaged_store_stops_the_run_before_any_trial_saying_what_to_do(suite,
     result.stderr.fnmatch_lines(
         [
             f"ERROR: --commerce-store: the run store cannot be opened: {store / 'runs.sqlite'}: "
-            "run store damaged: meta.schema_version is 'x', not a schema version (1 to 8); move "
+            "run store damaged: meta.schema_version is 'x', not a schema version (1 to 9); move "
             "the file aside*"
         ]
     )
@@ -1456,6 +1456,29 @@ def test_a_schema_5_store_migrates_to_6_and_records_a_trials_model_calls(tmp_pat
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
             str(SCHEMA_VERSION),
         )
+
+
+def test_a_schema_8_store_migrates_to_9_and_records_an_attacks_category(tmp_path):
+    # a trial stored before schema 9 carries no category (its tags are anyone's to write): it
+    # reads back as no attack; an attack case's trial stored after keeps its category
+    folder = tmp_path / "runs"
+    store = RunStore(folder)
+    tagged = trial("attacks-001-a").model_copy(
+        update={"tags": ["attack", "attack:policy-override"]}
+    )
+    old = run([tagged])
+    store.import_record(old)
+    store.close()
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
+        conn.execute("ALTER TABLE trials DROP COLUMN attack")
+        conn.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    store = RunStore(folder)
+    [kept] = store.load_run(old.run_id).trials
+    assert kept.attack is None and kept.tags == ["attack", "attack:policy-override"]
+    attack = trial("attacks-001-b").model_copy(update={"attack": "approval-bypass"})
+    store.import_record(run([attack], run_id="20250101-000000-000002"))
+    assert store.load_run("20250101-000000-000002").trials[0].attack == "approval-bypass"
+    assert trial_rows(folder, "20250101-000000-000002")[0]["attack"] == "approval-bypass"
 
 
 def test_a_schema_5_store_left_half_way_gets_the_missing_column_too(tmp_path):

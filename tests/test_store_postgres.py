@@ -232,8 +232,8 @@ def test_a_trial_written_twice_is_stored_once(url, schema):
 def test_a_newer_schema_is_refused_and_a_version_1_schema_is_migrated(url, schema):
     RunStore(url).close()
     with admin() as conn:
-        conn.execute(f"UPDATE \"{schema}\".meta SET value = '9' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match=r"schema_version 9 is newer than this plugin's 8"):
+        conn.execute(f"UPDATE \"{schema}\".meta SET value = '10' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match=r"schema_version 10 is newer than this plugin's 9"):
         RunStore(url)
     with admin() as conn:
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -84,6 +84,7 @@ def trial_row(run_id: str, t: TrialRecord) -> tuple[Any, ...]:
         json.dumps([vars(c) for c in t.calls], ensure_ascii=False) if t.calls else None,
         json.dumps(t.turn_s) if t.turn_s else None,
         json.dumps(t.cached) if t.cached else None,
+        t.attack,
     )
 
 

@@ -327,8 +327,8 @@ class RunStore:
                 "INSERT OR REPLACE INTO trials (run_id, case_id, trial, set_name, threshold, "
                 "priority, difficulty, tags, outcome, failures, transcript, verdicts, trials, "
                 "error, grader_results, messages, snapshot, duration_s, file, line, stopping, "
-                "ended, calls, turn_s, cached) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "ended, calls, turn_s, cached, attack) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 

@@ -21,6 +21,8 @@ Schema history:
   7  adds `trials.cached`: which of a conversation's customer messages the reply cache answered.
   8  adds `shard_plans` (which shard runs each case of a run recorded in shards) and `shards`
      (each shard's start, end, outcome and own errors).
+  9  adds `trials.attack`: the category of an attack case's `user.attack` (the attack success
+     rate reads it, never a tag); a trial stored before it is no attack.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ CREATE TABLE trials (
     calls TEXT,
     turn_s TEXT,
     cached TEXT,
+    attack TEXT,
     PRIMARY KEY (run_id, case_id, trial)
 );
 CREATE TABLE set_results (
@@ -123,18 +126,20 @@ CREATE TABLE shards (
 );
 """
 
-# schemas 4 to 7 each add trial columns; each column is added when it is missing, so a store a
-# migration left half-way (one column and not the other) is completed, never marked done without
-# it:
+# schemas 4 to 7 and 9 each add trial columns; each column is added when it is missing, so a
+# store a migration left half-way (one column and not the other) is completed, never marked done
+# without it:
 #   4: a trial of an adaptive run records the rule that stopped its case
 #   5: a conversation with a simulated customer records why it ended
 #   6: a trial records its model calls and the agent's time per turn
 #   7: a conversation records which customer messages the reply cache answered
+#   9: an attack case's trial records its attack's category
 _ADDED_COLUMNS: dict[int, tuple[str, ...]] = {
     4: ("stopping",),
     5: ("ended",),
     6: ("calls", "turn_s"),
     7: ("cached",),
+    9: ("attack",),
 }
 
 _SHARD_TABLES = ("shard_plans", "shards")

@@ -495,7 +495,7 @@ class Case(_Strict):
         if self.scope is None:
             self.scope = "conversation" if self.user is not None else "turn"
         attack = self.attack
-        if attack is not None:  # every record, marker and report finds an attack by its tags
+        if attack is not None:  # for selection (-m attack); the attack rate reads user.attack
             for tag in ("attack", f"attack:{attack.category}"):
                 if tag not in self.tags:
                     self.tags.append(tag)

@@ -570,7 +570,7 @@ def test_a_schema_7_store_gains_the_shard_tables_and_a_store_missing_them_is_dam
     store.close()
     with closing(sqlite3.connect(folder / "runs.sqlite")) as conn, conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
-            "8",
+            "9",  # the current schema
         )
         conn.execute("DROP TABLE shards")
     with pytest.raises(StoreError, match=r"table\(s\) shards missing"):

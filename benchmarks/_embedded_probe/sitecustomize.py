@@ -18,7 +18,7 @@ _PATH = os.environ.get("COMMERCE_BENCH_STATS")
 
 
 def _role(prompt: str) -> str:
-    head = prompt[:6000]
+    head = prompt[:20000]  # the agent's system prompt may follow the tools' turn
     if "You grade one turn of a conversation" in head:
         return "judge"
     if "You coach someone playing a customer" in head:

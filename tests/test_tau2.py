@@ -888,3 +888,115 @@ def test_a_simulation_that_ended_in_the_agents_error_fails_as_tau2_rewards_it(tm
     [verdict] = parity(path, DB).verdicts
     assert (verdict.ours, verdict.theirs) == (False, False)
     assert any("ended in the agent's error" in f for f in verdict.failures), verdict.failures
+
+
+def _results_file(tmp_path: Path, simulations: list, tasks: list | None = None) -> Path:
+    data = json.loads((DATA / "results.json").read_text(encoding="utf-8"))
+    data["simulations"] = simulations
+    if tasks is not None:
+        data["tasks"] = tasks
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_a_simulation_without_a_termination_reason_is_graded_as_tau2_graded_it(tmp_path):
+    # τ²'s earlier results files record no termination_reason (nor task_id): τ²'s evaluator of
+    # that time gave a reward without grading only to a simulation terminated prematurely, and
+    # noted it in the reward; any other was graded on its task's criteria, and so it is here
+    simulations = json.loads((DATA / "results.json").read_text(encoding="utf-8"))["simulations"]
+    for simulation in simulations:
+        del simulation["termination_reason"]
+    labelled = parity(_results_file(tmp_path, simulations), DB)
+    assert [(v.simulation, v.ours, v.theirs) for v in labelled.verdicts] == [
+        ("sim-0-ok", True, True),
+        ("sim-0-bad", False, False),
+        ("sim-1-ok", True, True),
+        ("sim-2-mislabelled", False, True),
+        ("sim-0-unflagged", True, True),
+    ]
+    results = load_results(tmp_path / "results.json")
+    assert trial_of(results, results.simulations[0], backend)[0].ended == "customer"
+    for simulation in simulations:  # the earlier files' format: no task ids either
+        del simulation["task_id"]
+    unlabelled = parity(_results_file(tmp_path, simulations), DB)
+    assert [v.relabelled for v in unlabelled.verdicts] == [True, False, True, True, True]
+    assert all(v.relabelled == v.theirs for v in unlabelled.verdicts)
+
+
+@pytest.mark.parametrize(
+    "note, ended",
+    [
+        ("TerminationReason.MAX_STEPS", "max_turns"),  # τ²'s first evaluator wrote the enum
+        ("too_many_errors", "agent_error"),  # its later one the value
+        ("agent_error", "agent_error"),
+    ],
+)
+def test_a_premature_ending_noted_in_the_reward_fails_without_a_termination_reason(
+    tmp_path, note, ended
+):
+    simulations = json.loads((DATA / "results.json").read_text(encoding="utf-8"))["simulations"]
+    [ok] = [s for s in simulations if s["id"] == "sim-0-ok"]  # a trajectory that passes
+    del ok["termination_reason"]
+    ok["reward_info"] = {
+        "reward": 0.0,
+        "info": {"note": f"Simulation terminated prematurely. Termination reason: {note}"},
+    }
+    path = _results_file(tmp_path, [ok])
+    results = load_results(path)
+    assert trial_of(results, ok, backend)[0].ended == ended
+    [verdict] = parity(path, DB).verdicts
+    assert (verdict.ours, verdict.theirs, verdict.defects) == (False, False, [])
+
+
+def _no_actions_task(tasks: list) -> dict:
+    # a task without gold actions: its gold state is the database as loaded
+    task = json.loads(json.dumps(tasks[1]))
+    task["id"] = "3"
+    task["evaluation_criteria"].update(actions=[], communicate_info=[])
+    return task
+
+
+def test_the_relabel_check_covers_a_simulation_tau2_recorded_no_gold_actions_for(tmp_path):
+    # τ²'s action evaluator records no action_checks for a task without gold actions, and notes
+    # it: a simulation labelled with a task that has some was graded against another task
+    data = json.loads((DATA / "results.json").read_text(encoding="utf-8"))
+    tasks = [*data["tasks"], _no_actions_task(data["tasks"])]
+    [look] = [s for s in data["simulations"] if s["id"] == "sim-1-ok"]  # changes nothing
+    look.update(id="sim-0-no-actions", task_id="0")
+    look["reward_info"] = {
+        "reward": 1.0,
+        "db_check": {"db_match": True, "db_reward": 1.0},
+        "action_checks": None,
+        "communicate_checks": [],
+        "reward_basis": ["DB", "COMMUNICATE"],
+        "info": {
+            "env": None,
+            "nl": None,
+            "communicate": {"note": "No communicate_info to evaluate"},
+            "action": {"note": "No actions to evaluate"},
+        },
+    }
+    # a simulation τ² did not grade on its criteria records no action check: nothing to compare
+    [premature] = [s for s in data["simulations"] if s["id"] == "sim-0-bad"]
+    premature.update(termination_reason="max_steps")
+    premature["reward_info"] = {
+        "reward": 0.0,
+        "reward_basis": None,
+        "info": {"note": "Simulation terminated prematurely. Termination reason: max_steps"},
+    }
+    path = _results_file(tmp_path, [look, premature], tasks)
+    results = load_results(path)
+    _, defects = trial_of(results, look, backend)
+    assert [(d.kind, d.evidence) for d in defects] == [
+        (
+            "task-id",
+            "τ² graded it against no gold actions, not task 0's 2 "
+            "(the file's tasks without any: 3)",
+        )
+    ]
+    assert trial_of(results, premature, backend)[1] == []
+    relabelled, cut = parity(path, DB).verdicts
+    assert (relabelled.ours, relabelled.theirs, relabelled.relabelled) == (False, True, True)
+    assert relabelled.kind == "data defect"
+    assert (cut.ours, cut.theirs, cut.relabelled, cut.defects) == (False, False, None, [])

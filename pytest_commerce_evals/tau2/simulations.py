@@ -7,7 +7,9 @@ simulation's tool calls replayed, in order, on a fresh backend of its domain (`R
 Defects in the data are found and reported, never absorbed:
 
 - `task-id`: a simulation labelled with a task the file does not hold, or with another task's
-  id (the customer it authenticated is not the one the task's gold actions serve);
+  id (the gold actions τ²'s reward records are not the task's, none recorded for a task that
+  has some included, or the customer it authenticated is not the one the task's gold actions
+  serve);
 - `unflagged-error`: a tool result τ²'s tool refuses on replay (or whose text is an error) that
   the file does not flag as an error.
 
@@ -28,7 +30,15 @@ from ..results import Ended, TrialRecord
 from .retail import RetailError
 from .tasks import case_id
 
-__all__ = ["Defect", "Results", "graded_tasks", "load_results", "trial_of"]
+__all__ = [
+    "Defect",
+    "Results",
+    "ended_as",
+    "graded_tasks",
+    "load_results",
+    "recorded_actions",
+    "trial_of",
+]
 
 STOP = "###STOP###"
 _ENDED: dict[str, Ended] = {
@@ -39,6 +49,10 @@ _ENDED: dict[str, Ended] = {
     "agent_error": "agent_error",
     "user_error": "user_error",
 }
+PREMATURE = "Simulation terminated prematurely. Termination reason: "
+"""How τ²'s evaluator opens the note of a reward it gave without grading the task's criteria."""
+NO_ACTIONS = "No actions to evaluate"
+"""The note τ²'s action evaluator leaves, with no `action_checks`, for a task without actions."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,26 @@ def _flagged(message: dict[str, Any]) -> bool:
     return flag is True or str(flag).lower() == "true"
 
 
+def ended_as(simulation: dict[str, Any]) -> Ended:
+    """Why a simulation ended, as a trial records it. Its `termination_reason` when it has one
+    (a reason this does not know: the agent's error). τ²'s earlier results files record none:
+    τ²'s evaluator of that time gave a reward without grading the task's criteria only to a
+    simulation terminated prematurely (too many errors, the step limit), and its reward's note
+    says so (`Simulation terminated prematurely. Termination reason: ...`); that reason is taken
+    from the note, and a simulation without either was graded on its criteria as one the
+    conversation ended normally (the customer)."""
+    reason = simulation.get("termination_reason")
+    if reason is None:
+        info = simulation.get("reward_info")
+        notes = info.get("info") if isinstance(info, dict) else None
+        note = notes.get("note") if isinstance(notes, dict) else None
+        if not (isinstance(note, str) and note.startswith(PREMATURE)):
+            return "customer"
+        # the earlier evaluator wrote the enum itself (`TerminationReason.MAX_STEPS`)
+        reason = note.removeprefix(PREMATURE).strip().rsplit(".", 1)[-1].lower()
+    return _ENDED.get(str(reason), "agent_error")
+
+
 def _gold_user(task: dict[str, Any]) -> str | None:
     for action in (task.get("evaluation_criteria") or {}).get("actions") or []:
         user = (action.get("arguments") or {}).get("user_id")
@@ -114,15 +148,33 @@ def _actions(actions: Any) -> list[tuple[str, str]]:
     ]
 
 
-def graded_tasks(results: Results, simulation: dict[str, Any]) -> list[str]:
-    """The ids of the file's tasks whose gold actions (and `communicate_info`) are the ones τ²
-    graded the simulation against, from its `action_checks` and `communicate_checks`: one task,
-    or several that cannot be told apart; [] when none matches or no reward is recorded."""
+def recorded_actions(simulation: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """The gold actions τ² graded the simulation against, as its reward records them: those of
+    its `action_checks`; none when τ²'s action evaluator noted that the task had none to evaluate
+    (it records no `action_checks` then); None when the reward records no action check at all
+    (τ² did not grade the task's criteria, as for a simulation terminated prematurely)."""
     info = simulation.get("reward_info")
     if not isinstance(info, dict):
+        return None
+    checks = info.get("action_checks")
+    if isinstance(checks, list):
+        return _actions([c.get("action") for c in checks if isinstance(c, dict)])
+    notes = info.get("info")
+    action = notes.get("action") if isinstance(notes, dict) else None
+    if isinstance(action, dict) and action.get("note") == NO_ACTIONS:
         return []
-    checks = info.get("action_checks") or []  # None: the task had no actions to check
-    graded = _actions([c.get("action") for c in checks if isinstance(c, dict)])
+    return None
+
+
+def graded_tasks(results: Results, simulation: dict[str, Any]) -> list[str]:
+    """The ids of the file's tasks whose gold actions (and `communicate_info`) are the ones τ²
+    graded the simulation against, from its `action_checks` (`recorded_actions`) and
+    `communicate_checks`: one task, or several that cannot be told apart; [] when none matches
+    or the reward records no action check."""
+    graded = recorded_actions(simulation)
+    if graded is None:
+        return []
+    info = simulation["reward_info"]
     said = sorted(str(c.get("info")) for c in info.get("communicate_checks") or [])
     match = [
         i
@@ -146,12 +198,12 @@ def graded_tasks(results: Results, simulation: dict[str, Any]) -> list[str]:
 def _graded_against(
     results: Results, simulation: dict[str, Any], task: dict[str, Any] | None
 ) -> str | None:
-    """Why the reward τ² recorded was not given against this task, or None: the gold actions in
-    its `action_checks` are not the task's (and which task's they are, when the file holds it)."""
-    checks = (simulation.get("reward_info") or {}).get("action_checks")
-    if not checks or task is None:
+    """Why the reward τ² recorded was not given against this task, or None: the gold actions its
+    reward records (`recorded_actions`: none, for a task without actions) are not the task's
+    (and which task's they are, when the file holds it)."""
+    graded = recorded_actions(simulation)
+    if graded is None or task is None:
         return None
-    graded = _actions([c.get("action") for c in checks if isinstance(c, dict)])
     own = _actions((task.get("evaluation_criteria") or {}).get("actions"))
     if graded == own:
         return None
@@ -160,9 +212,14 @@ def _graded_against(
         for i, t in results.tasks.items()
         if _actions((t.get("evaluation_criteria") or {}).get("actions")) == graded
     ]
+    whose = f" but task {', '.join(match)}'s" if match else ""
+    if not graded:  # τ²'s reward notes no actions to evaluate: a task without any
+        return f"τ² graded it against no gold actions, not task {task.get('id')}'s {len(own)}" + (
+            f" (the file's tasks without any: {', '.join(match)})" if match else ""
+        )
     return (
         f"τ² graded it against {len(graded)} gold action(s) that are not task "
-        f"{task.get('id')}'s" + (f" but task {', '.join(match)}'s" if match else "")
+        f"{task.get('id')}'s" + whose
     )
 
 
@@ -269,7 +326,7 @@ def trial_of(
         outcome="pass",
         turns=turns,
         messages=messages,
-        ended=_ENDED.get(str(simulation.get("termination_reason")), "agent_error"),
+        ended=ended_as(simulation),
         snapshot=replay.snapshot(),
     )
     return record, defects

@@ -16,6 +16,9 @@ by τ²'s own code over the test database: 1220 of 1220 identical. τ²'s airlin
 from the mirrored checkouts; rebuilt from τ-bench's airline data (benchmarks/tau2_airline_db.py),
 the published files themselves replay 1214 of 1220 identical, the 6 others the same text without
 the error flag ToolOrchestra's file omits (docs/tau2.md, "The airline domain").
+
+A file that is not τ²'s airline domain (retail: bench_tau2_replay.py) is refused in one line
+before any file is replayed, with exit status 2.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ sys.path.insert(0, str(ROOT))
 from pytest_commerce_evals.errors import RetailError  # noqa: E402
 from pytest_commerce_evals.tau2.airline import AirlineBackend  # noqa: E402
 from pytest_commerce_evals.tau2.simulations import load_results  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_tau2_parity import refused  # noqa: E402
 
 
 def _arguments(raw: Any) -> Any:
@@ -89,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=5, help="differences shown per file")
     parser.add_argument("files", nargs="+", help="τ² airline results files")
     args = parser.parse_args(argv)
+    lines = refused(args.files, ("airline",))
+    if lines:
+        print("\n".join(lines), file=sys.stderr)
+        return 2
     print(f"{'file':<70} {'calls':>6} {'identical':>9} {'differing':>9}")
     differing = 0
     for path in args.files:

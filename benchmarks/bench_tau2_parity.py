@@ -12,6 +12,10 @@ agreement once each mislabelled simulation is graded against the task τ² actua
 (its `action_checks` name it), and each remaining disagreement, classified (ours wrong, theirs
 wrong with the evidence, data defect).
 
+Every file's domain is checked before any is graded: a file of a domain this does not grade
+(telecom), or whose tasks' reward basis lists a check no case grades (`ACTION`, `ENV_ASSERTION`),
+is refused in one line naming the file, and the exit status is 2.
+
 The files this was measured on (τ²-bench at commit a2c0247 for db.json and tasks.json; results
 files from its branches, by blob): gpt-4.1 and its fine-tune on 40 retail tasks
 (src/experiments/model_training/results/, branch feature/gym) and ToolOrchestra's gpt-5 run on
@@ -29,7 +33,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pytest_commerce_evals.tau2.domains import check_domain  # noqa: E402
 from pytest_commerce_evals.tau2.parity import parity  # noqa: E402
+from pytest_commerce_evals.tau2.simulations import load_results  # noqa: E402
+
+
+def refused(paths: list[str], domains: tuple[str, ...] | None = None) -> list[str]:
+    """One line per file that cannot be run: not a τ² results file, or of a domain other than
+    `domains` (default: the ones graded)."""
+    lines = []
+    for path in paths:
+        try:
+            results = load_results(path)
+            if domains is None:
+                check_domain(results.domain, path)
+            else:
+                check_domain(results.domain, path, runs=domains, doing="replays")
+        except ValueError as exc:
+            lines.append(f"error: {exc}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,9 +64,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("files", nargs="+", help="τ² results files (simulations with rewards)")
     args = parser.parse_args(argv)
+    lines = refused(args.files)
+    if lines:
+        print("\n".join(lines), file=sys.stderr)
+        return 2
     worst = 1.0
     for path in args.files:
-        found = parity(path, args.db, args.tasks)
+        try:
+            found = parity(path, args.db, args.tasks)
+        except (ValueError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         n = len(found.verdicts)
         mislabelled = [v for v in found.verdicts if any(d.kind == "task-id" for d in v.defects)]
         unflagged = [

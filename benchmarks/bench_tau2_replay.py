@@ -6,7 +6,8 @@ and refused calls included), each result's text beside the one τ² recorded. No
 
 It prints a table, one row per file: the calls replayed, how many give τ²'s text exactly, how many
 differ, and the first few differences (tool, arguments, τ²'s text, ours). The exit status is 1
-when any call differs.
+when any call differs; a file that is not τ²'s retail domain (airline: bench_tau2_airline_replay.py)
+is refused in one line before any file is replayed, with exit status 2.
 
 The files this was measured on are the ones `bench_tau2_parity.py` names (τ²-bench at commit
 a2c0247 for db.json; results files from its branches feature/gym and dev/tau3).
@@ -25,6 +26,9 @@ sys.path.insert(0, str(ROOT))
 from pytest_commerce_evals.tau2.replay import CallCheck, replay_calls  # noqa: E402
 from pytest_commerce_evals.tau2.retail import RetailBackend  # noqa: E402
 from pytest_commerce_evals.tau2.simulations import load_results  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_tau2_parity import refused  # noqa: E402
 
 
 def _cut(text: str, n: int = 160) -> str:
@@ -50,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+", help="τ² results files (simulations with tool calls)")
     parser.add_argument("--show", type=int, default=5, help="differences shown per file")
     args = parser.parse_args(argv)
+    lines = refused(args.files, ("retail",))
+    if lines:
+        print("\n".join(lines), file=sys.stderr)
+        return 2
     rows = []
     for path in args.files:
         checks = replay_calls(load_results(path), lambda: RetailBackend.load(args.db))

@@ -275,3 +275,95 @@ def test_a_cases_folder_it_cannot_use_is_named_as_cases(tmp_path, capsys):
         capsys.readouterr().err
         == f"error: --cases {cases}: is a file; give a folder to write the cases into\n"
     )
+
+
+# -- domains and reward bases no case grades ------------------------------------------------------
+
+GRADED = "which this does not grade (it grades DB, COMMUNICATE, NL_ASSERTION)"
+
+
+@pytest.mark.parametrize(
+    "basis", [["ENV_ASSERTION"], ["ENV_ASSERTION", "ACTION"], ["DB", "ACTION"]]
+)
+def test_a_task_of_a_reward_basis_not_graded_is_refused_by_name_at_import(tmp_path, capsys, basis):
+    # telecom's tasks are graded on ENV_ASSERTION and ACTION: as a case they would have nothing
+    # (or not all) of τ²'s reward to grade, and pass whatever the agent did
+    from pytest_commerce_evals.tau2.tasks import UngradedTask, case_of
+
+    task = with_task(id="telecom_1", evaluation_criteria__reward_basis=basis)
+    with pytest.raises(UngradedTask, match="task 'telecom_1'"):
+        case_of(task, domain="retail")
+    root = checkout(tmp_path, [*GOOD, task, {**task, "id": "telecom_2"}])
+    out = tmp_path / "out"
+    assert tau2_main(["import", str(root), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"error: τ²-bench retail task 'telecom_1': its reward_basis {basis}")
+    assert GRADED in err and "so do 1 more task(s): 'telecom_2'" in err
+    assert err.rstrip().endswith("nothing written") and not out.exists()
+
+
+def test_import_results_refuses_a_domain_or_reward_basis_it_does_not_grade(tmp_path, capsys):
+    db = checkout(tmp_path, GOOD) / "data" / "tau2" / "domains" / "retail" / "db.json"
+    telecom = results(tmp_path, info={"environment_info": {"domain_name": "telecom"}})
+    out, cases = tmp_path / "run.json", tmp_path / "cases"
+    args = ["import-results", str(telecom), "--db", str(db), "--out", str(out)]
+    for extra in ([], ["--cases", str(cases)]):
+        assert tau2_main([*args, *extra]) == 2
+        assert capsys.readouterr().err == (
+            f"error: {telecom}: a τ²-bench 'telecom' results file; this grades retail and "
+            "airline only\n"
+        )
+        assert not out.exists() and not cases.exists()
+    data = json.loads((DATA / "results.json").read_text())
+    data["tasks"][2]["evaluation_criteria"]["reward_basis"] = ["ENV_ASSERTION"]
+    carried = results(tmp_path, tasks=data["tasks"])
+    args = ["import-results", str(carried), "--db", str(db), "--out", str(out)]
+    for extra in ([], ["--cases", str(cases)]):
+        assert tau2_main([*args, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {carried}: τ²-bench retail task '2': its reward_basis")
+        assert GRADED in err and not out.exists() and not cases.exists()
+
+
+def test_every_tau2_benchmark_checks_the_domain_first_and_says_so_in_one_line(tmp_path, capsys):
+    import sys
+
+    from pytest_commerce_evals.tau2.parity import parity
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_tau2_airline_replay import main as airline_replay
+    from bench_tau2_parity import main as parity_bench
+    from bench_tau2_replay import main as retail_replay
+
+    telecom = results(tmp_path, info={"environment_info": {"domain_name": "telecom"}})
+    retail = DATA / "results.json"
+    db = str(DATA / "db.json")
+    with pytest.raises(ValueError, match="a τ²-bench 'telecom' results file; this grades"):
+        parity(telecom, db)
+    for bench, files, says in [
+        (
+            parity_bench,
+            [retail, telecom],
+            f"{telecom}: a τ²-bench 'telecom' results file; this grades retail and airline only",
+        ),
+        (
+            retail_replay,
+            [retail, telecom],
+            f"{telecom}: a τ²-bench 'telecom' results file; this replays retail only",
+        ),
+        (
+            airline_replay,
+            [retail],
+            f"{retail}: a τ²-bench 'retail' results file; this replays airline only",
+        ),
+    ]:
+        assert bench(["--db", db, *map(str, files)]) == 2
+        out, err = capsys.readouterr()
+        assert (out, err) == ("", f"error: {says}\n")  # nothing graded or replayed
+    data = json.loads(retail.read_text())
+    data["tasks"][0]["evaluation_criteria"]["reward_basis"] = ["DB", "ACTION"]
+    acting = results(tmp_path, tasks=data["tasks"])
+    assert parity_bench(["--db", db, str(acting)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "task '0': its reward_basis ['DB', 'ACTION']" in err

@@ -22,7 +22,7 @@ from .customer import customer_view, scenario_text
 from .domains import DOMAINS
 from .imported import AGENT_VIEW, CHECKOUT_ENV, CUSTOMER_VIEW
 from .prompts import agent_view
-from .tasks import TAU2_COMMIT, TaskError, case_of
+from .tasks import TAU2_COMMIT, TaskError, case_of, ungraded_refusal
 
 CONFTEST_FIRST = '"""Written by `python -m pytest_commerce_evals.tau2 import`'
 CONFTEST = '''"""Written by `python -m pytest_commerce_evals.tau2 import`: a fresh τ²-bench
@@ -173,12 +173,16 @@ def write_cases(
     """Write `tasks` as case files in `out`, with the `_set.yaml` and the `conftest.py` that runs
     them against `checkout`; `commit` is the τ²-bench commit the tasks are from, `source` the
     results file that carried them (None: the checkout's own). Returns the cases written and
-    what was skipped."""
+    what was skipped. A task whose reward basis lists a check no case grades (`ACTION`,
+    `ENV_ASSERTION`) refuses the whole import, by name, before anything is written."""
     import tempfile
 
     from .domains import domain_tools
 
     tools = domain_tools(domain)
+    refusal = ungraded_refusal(tasks, domain)
+    if refusal is not None:
+        raise ValueError(f"{refusal}; nothing written")
     out = _out_folder(out)
     problems: list[str] = []
     files: dict[str, str] = {}
@@ -318,11 +322,16 @@ def results_tasks(path: Path, db: Path, cases: Path) -> tuple[int, list[str], st
     """Write the tasks a results file was graded with as cases in `cases`: the tasks the file
     carries, else (a file with none) those of the checkout `db` belongs to. Returns the cases
     written, what was skipped, and which tasks they are, in words."""
+    from .domains import check_domain
     from .simulations import load_results
 
     checkout = db.resolve().parents[4] if len(db.resolve().parents) > 4 else db.parent
     domain_folder = db.resolve().parent
     results = load_results(path)
+    check_domain(results.domain, path)
+    refusal = ungraded_refusal(results.tasks.values(), results.domain)
+    if refusal is not None:
+        raise ValueError(f"{path}: {refusal}; nothing written")
     try:
         _domain_folder(checkout, domain_folder.name)
     except ValueError as exc:
@@ -371,10 +380,14 @@ def import_results(
     from ..runs import RunRecord, Selection
     from ..store.aggregate import set_results
     from ..store.record_file import write_record
-    from .domains import backend_class
+    from .domains import backend_class, check_domain
     from .simulations import load_results, trial_of
 
     results = load_results(path)
+    check_domain(results.domain, path)
+    refusal = ungraded_refusal(results.tasks.values(), results.domain)
+    if refusal is not None:
+        raise ValueError(f"{path}: {refusal}; nothing written")
     backend = backend_class(results.domain)
     trials = []
     defects: list[str] = []

@@ -5,9 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["DOMAINS", "backend_class", "domain_tools"]
+__all__ = ["DOMAINS", "backend_class", "check_domain", "domain_tools"]
 
 DOMAINS = ("retail", "airline")
+
+
+def check_domain(
+    domain: str, where: object, *, runs: tuple[str, ...] = DOMAINS, doing: str = "grades"
+) -> None:
+    """A `ValueError` naming `where` (a file), the τ²-bench domain found in it and the ones this
+    `doing` (`runs`), unless `domain` is one of them: checked before anything of it is run."""
+    if domain not in runs:
+        raise ValueError(
+            f"{where}: a τ²-bench {domain[:40]!r} results file; this {doing} "
+            f"{' and '.join(runs)} only"
+        )
 
 
 def backend_class(domain: str) -> Any:

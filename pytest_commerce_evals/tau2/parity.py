@@ -25,9 +25,9 @@ from ..graders.code import grade
 from ..graders.observation import GoldState, Observation
 from ..runner.gold import replay
 from ..runner.trial import conversation_ending
-from .domains import backend_class
+from .domains import backend_class, check_domain
 from .simulations import Defect, Results, graded_tasks, load_results, trial_of
-from .tasks import case_of
+from .tasks import case_of, ungraded_refusal
 
 __all__ = ["FileParity", "Verdict", "grade_simulation", "parity"]
 
@@ -153,8 +153,10 @@ def parity(path: Path | str, db: Path | str, tasks: Path | str | None = None) ->
     """Every simulation of the results file at `path`, graded on the database at `db`, against
     the tasks the file carries (τ²'s tasks change between commits: a file is graded with its
     own); a file that carries none is graded against the tasks file `tasks` (a checkout's
-    `tasks.json`), and with neither a `ValueError` says so."""
+    `tasks.json`), and with neither a `ValueError` says so. So does a file of a domain this does
+    not grade, checked first, and tasks whose reward basis lists a check no case grades."""
     results = load_results(path)
+    check_domain(results.domain, path)
     backend = backend_class(results.domain)
     out = FileParity(Path(path))
     if results.tasks:
@@ -169,6 +171,9 @@ def parity(path: Path | str, db: Path | str, tasks: Path | str | None = None) ->
         out.tasks = f"the file carries no tasks: the {len(results.tasks)} of {tasks}"
     else:
         raise ValueError(f"{path}: carries no tasks; give a checkout's tasks.json to grade with")
+    refusal = ungraded_refusal(results.tasks.values(), results.domain)
+    if refusal is not None:
+        raise ValueError(f"{path}: {refusal}")
     for simulation in results.simulations:
         out.verdicts.append(grade_simulation(results, simulation, lambda: backend.load(db)))
     return out

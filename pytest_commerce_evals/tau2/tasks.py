@@ -2,7 +2,9 @@
 final-state replay (`same_state_as`), `communicate_info` the `communicates` key (τ²'s rule: case
 and commas ignored), `nl_assertions` rubric dimensions. Only the checks the task's `reward_basis`
 lists decide (`DB` the final state, `COMMUNICATE` what must be said, `NL_ASSERTION` the rubric);
-the others are kept in the case's notes, reported, not graded.
+the others are kept in the case's notes, reported, not graded. A task whose reward basis lists a
+check this does not grade (`ENV_ASSERTION`, `ACTION`: telecom's) is refused by name
+(`UngradedTask`): its case would have nothing of τ²'s reward to grade, and always pass.
 
     case = case_of(task, domain="retail")      # a mapping, as a case file holds it
 """
@@ -10,11 +12,22 @@ the others are kept in the case's notes, reported, not graded.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import TaskError
 
-__all__ = ["TAU2_COMMIT", "TaskError", "case_id", "case_of"]
+__all__ = [
+    "GRADED_BASES",
+    "TAU2_COMMIT",
+    "TaskError",
+    "UngradedTask",
+    "case_id",
+    "case_of",
+    "ungraded_bases",
+    "ungraded_reason",
+    "ungraded_refusal",
+]
 
 TAU2_COMMIT = "a2c024725189473d2d7cea3a5cfdbcc67478e41f"
 """The τ²-bench commit whose task and database format this bridge was written against."""
@@ -26,7 +39,48 @@ included; its retail conversations run to about 20 customer messages)."""
 MAX_SLUG = 60
 """Characters of a task's id kept in its case id (and so its file name)."""
 
-REWARD_BASES = {"DB", "COMMUNICATE", "NL_ASSERTION", "ACTION", "ENV_ASSERTION"}
+GRADED_BASES = ("DB", "COMMUNICATE", "NL_ASSERTION")
+"""The reward bases a case grades: the final state, what must be said, the rubric."""
+REWARD_BASES = {*GRADED_BASES, "ACTION", "ENV_ASSERTION"}
+"""The reward bases τ² knows: `ACTION` (the gold calls made) and `ENV_ASSERTION` (assertions on
+the environment, telecom's) are not graded here."""
+
+
+class UngradedTask(TaskError):
+    """A τ² task whose reward basis lists a check this bridge does not grade."""
+
+
+def ungraded_bases(task: Any) -> list[str]:
+    """The bases of a task's `reward_basis` that are τ²'s but not graded here (`ACTION`,
+    `ENV_ASSERTION`), in its order; [] for a task that lists none or cannot be read."""
+    criteria = task.get("evaluation_criteria") if isinstance(task, dict) else None
+    basis = criteria.get("reward_basis") if isinstance(criteria, dict) else None
+    if not isinstance(basis, list):
+        return []
+    return [b for b in basis if isinstance(b, str) and b in REWARD_BASES - set(GRADED_BASES)]
+
+
+def ungraded_reason(task: Any, domain: str) -> str:
+    """The sentence that refuses a task `ungraded_bases` finds."""
+    basis = task["evaluation_criteria"]["reward_basis"]
+    return (
+        f"τ²-bench {domain[:40]} task {str(task.get('id'))[:80]!r}: its reward_basis "
+        f"{str(basis)[:120]} lists {', '.join(ungraded_bases(task))}, which this does not grade "
+        f"(it grades {', '.join(GRADED_BASES)}): its case would pass whatever the agent did"
+    )
+
+
+def ungraded_refusal(tasks: Iterable[Any], domain: str) -> str | None:
+    """One line refusing the tasks whose reward basis lists a check not graded here: the first
+    named in full, then how many more and the first ids; None when there are none."""
+    found = [t for t in tasks if ungraded_bases(t)]
+    if not found:
+        return None
+    text = ungraded_reason(found[0], domain)
+    if len(found) > 1:
+        ids = ", ".join(repr(str(t.get("id"))[:40]) for t in found[1:6])
+        text += f"; so do {len(found) - 1} more task(s): {ids}" + (", …" if len(found) > 6 else "")
+    return text
 
 
 def case_id(task_id: Any, domain: str) -> str:
@@ -96,6 +150,8 @@ def _case_of(task: dict[str, Any], *, domain: str, commit: str | None) -> dict[s
     unknown_bases = sorted(set(basis) - REWARD_BASES)
     if unknown_bases:
         raise TaskError(f"{where}: reward_basis {unknown_bases} is not one this bridge reads")
+    if ungraded_bases(task):
+        raise UngradedTask(ungraded_reason(task, domain))
     user: dict[str, Any] = {"instructions": instructions, "max_turns": MAX_TURNS}
     if known:
         user["knows"] = known

@@ -122,18 +122,22 @@ def run(repo: Path, python: str, selection: list[str] | None, timeout: float) ->
     return {"tmp": tmp, "lines": lines, "rc": rc, "wall": wall, "timed_out": wall >= timeout}
 
 
-def trie_tokens(sequences: list[list[int]]) -> int:
-    """The nodes of a prefix tree of `sequences`: tokens counted once per distinct prefix."""
+def trie_tokens(sequences: list[tuple[list[int], list[int]]]) -> int:
+    """The prompt tokens of a prefix tree of (prompt, generated) pairs, in the order sent: each
+    prompt token counted once per distinct prefix; what a call generated is in the tree (a
+    later prompt that holds it need not evaluate it again) but counted as generated, not here."""
     root: dict = {}
     nodes = 0
-    for seq in sequences:
+    for prompt, generated in sequences:
         node = root
-        for token in seq:
+        for token in prompt:
             child = node.get(token)
             if child is None:
                 child = node[token] = {}
                 nodes += 1
             node = child
+        for token in generated:
+            node = node.setdefault(token, {})
     return nodes
 
 
@@ -142,7 +146,7 @@ def analyse(result: dict) -> dict:
     stats_path = tmp / "stats.jsonl"
     calls = [json.loads(line) for line in stats_path.open()] if stats_path.exists() else []
     calls = [c for c in calls if c.get("role") != "other"]  # the server's first-token probe
-    by_server: dict[int, list[list[int]]] = defaultdict(list)
+    by_server: dict[int, list[tuple[list[int], list[int]]]] = defaultdict(list)
     sent = evaluated = held = generated = 0
     prompt_s = gen_s = 0.0
     for c in calls:
@@ -153,7 +157,7 @@ def analyse(result: dict) -> dict:
         prompt_s += c.get("prompt_s", 0.0) if c.get("evaluated", 0) > 1 else 0.0
         generated += c.get("completion_tokens", 0)
         gen_s += max(0.0, c["wall_s"] - c.get("prompt_s", 0.0))
-        by_server[c["pid"]].append(tokens + (c.get("generated") or []))
+        by_server[c["pid"]].append((tokens, c.get("generated") or []))
     unavoidable = sum(trie_tokens(seqs) for seqs in by_server.values())
     prompt_rate = evaluated / prompt_s if prompt_s else float("nan")
     gen_rate = generated / gen_s if gen_s else float("nan")

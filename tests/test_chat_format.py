@@ -63,12 +63,15 @@ def test_tool_results_reach_the_prompt():
     assert (
         '<|im_start|>assistant\nfunctions.search_products:\n{"query": "trail"}<|im_end|>' in prompt
     )
-    # the tools first, in a turn of their own: the same for every request with these tools
+    # the tools first, in a turn of their own: the same for every request with these tools;
+    # how to call them after the caller's system prompt
     assert prompt.startswith("<|im_start|>system\nYou can call these functions:\n")
     assert (
-        "<|im_end|>\n<|im_start|>system\nYou are a shopping assistant.<|im_end|>\n"
-        "<|im_start|>user\nTrail shoes under $120?"
+        "<|im_end|>\n<|im_start|>system\nYou are a shopping assistant.\n\n"
+        + _chat_format.TOOL_USAGE
+        + "<|im_end|>\n<|im_start|>user\nTrail shoes under $120?"
     ) in prompt
+    assert prompt.count("Or call one function with:") == 1
     assert "functions.search_products: Search the catalog." in prompt
     assert prompt.endswith("<|im_end|>\n<|im_start|>assistant\n")
 
@@ -79,11 +82,18 @@ def test_the_tools_turn_is_the_same_whatever_the_system_prompt():
         [{"role": "system", "content": "You are the operators' assistant."}, *CONVERSATION[1:]],
         [SEARCH, CART],
     )
-    tools_turn = _chat_format._block(
-        "system", _chat_format.tool_instructions([SEARCH, CART]).lstrip()
-    )
+    tools_turn = _chat_format._block("system", _chat_format.tool_list([SEARCH, CART]))
     assert one.startswith(tools_turn) and other.startswith(tools_turn)
     assert one[len(tools_turn) :] != other[len(tools_turn) :]
+
+
+def test_without_a_system_prompt_the_usage_follows_the_tools():
+    prompt = _chat_format.render(CONVERSATION[1:], [SEARCH])
+    assert prompt.startswith(
+        _chat_format._block("system", _chat_format.tool_list([SEARCH]))
+        + _chat_format._block("system", _chat_format.TOOL_USAGE)
+        + "<|im_start|>user\n"
+    )
 
 
 def test_without_tools_the_prompt_is_plain_chatml():

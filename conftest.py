@@ -31,8 +31,8 @@ def pytest_commerce_evals_make_agent(config, case, backend):
     client = session_client(config, "agent")
     # the endpoint client retries already; the agent's own retry layer is not needed on top.
     # On the embedded model (8k tokens, two CPU cores) the history is cut to fit the window,
-    # oldest tool results first, and a turn takes at most 5 steps of 192 tokens (the header
-    # says so; docs/local-model.md).
+    # oldest tool results first, and a turn takes at most 5 steps of 192 tokens, a repeated
+    # step ending it (the header says so; docs/local-model.md).
     local = embedded_options(embedded.n_ctx(config)) if client.endpoint.is_local else {}
     return ReferenceAgent(client, client.endpoint.model, retries=1, **local)
 
@@ -40,7 +40,11 @@ def pytest_commerce_evals_make_agent(config, case, backend):
 def pytest_report_header(config):
     """What the reference agent does differently on the embedded model, when it runs there."""
     from pytest_commerce_evals.models.endpoint import EndpointError, resolve_endpoint
-    from pytest_commerce_evals.reference.agent import EMBEDDED_MAX_STEPS, EMBEDDED_MAX_TOKENS
+    from pytest_commerce_evals.reference.agent import (
+        EMBEDDED_ELIDE_IN,
+        EMBEDDED_MAX_STEPS,
+        EMBEDDED_MAX_TOKENS,
+    )
 
     try:
         local = resolve_endpoint(config, "agent").is_local
@@ -51,7 +55,8 @@ def pytest_report_header(config):
     return (
         f"commerce-evals reference agent on the embedded model: at most {EMBEDDED_MAX_STEPS} "
         f"steps a turn (8 elsewhere), replies of at most {EMBEDDED_MAX_TOKENS} tokens (512 "
-        "elsewhere), the history cut to fit its window"
+        "elsewhere), a step that repeats the last one ends the turn, the history cut to fit its "
+        f"window {EMBEDDED_ELIDE_IN} tool results at a time"
     )
 
 

@@ -49,13 +49,22 @@ EMBEDDED_MAX_TOKENS = 192
 words, more than a shop assistant's answer needs; what a small model writes past it is a loop."""
 
 
-def embedded_options(n_ctx: int) -> dict[str, int]:
+EMBEDDED_ELIDE_IN = 6
+"""Tool results elided at once when the embedded model's history outgrows its window: the
+server keeps the prompt it evaluated last, and eliding one more result at every step changed
+the middle of the prompt each time (4,400 tokens, 36 s, evaluated again a step)."""
+
+
+def embedded_options(n_ctx: int) -> dict[str, Any]:
     """The reference agent's settings on the embedded model, whose window is `n_ctx` tokens: the
-    step and reply caps above, and the history cut to fit the window."""
+    step and reply caps above, a repeated step ending the turn, and the history cut to fit the
+    window `EMBEDDED_ELIDE_IN` tool results at a time."""
     return {
         "max_steps": EMBEDDED_MAX_STEPS,
         "max_tokens": EMBEDDED_MAX_TOKENS,
         "context_chars": history_chars(n_ctx, EMBEDDED_MAX_TOKENS),
+        "elide_in": EMBEDDED_ELIDE_IN,
+        "repeat_ends_turn": True,
     }
 
 
@@ -70,7 +79,9 @@ class ReferenceAgent:
 
     `session.backend` must be a `ReferenceBackend`. `max_steps` bounds the model calls in one
     turn and `max_tokens` the length of each; `context_chars` bounds the history sent (older tool
-    results are elided first), for models with a small context window; transient endpoint
+    results are elided first, `elide_in` at a time), for models with a small context window;
+    `repeat_ends_turn` ends a turn whose step repeats the last step's calls exactly (a model that
+    repeats what just failed always ends it); transient endpoint
     failures (connection, timeout, rate limit, 5xx) are retried `retries` times, then raised as
     `InfraError` so the trial never counts against the agent.
     """
@@ -84,6 +95,8 @@ class ReferenceAgent:
         temperature: float | None = 0.0,
         max_tokens: int | None = 512,
         context_chars: int | None = None,
+        elide_in: int = 1,
+        repeat_ends_turn: bool = False,
         retries: int = 3,
         retry_wait_s: float = 1.0,
         extra_body: dict[str, Any] | None = None,
@@ -94,6 +107,8 @@ class ReferenceAgent:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.context_chars = context_chars
+        self.elide_in = max(1, elide_in)
+        self.repeat_ends_turn = repeat_ends_turn
         self.retries = retries
         self.retry_wait_s = retry_wait_s
         self.extra_body = extra_body
@@ -154,12 +169,19 @@ class ReferenceAgent:
             return list(history)
         fitted = [dict(m) for m in history]
         size = sum(len(str(m.get("content") or "")) for m in fitted)
-        for message in fitted:
+        results = [m for m in fitted if m.get("role") == "tool" and m.get("content") != ELIDED]
+        needed = 0
+        for message in results:
             if size <= self.context_chars:
                 break
-            if message.get("role") == "tool" and message.get("content") != ELIDED:
-                size -= len(str(message["content"])) - len(ELIDED)
-                message["content"] = ELIDED
+            size -= len(str(message["content"])) - len(ELIDED)
+            needed += 1
+        # `elide_in` at a time: the prompt's start then stays the same for several steps (a
+        # server that keeps its last prompt evaluates only what was added), but never the
+        # newest result unless the window needs it
+        rounded = -(-needed // self.elide_in) * self.elide_in
+        for message in results[: max(needed, min(rounded, len(results) - 1))]:
+            message["content"] = ELIDED
         return fitted
 
     # --- one turn -------------------------------------------------------------------------------
@@ -208,7 +230,7 @@ class ReferenceAgent:
                 break
             # a model that repeats calls which just failed will not get further: stop the turn
             signature = sorted((_tool_name(n), _as_text(a)) for _, n, a in raw_calls)
-            if signature == last_signature and last_all_failed:
+            if signature == last_signature and (last_all_failed or self.repeat_ends_turn):
                 events.append(Text(text=STUCK_REPLY))
                 session.history.append({"role": "assistant", "content": STUCK_REPLY})
                 break

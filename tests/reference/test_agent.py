@@ -309,6 +309,55 @@ def test_history_is_fitted_to_the_context_by_eliding_old_tool_results():
     assert ReferenceAgent(None, "m")._fit(history) == history
 
 
+def test_with_repeat_ends_turn_a_repeated_successful_step_ends_the_turn():
+    from pytest_commerce_evals.reference.agent import STUCK_REPLY
+    from pytest_commerce_evals.testing.fake import FakeClient, tool_reply
+
+    from ._builders import run_turn
+
+    def script():
+        return [tool_reply("search_products", query="search_products") for _ in range(4)] + [
+            "unused"
+        ]
+
+    client = FakeClient(script())
+    events, _, _ = run_turn(client, "hi", repeat_ends_turn=True, max_steps=4)
+    results = [e for e in events if e.type == "tool_result"]
+    assert len(results) == 1 and results[0].status == "ok"  # it succeeded; the repeat is not run
+    assert [e.text for e in events if e.type == "text"] == [STUCK_REPLY]
+    assert client.remaining == 3
+    # without it (any endpoint but the embedded model) a repeated call that worked goes on
+    client = FakeClient(script())
+    events, _, _ = run_turn(client, "hi", max_steps=4)
+    assert len([e for e in events if e.type == "tool_result"]) == 4
+
+
+def test_eliding_in_groups_keeps_the_prompts_start_for_several_steps():
+    from pytest_commerce_evals.reference.agent import ELIDED, ReferenceAgent
+
+    history = [{"role": "user", "content": "find shoes"}]
+    agent = ReferenceAgent(None, "m", context_chars=10_000, elide_in=3)
+    one_at_a_time = ReferenceAgent(None, "m", context_chars=10_000)
+    grouped, needed = [], []
+    for step in range(20):
+        history.append({"role": "tool", "tool_call_id": str(step), "content": "x" * 1_000})
+        fitted = agent._fit(history)
+        assert sum(len(str(m["content"])) for m in fitted) <= 10_000
+        assert fitted[-1]["content"] == "x" * 1_000  # the newest result is kept
+        grouped.append(sum(m["content"] == ELIDED for m in fitted))
+        needed.append(sum(m["content"] == ELIDED for m in one_at_a_time._fit(history)))
+    assert all(g >= n and (g % 3 == 0 or g == n) for g, n in zip(grouped, needed, strict=True))
+    changes = sum(a != b for a, b in zip(grouped, grouped[1:], strict=False))
+    changes_one = sum(a != b for a, b in zip(needed, needed[1:], strict=False))
+    assert (
+        changes_one >= 9 and changes <= changes_one // 3 + 1
+    )  # a new prompt start a third as often
+    # a group never takes the newest result the window does not need
+    two = [{"role": "tool", "tool_call_id": str(i), "content": "y" * 600} for i in range(2)]
+    small = ReferenceAgent(None, "m", context_chars=1_000, elide_in=3)
+    assert [m["content"] for m in small._fit(two)] == [ELIDED, "y" * 600]
+
+
 @pytest.mark.parametrize("n_ctx", [4096, 8192])
 def test_a_long_turn_still_fits_the_embedded_window(n_ctx):
     """Ten searches in one turn, each returning full product listings: the request the agent
@@ -424,11 +473,15 @@ def test_the_repos_conftest_caps_the_reference_agent_on_the_embedded_model_only(
         made = conftest.pytest_commerce_evals_make_agent(config, None, None)
         if local:
             assert (made.max_steps, made.max_tokens) == (5, 192)
+            assert (made.elide_in, made.repeat_ends_turn) == (6, True)
             assert made.context_chars == reference_agent.history_chars(8192, 192)
         else:
             assert (made.max_steps, made.max_tokens, made.context_chars) == (8, 512, None)
+            assert (made.elide_in, made.repeat_ends_turn) == (1, False)
     assert reference_agent.embedded_options(8192) == {
         "max_steps": reference_agent.EMBEDDED_MAX_STEPS,
         "max_tokens": reference_agent.EMBEDDED_MAX_TOKENS,
         "context_chars": reference_agent.history_chars(8192, 192),
+        "elide_in": reference_agent.EMBEDDED_ELIDE_IN,
+        "repeat_ends_turn": True,
     }

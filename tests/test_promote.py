@@ -7,14 +7,21 @@ the agent behaves."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import threading
 from datetime import UTC, datetime
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_commerce_evals.cases.case import PROMOTED_SKIP, Case
 from pytest_commerce_evals.cases.loader import load_case_file
+from pytest_commerce_evals.events import CartLine
+from pytest_commerce_evals.live import promote
 from pytest_commerce_evals.live.capture import CapturedTurn
 from pytest_commerce_evals.live.conversations import Conversation
 from pytest_commerce_evals.live.promote import (
@@ -24,7 +31,12 @@ from pytest_commerce_evals.live.promote import (
     precondition,
     promote_command,
     promoted_yaml,
+    selected_ids,
+    shell_word,
+    terminal_text,
+    write_promoted,
 )
+from pytest_commerce_evals.live.reading import read_capture
 from pytest_commerce_evals.results import RubricVerdict
 
 SEARCH = {"products": [{"id": "shoe-trail-001", "title": "Ridgeback Trail 3", "price": "$139"},
@@ -34,11 +46,13 @@ LAST = "When would the Ridgeback Trail 3 Lite arrive if I order today?"
 WRONG = "It arrives tomorrow! I also put it in your cart for you."
 
 
-def turn(n: int, user: str, events: list[dict], role: str = "customer") -> CapturedTurn:
+def turn(
+    n: int, user: str, events: list[dict], role: str = "customer", cid: str = "c-8f3a"
+) -> CapturedTurn:
     return CapturedTurn.model_validate(
         {
             "schema_version": 1,
-            "conversation_id": "c-8f3a",
+            "conversation_id": cid,
             "timestamp": datetime(2025, 6, 1, 12, 0, n, tzinfo=UTC).isoformat(),
             "role": role,
             "turn": n,
@@ -55,18 +69,24 @@ def call(cid: str, name: str, result=None, status="ok", **arguments) -> list[dic
     ]
 
 
-def production() -> Conversation:
+ADDED = {"product_id": "shoe-trail-002", "quantity": 1}
+
+
+def production(
+    cid: str = "c-8f3a", last: str = LAST, replied: str = WRONG, added: dict | None = None
+) -> Conversation:
     first = turn(1, FIRST, [*call("1", "search_products", SEARCH, query="trail shoes"),
-                            {"type": "text", "text": "Here are two."}])  # fmt: skip
+                            {"type": "text", "text": "Here are two."}], cid=cid)  # fmt: skip
     second = turn(
         2,
-        LAST,
+        last,
         [
-            *call("2", "add_to_cart", {"status": "ok"}, product_id="shoe-trail-002", quantity=1),
-            {"type": "text", "text": WRONG},
+            *call("2", "add_to_cart", {"status": "ok"}, **(added or ADDED)),
+            {"type": "text", "text": replied},
         ],
+        cid=cid,
     )
-    return Conversation("c-8f3a", "customer", [first, second], "traffic/a.jsonl", 1)
+    return Conversation(cid, "customer", [first, second], "traffic/a.jsonl", 1)
 
 
 FAILED = RubricVerdict(
@@ -238,56 +258,62 @@ def test_the_command_names_the_capture_and_the_folder():
 # -- the loop, on each capture format --------------------------------------------------------
 
 
-def native_capture() -> str:
-    return "".join(t.model_dump_json() + "\n" for t in production().turns)
+def native_capture(
+    cid: str = "c-8f3a", last: str = LAST, replied: str = WRONG, added: dict | None = None
+) -> str:
+    turns = production(cid, last, replied, added).turns
+    return "".join(json.dumps(t.model_dump(mode="json"), ensure_ascii=False) + "\n" for t in turns)
 
 
-def openai_capture() -> str:
+def openai_capture(
+    cid: str = "c-8f3a", last: str = LAST, replied: str = WRONG, added: dict | None = None
+) -> str:
     messages = [
         {"role": "user", "content": FIRST},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function",
          "function": {"name": "search_products", "arguments": '{"query": "trail shoes"}'}}]},
         {"role": "tool", "tool_call_id": "1", "content": json.dumps(SEARCH)},
         {"role": "assistant", "content": "Here are two."},
-        {"role": "user", "content": LAST},
+        {"role": "user", "content": last},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "2", "type": "function",
          "function": {"name": "add_to_cart",
-                      "arguments": '{"product_id": "shoe-trail-002", "quantity": 1}'}}]},
+                      "arguments": json.dumps(added or ADDED, ensure_ascii=False)}}]},
         {"role": "tool", "tool_call_id": "2", "content": '{"status": "ok"}'},
-        {"role": "assistant", "content": WRONG},
+        {"role": "assistant", "content": replied},
     ]  # fmt: skip
-    return json.dumps({"id": "c-8f3a", "created": 1748768400, "messages": messages}) + "\n"
+    line = {"id": cid, "created": 1748768400, "messages": messages}
+    return json.dumps(line, ensure_ascii=False) + "\n"
 
 
-def otel_capture() -> str:
+def otel_capture(
+    cid: str = "c-8f3a", last: str = LAST, replied: str = WRONG, added: dict | None = None
+) -> str:
     from test_live_formats import call_part, chat, otlp, reply, span, tool, user
 
     said = [user(FIRST)]
     searched = [*said, reply(call_part("1", "search_products", query="trail shoes"))[0]]
     answered = [*searched, reply({"type": "text", "content": "Here are two."})[0]]
-    asked = [*answered, user(LAST)]
-    added = [*asked, reply(call_part("2", "add_to_cart", product_id="shoe-trail-002",
-                                     quantity=1))[0]]  # fmt: skip
+    asked = [*answered, user(last)]
+    adding = reply(call_part("2", "add_to_cart", **(added or ADDED)))
     spans = [
         span(
             "invoke_agent shop",
             0,
-            {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "c-8f3a"},
+            {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": cid},
         ),  # fmt: skip
-        chat("c-8f3a", 1, said, reply(call_part("1", "search_products", query="trail shoes"))),
+        chat(cid, 1, said, reply(call_part("1", "search_products", query="trail shoes"))),
         tool("search_products", "1", 2, SEARCH),
-        chat("c-8f3a", 3, searched, reply({"type": "text", "content": "Here are two."})),
-        chat(
-            "c-8f3a",
-            10,
-            asked,
-            reply(call_part("2", "add_to_cart", product_id="shoe-trail-002", quantity=1)),
-            trace="t1b",
-        ),  # fmt: skip
+        chat(cid, 3, searched, reply({"type": "text", "content": "Here are two."})),
+        chat(cid, 10, asked, adding, trace="t1b"),
         tool("add_to_cart", "2", 11, {"status": "ok"}, trace="t1b"),
-        chat("c-8f3a", 12, added, reply({"type": "text", "content": WRONG}), trace="t1b"),
+        chat(
+            cid, 12, [*asked, adding[0]], reply({"type": "text", "content": replied}), trace="t1b"
+        ),  # fmt: skip
     ]
-    return json.dumps(otlp(*spans)) + "\n"
+    return json.dumps(otlp(*spans), ensure_ascii=False) + "\n"
+
+
+CAPTURES = {"native": native_capture, "openai": openai_capture, "otel": otel_capture}
 
 
 CONFTEST = """
@@ -437,3 +463,241 @@ def test_a_folder_that_cannot_be_written_is_said_and_an_odd_id_is_quoted(pyteste
                                  "--commerce-store=none")  # fmt: skip
     blocked.stdout.fnmatch_lines(["--commerce-promote: cannot write to *blocked*"])
     assert "INTERNALERROR" not in blocked.stdout.str() + blocked.stderr.str()
+
+
+# -- hostile text, folders and ids -------------------------------------------------------------
+
+HOSTILE = ("\x00\x07\x08\t\n\r\x0b\x0c\x1b\x7f\x80\x85\x9b\x9f\xa0\u2028\u2029\u202e"
+           "\u200b\ufeff\ufffe\uffff\U0001f600\U000e0001'\"\\#:&*!|>%@`{}[],-? ")  # fmt: skip
+TEXT = st.text(st.one_of(st.sampled_from(HOSTILE), st.characters(exclude_categories=("Cs",))))
+
+
+@pytest.mark.parametrize("fmt", list(CAPTURES))
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    cid=TEXT.filter(lambda t: t.strip() == t and t),
+    last=TEXT.filter(str.strip),
+    replied=TEXT.filter(str.strip),
+    key=TEXT.filter(lambda k: k not in ("product_id", "quantity")),
+    value=TEXT,
+    customer=st.sampled_from(["turns", "user"]),
+)
+def test_any_text_in_a_reply_an_argument_or_an_id_is_escaped_and_the_case_loads(
+    tmp_path, fmt, cid, last, replied, key, value, customer
+):
+    # DEL, C1 controls, ESC, line breaks YAML knows (NEL, U+2028), a BOM, YAML's own marks: in
+    # every capture format, whatever the reply, the arguments and the id hold, the file loads
+    # and says what production said
+    added = {"product_id": value, key: value, "quantity": 1}
+    capture = tmp_path / f"{fmt}.jsonl"
+    capture.write_text(CAPTURES[fmt](cid, last, replied, added), encoding="utf-8")
+    read = read_capture([capture], format=fmt)
+    assert not read.problems, read.problems
+    [conversation] = read.conversations
+    assert conversation.conversation_id == cid and conversation.user_messages[-1] == last
+    [(write, _)] = evidence(conversation).writes
+    assert write.arguments == added and evidence(conversation).replied == replied.strip()
+    judged = RubricVerdict("delivery_date_accurate", "standard", "fail", "FAIL", replied)
+    text = promoted_yaml(conversation, "promoted-001-x", state=precondition(conversation),
+                         failed=[judged], customer=customer, known_ids={value})  # fmt: skip
+    written = tmp_path / "promoted-001-x.yaml"
+    written.write_text(text, encoding="utf-8")
+    loaded = load_case_file(written)
+    assert not loaded.problems, (loaded.problems, text)
+    [entry] = loaded.cases
+    case = entry.case
+    assert case.id == "promoted-001-x" and case.skip == PROMOTED_SKIP
+    assert (case.user.opening if case.user else case.turns[-1]) == last
+    assert case.expected.never_calls_with[0].arguments == added
+    assert (
+        case.notes == f"Promoted from live conversation {cid}; 1 earlier turn(s) folded into state."
+    )
+    assert case.expected.rubric == {"delivery_date_accurate": "standard"}
+    for line in text.splitlines():  # no control character a YAML file or a terminal refuses
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]", line), line
+
+
+def test_a_lone_surrogate_and_an_odd_rubric_name_are_written_so_that_the_case_loads(tmp_path):
+    # a hook's state or a turn built in code can hold what no capture line passes
+    base = production(added={"product_id": "\udc80"})
+    last = base.turns[1]
+    events = [e.model_copy(update={"text": "cut \ud83e"}) if e.type == "text" else e
+              for e in last.events]  # fmt: skip
+    turns = [base.turns[0], last.model_copy(update={"events": events, "user": "a \ud83e"})]
+    conversation = Conversation("c-\ud83e", "customer", turns, "traffic/\udcff.jsonl", 1)
+    odd = RubricVerdict("tone: \x85 #x", "standard", "fail", "FAIL", "why \x9b")
+    text = promoted_yaml(conversation, "promoted-001-x", state=precondition(conversation),
+                         failed=[odd])  # fmt: skip
+    (tmp_path / "a.yaml").write_bytes(text.encode("utf-8"))
+    [entry] = load_case_file(tmp_path / "a.yaml").cases
+    assert entry.case.expected.never_calls_with[0].arguments == {"product_id": "\\udc80"}
+    assert entry.case.expected.rubric == {"tone: \x85 #x": "standard"}
+    assert entry.case.turns == ["a \\ud83e"] and entry.case.notes.startswith(
+        "Promoted from live conversation c-\\ud83e;"
+    )
+
+
+def test_a_case_file_that_would_not_load_is_not_written_and_is_said(tmp_path, monkeypatch):
+    folder = tmp_path / "promoted"
+    monkeypatch.setattr(promote, "promoted_yaml", lambda *a, **k: "- id: [unclosed\n")
+    [done] = write_promoted([production()], {}, folder, dimensions=["tone"], customer="turns",
+                            known_ids=None, state_of=precondition)  # fmt: skip
+    assert done.path is None and "does not load as case promoted-001-conversation" in done.problem
+    assert "malformed YAML" in done.problem and list(folder.iterdir()) == []
+    other = promoted_yaml(production(), "promoted-009-other", state=precondition(production()))
+    monkeypatch.setattr(promote, "promoted_yaml", lambda *a, **k: other)
+    [done] = write_promoted([production()], {}, folder, dimensions=["tone"], customer="turns",
+                            known_ids=None, state_of=precondition)  # fmt: skip
+    assert done.path is None and "(1 case(s) read)" in done.problem  # another case: not kept
+    assert list(folder.iterdir()) == []
+
+
+def test_a_link_or_a_file_where_the_case_goes_is_never_written_through_or_over(
+    tmp_path, monkeypatch
+):
+    folder, outside = tmp_path / "promoted", tmp_path / "outside.txt"
+    folder.mkdir()
+    outside.write_text("keep me")
+    # a link under a name the numbering passes over: the next number, the target untouched
+    (folder / "promoted-001-tone.yaml").symlink_to(outside)
+    args = dict(dimensions=["tone"], customer="turns", known_ids=None, state_of=precondition)
+    [done] = write_promoted([production()], {}, folder, **args)
+    assert done.path == folder / "promoted-002-conversation.yaml" and done.problem is None
+    # a link (dangling or not) or a file exactly where the case goes: refused, said, untouched
+    planted = {"promoted-003-conversation": outside, "promoted-004-conversation": tmp_path / "no"}
+    for case_id, target in planted.items():
+        monkeypatch.setattr(promote, "next_case_id", lambda *a, _id=case_id: _id)
+        (folder / f"{case_id}.yaml").symlink_to(target)
+        [done] = write_promoted([production()], {}, folder, **args)
+        assert done.path is None
+        assert done.problem.startswith(f"{folder / case_id}.yaml already exists (a symbolic link "
+                                       f"to {target}); nothing was written")  # fmt: skip
+    assert outside.read_text() == "keep me" and not (tmp_path / "no").exists()
+    monkeypatch.setattr(promote, "next_case_id", lambda *a: "promoted-002-conversation")
+    [done] = write_promoted([production()], {}, folder, **args)
+    assert "already exists (a file)" in done.problem
+    assert yaml.safe_load((folder / "promoted-002-conversation.yaml").read_text())[0]["id"] == (
+        "promoted-002-conversation"
+    )
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]  # no temporary left
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_named_pipe_among_the_case_files_is_never_opened_and_is_named(tmp_path):
+    folder = tmp_path / "promoted"
+    folder.mkdir()
+    os.mkfifo(folder / "a.yaml")
+    os.mkfifo(folder / "promoted-007-x.yaml")
+    (folder / "b.yaml").mkdir()
+    (folder / "c.yaml").write_text("- id: promoted-002-y\n")
+    found: list = []
+    passed_over: list = []
+    numbering = threading.Thread(
+        target=lambda: found.append(next_case_id(folder, "tone", passed_over)), daemon=True
+    )
+    numbering.start()
+    numbering.join(timeout=20)
+    assert not numbering.is_alive(), "numbering the case opened a named pipe and waits for it"
+    assert found == ["promoted-008-tone"]  # the pipe's name is taken, its content never read
+    assert passed_over == [(folder / "a.yaml", "a named pipe"), (folder / "b.yaml", "a folder"),
+                           (folder / "promoted-007-x.yaml", "a named pipe")]  # fmt: skip
+
+
+def test_cart_ids_are_listed_among_the_ids_that_are_not_fixture_ids():
+    conversation = production()
+    state = precondition(conversation).model_copy(
+        update={"cart": [CartLine(product_id="bag-777", quantity=1)]}
+    )
+    text = promoted_yaml(conversation, "promoted-001-x", state=state,
+                         known_ids={"shoe-trail-001", "shoe-trail-002"})  # fmt: skip
+    assert "IDs that are not fixture IDs (map each to a fixture, or the case cannot run): " \
+           "bag-777\n" in text  # fmt: skip
+    unindexed = promoted_yaml(conversation, "promoted-001-x", state=state)
+    said = " ".join(line[2:] for line in unindexed.splitlines() if line.startswith("# "))
+    assert said.endswith("fixture ID: shoe-trail-001, shoe-trail-002, bag-777")
+
+
+def test_text_for_a_terminal_or_a_shell_shows_no_control_character_and_runs_as_it_reads():
+    hostile = "c\x1b]0;owned\x07,\x9b31m\x7f\n\u202e 'x' \\ é😀"
+    assert terminal_text(hostile) == "c\\x1b]0;owned\\x07,\\x9b31m\\x7f\\n\\u202e 'x' \\ é😀"
+    assert terminal_text("plain ünïcode, spaces") == "plain ünïcode, spaces"
+    assert shell_word("a b") == "'a b'" and shell_word("a,b") == "a,b"
+    quoted = shell_word(hostile)
+    assert quoted.isprintable() and quoted.startswith("$'")
+    # the shell gives the word back as it was
+    said = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True,
+                          env={**os.environ, "LC_ALL": "C.UTF-8"}, check=True).stdout  # fmt: skip
+    assert said.decode("utf-8") == hostile
+
+
+def test_a_value_that_is_an_id_as_a_whole_names_it_else_a_comma_separates_ids():
+    ids = ["a,b", "a", "b", "c"]
+    assert selected_ids(["a,b"], ids) == (["a,b"], [])
+    assert selected_ids(["a, c ,", "x,b"], ids) == (["a", "c", "b"], ["x"])
+    assert selected_ids(["c,a,b", "c"], ["c", "a,b"]) == (["c"], ["a", "b"])
+
+
+def test_an_id_with_controls_and_a_comma_is_escaped_on_the_terminal_and_its_command_works(
+    pytester,
+):
+    cid = "c\x1b]0;owned\x07,\x9b2J"
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "traffic").mkdir()
+    (pytester.path / "traffic" / "a.jsonl").write_text(native_capture(cid), encoding="utf-8")
+    (pytester.path / "traffic" / "b\x1b[2J.jsonl").write_text("not json\n")
+    flagged = pytester.runpytest("-p", "no:cacheprovider", "--commerce-live=traffic",
+                                 "--commerce-store=none", "--commerce-html=live.html")  # fmt: skip
+    page = (pytester.path / "live.html").read_text()
+    assert "$&#x27;--commerce-promote=c\\x1b]0;owned\\x07,\\u009b2J&#x27;" in page
+    out = flagged.stdout.str()
+    assert not re.search("[\x07\x1b\x9b]", out), out  # nothing the terminal would act on
+    assert "traffic/b\\x1b[2J.jsonl:1: not JSON" in out
+    assert "FAILED traffic/a.jsonl::c\\x1b]0;owned\\x07,\\x9b2J" in out
+    [line] = [x for x in out.splitlines() if x.startswith("  c\\x1b") and ": pytest " in x]
+    shown, command = line.split(": ", 1)
+    assert shown == "  c\\x1b]0;owned\\x07,\\x9b2J"
+    # the command shown is a command that works: the shell passes the id as it is
+    words = subprocess.run(["bash", "-c", f"printf '%s\\0' {command}"], capture_output=True,
+                           env={**os.environ, "LC_ALL": "C.UTF-8"}, check=True).stdout  # fmt: skip
+    args = words.decode("utf-8").split("\0")[1:-1]
+    assert f"--commerce-promote={cid}" in args
+    promoted = pytester.runpytest("-p", "no:cacheprovider", "--commerce-store=none", *args)
+    written = pytester.path / "cases" / "promoted" / "promoted-001-delivery-date-accurate.yaml"
+    promoted.stdout.fnmatch_lines(
+        [f"promoted c\\x1b]0;owned\\x07,\\x9b2J to cases/promoted/{written.name} *"]
+    )
+    assert not re.search("[\x07\x1b\x9b]", promoted.stdout.str())
+    [entry] = load_case_file(written).cases
+    assert entry.case.notes.startswith(f"Promoted from live conversation {cid};")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_run_that_promotes_into_a_folder_with_a_pipe_and_a_planted_link_ends_and_says_so(
+    pytester,
+):
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "traffic").mkdir()
+    (pytester.path / "traffic" / "a.jsonl").write_text(native_capture())
+    folder = pytester.path / "cases" / "promoted"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "queue.yaml")
+    outside = pytester.path / "outside.txt"
+    outside.write_text("keep me")
+    (folder / "promoted-001-delivery-date-accurate.yaml").symlink_to(outside)
+    # in a process of its own: a run that waits on the pipe fails the test instead of hanging it
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--commerce-live=traffic",
+                                        "--commerce-promote=c-8f3a", "--commerce-store=none",
+                                        timeout=120)  # fmt: skip
+    run.stdout.fnmatch_lines(
+        [
+            "--commerce-promote: cases/promoted/queue.yaml: a named pipe; not read as a case "
+            "file when numbering the case",
+            "promoted c-8f3a to cases/promoted/promoted-002-delivery-date-accurate.yaml *",
+        ]
+    )
+    assert outside.read_text() == "keep me"

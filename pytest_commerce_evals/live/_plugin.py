@@ -9,6 +9,7 @@ reports treat it exactly like a regression trial; the run is recorded with kind 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,12 +46,13 @@ class LiveConfig:
     threshold: float
     format: str = "auto"
     promote: tuple[str, ...] = ()
-    """Conversation ids to promote to cases (`--commerce-promote`): only they are collected,
-    whatever the sample."""
+    """The values of `--commerce-promote`, as given: the conversations they name
+    (`promote.selected_ids`) are the only ones collected, whatever the sample."""
 
 
 LIVE_CONFIG = pytest.StashKey["LiveConfig | None"]()
 CAPTURE = pytest.StashKey["Capture"]()
+PROMOTED = pytest.StashKey[tuple[list[str], list[str]]]()
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -76,7 +78,7 @@ def live_config(config: pytest.Config) -> LiveConfig | None:
 def pytest_configure(config: pytest.Config) -> None:
     found = settings(config)
     paths = found.live
-    promote = tuple(i.strip() for p in found.promote for i in p.split(",") if i.strip())
+    promote = tuple(p for p in found.promote if p.strip())
     if found.promote and not paths:
         raise pytest.UsageError(
             "--commerce-promote names conversations of captured traffic: give the capture with "
@@ -138,6 +140,19 @@ def capture_for(config: pytest.Config) -> Capture:
     return capture
 
 
+def promoted_ids(config: pytest.Config) -> tuple[list[str], list[str]]:
+    """The conversations `--commerce-promote` names: (ids in the capture, names not in it)."""
+    found = config.stash.get(PROMOTED, None)
+    if found is None:
+        from .promote import selected_ids
+
+        lc = live_config(config)
+        assert lc is not None
+        ids = [c.conversation_id for c in capture_for(config).conversations]
+        found = config.stash[PROMOTED] = selected_ids(lc.promote, ids)
+    return found
+
+
 def _under(path: Path, roots: list[Path]) -> bool:
     return any(path == r or (r.is_dir() and path.is_relative_to(r)) for r in roots)
 
@@ -156,19 +171,22 @@ class LiveCaptureFile(pytest.File):
     """A capture file; yields one item per sampled conversation that starts in it."""
 
     def collect(self):
+        from .promote import terminal_text
+
         config = self.config
         lc = live_config(config)
         assert lc is not None
         here = Path(self.path).resolve()
         rubric = {name: "standard" for name in lc.dimensions}
+        promoted = set(promoted_ids(config)[0]) if lc.promote else None
         for conversation in capture_for(config).conversations:
             if (Path(config.rootpath) / conversation.path).resolve() != here:
                 continue
-            if lc.promote and conversation.conversation_id not in lc.promote:
+            if promoted is not None and conversation.conversation_id not in promoted:
                 continue
             yield LiveItem.from_parent(
                 self,
-                name=conversation.conversation_id,
+                name=terminal_text(conversation.conversation_id),  # pytest prints it as is
                 case=conversation_case(conversation, rubric),
                 trial=1,
                 trials=1,
@@ -191,10 +209,13 @@ def conversation_case(conversation: Conversation, rubric: dict[str, str]) -> Cas
         turns=["-"],
         expected=Expected(rubric=rubric),
     )
-    # conversation ids need not follow the case id pattern: they are the agent's, not ours
+    # conversation ids need not follow the case id pattern: they are the agent's, not ours; one
+    # holding a control character is the case id with it escaped, as every report shows it
+    from .promote import terminal_text
+
     return base.model_copy(
         update={
-            "id": conversation.conversation_id,
+            "id": terminal_text(conversation.conversation_id),
             "turns": conversation.user_messages,
         }
     )
@@ -216,7 +237,9 @@ class LiveItem(CaseItem):
         return grade_trial(self.config, self.case, result)
 
     def reportinfo(self):
-        return self.path, self.line - 1, f"live conversation {self.case.id}"
+        from .promote import terminal_text
+
+        return self.path, self.line - 1, f"live conversation {terminal_text(self.case.id)}"
 
 
 # -- recording the run as a live run ----------------------------------------------------------
@@ -319,23 +342,28 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     lc = live_config(config)
     if lc is not None:
+        from .promote import terminal_text
+
         capture = capture_for(config)
         terminalreporter.section("commerce-evals live traffic")
-        terminalreporter.write_line(
+
+        def write_line(line: str, **markup: bool) -> None:
+            # ids, paths and messages come from traffic: no control character reaches the terminal
+            terminalreporter.write_line(terminal_text(line), **markup)
+
+        write_line(
             f"{len(capture.conversations)} of {capture.conversations_seen} conversations sampled "
             f"(rate {lc.rate:g}, seed {lc.seed!r}) from {capture.lines} lines; judged on "
             f"{len(lc.dimensions)} dimension(s): {', '.join(lc.dimensions)}"
         )
         if capture.problems:
-            terminalreporter.write_line(
-                f"{len(capture.problems)} unusable line(s) skipped:", yellow=True, bold=True
-            )
+            write_line(f"{len(capture.problems)} unusable line(s) skipped:", yellow=True, bold=True)
             for problem in capture.problems[:50]:
-                terminalreporter.write_line(f"  {problem}", yellow=True)
+                write_line(f"  {problem}", yellow=True)
             if len(capture.problems) > 50:
-                terminalreporter.write_line(f"  … and {len(capture.problems) - 50} more")
+                write_line(f"  … and {len(capture.problems) - 50} more")
         for line, markup in promotion_lines(config, lc):
-            terminalreporter.write_line(line, **markup)
+            write_line(line, **markup)
     if _trend_wanted(config) and (lc is not None):
         terminalreporter.section("commerce-evals live trend")
         _write_trend(terminalreporter.write_line, config)
@@ -356,6 +384,21 @@ def _shown(config: pytest.Config, path: Path) -> str:
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
+def conversation_case_id(conversation: Conversation) -> str:
+    """The case id a conversation is recorded under (`conversation_case`)."""
+    from .promote import terminal_text
+
+    return terminal_text(conversation.conversation_id)
+
+
+def conversation_ids(config: pytest.Config, case_ids: Iterable[str]) -> list[tuple[str, str]]:
+    """(case id, conversation id) of each case id of the capture's conversations, sorted."""
+    by_case = {
+        conversation_case_id(c): c.conversation_id for c in capture_for(config).conversations
+    }
+    return sorted((c, by_case[c]) for c in set(case_ids) if c in by_case)
+
+
 def promotion_lines(config: pytest.Config, lc: LiveConfig) -> list[tuple[str, dict]]:
     """With `--commerce-promote`: each named conversation written as a case (or why not).
     Otherwise: the flagged conversations (a failed verdict) with the command that promotes
@@ -364,21 +407,22 @@ def promotion_lines(config: pytest.Config, lc: LiveConfig) -> list[tuple[str, di
 
     records = config.stash.get(LIVE_VERDICTS, {})
     to = settings(config).promote_to
+    capture = capture_for(config)
     if not lc.promote:
-        flagged = sorted(c for c, r in records.items() if r.outcome == "fail")
+        flagged = conversation_ids(config, (c for c, r in records.items() if r.outcome == "fail"))
         if not flagged:
             return []
         paths = [_shown(config, p) for p in lc.paths]
         head = f"{len(flagged)} flagged conversation(s); promote one to a case for review:"
         return [(head, {"bold": True})] + [
-            (f"  {c}: {promote_command(paths, c, to)}", {}) for c in flagged[:20]
+            (f"  {case}: {promote_command(paths, cid, to)}", {}) for case, cid in flagged[:20]
         ]
-    capture = capture_for(config)
-    found = [c for c in capture.conversations if c.conversation_id in lc.promote]
+    wanted, missing = promoted_ids(config)
+    named = set(wanted)
+    found = [c for c in capture.conversations if c.conversation_id in named]
     out: list[tuple[str, dict]] = [
         (f"--commerce-promote: no conversation {i!r} in the capture", {"red": True})
-        for i in lc.promote
-        if i not in {c.conversation_id for c in found}
+        for i in missing
     ]
     index = config.hook.pytest_commerce_evals_fixture_index(config=config)
     known = None
@@ -392,22 +436,41 @@ def promotion_lines(config: pytest.Config, lc: LiveConfig) -> list[tuple[str, di
         return mapped if isinstance(mapped, State) else precondition(conversation)
 
     folder = output_path(config, to)
+    passed_over: list[tuple[Path, str]] = []
     try:
+        verdicts = {
+            c.conversation_id: list(records[case_id].verdicts)
+            for c in found
+            if (case_id := conversation_case_id(c)) in records
+        }
         written = write_promoted(
             found,
-            {c: list(r.verdicts) for c, r in records.items()},
+            verdicts,
             folder,
             dimensions=lc.dimensions,
             customer=settings(config).promote_customer,
             known_ids=known,
             state_of=state_of,
+            passed_over=passed_over,
         )
     except OSError as exc:  # a folder that cannot be written: said, the run's outcome kept
         return [*out, (f"--commerce-promote: cannot write to {folder}: {exc}", {"red": True})]
     out += [
-        (f"promoted {cid} to {_shown(config, path)} (skipped until reviewed)", {"green": True})
-        for cid, path in written
+        (
+            f"--commerce-promote: {_shown(config, path)}: {why}; not read as a case file when "
+            "numbering the case",
+            {"yellow": True},
+        )
+        for path, why in passed_over
     ]
+    for done in written:
+        if done.path is None:
+            problem = f"--commerce-promote: {done.conversation_id!r} not promoted: {done.problem}"
+            out.append((problem, {"red": True}))
+        else:
+            shown = _shown(config, done.path)
+            line = f"promoted {done.conversation_id} to {shown} (skipped until reviewed)"
+            out.append((line, {"green": True}))
     return out
 
 
@@ -444,7 +507,11 @@ def pytest_commerce_evals_report_sections(
     runs.append((run.run_id, run.started_at, [v for t in run.trials for v in t.verdicts]))
     lc = live_config(config)
     sections = [trend_html_section(compute_trend(runs, lc.dimensions if lc else None))]
-    flagged = sorted({t.case_id for t in run.trials if t.outcome == "fail"})
+    flagged = (
+        conversation_ids(config, (t.case_id for t in run.trials if t.outcome == "fail"))
+        if lc is not None
+        else []
+    )
     if flagged and lc is not None:
         paths = [_shown(config, p) for p in lc.paths]
         sections.append(flagged_html_section(flagged, paths, settings(config).promote_to))

@@ -14,9 +14,13 @@ a person to review.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shlex
+import stat
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +30,14 @@ import yaml
 
 from ..cases.case import PROMOTED_SKIP, StagedChange, State
 from ..events import CartUpdate, ChangeUpdate, ToolCall, ToolResult, Ui
+from ..jsonsafe import printable
 from ..results import RubricVerdict
 from .conversations import Conversation
 
 __all__ = [
     "PROMOTED_SKIP",
     "Evidence",
+    "Promoted",
     "evidence",
     "flagged_html_section",
     "is_read",
@@ -39,6 +45,8 @@ __all__ = [
     "precondition",
     "promote_command",
     "promoted_yaml",
+    "selected_ids",
+    "terminal_text",
     "write_promoted",
 ]
 
@@ -52,6 +60,69 @@ _ID_KEYS = ("product_id", "order_id")
 def is_read(tool: str) -> bool:
     """Whether a tool only reads (the reference tools' reads, or a read by its name's verb)."""
     return tool in READS or tool.startswith(_READ_PREFIXES)
+
+
+# -- text written elsewhere: a terminal line, a YAML file, a shell command ------------------------
+
+
+def terminal_text(text: str) -> str:
+    """`text` with every character a terminal acts on or does not show written as its escape
+    (`\\x1b`, `\\x7f`, `\\x9b`, `\\n`, `\\u2028`, `\\u202e`): ESC, OSC and BEL sequences,
+    DEL, C0 and C1 controls, line breaks, tabs, format characters such as bidi overrides, lone
+    surrogates. A space and every printable character are kept as they are."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def shell_word(word: str) -> str:
+    """`word` as one word of a shell command: `shlex.quote`, or, when it holds a character a
+    terminal line cannot show (a control, a line break), ANSI-C quoting `$'…'` (bash, zsh,
+    POSIX.1-2024 sh) with each such character escaped, so the command shown is the command
+    that runs."""
+    if word.isprintable():
+        return shlex.quote(word)
+    out = []
+    for c in word:
+        if c in "\\'":
+            out.append("\\" + c)
+        elif c.isprintable():
+            out.append(c)
+        elif ord(c) < 0x80:
+            out.append(f"\\x{ord(c):02x}")
+        elif ord(c) <= 0xFFFF:
+            out.append(f"\\u{ord(c):04x}")
+        else:
+            out.append(f"\\U{ord(c):08x}")
+    return "$'" + "".join(out) + "'"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML in which a string holding any character that is not printable (a control, DEL,
+    a C1 control, a line break, a format character) is double-quoted, every such character
+    escaped: the text stays on its line and loads back as it was. A lone surrogate (which no
+    YAML file can hold) is written as the text `\\udXXX`, as the capture writer writes it."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    data = printable(data)  # a lone surrogate as the text `\\udXXX`: YAML has no escape for one
+    style = None if data.isprintable() else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def _quoted(text: str) -> str:
+    """A string as a one-line YAML double-quoted scalar (JSON's escapes, and `\\uXXXX` or
+    `\\UXXXXXXXX` for each other character that is not printable)."""
+    dumped = json.dumps(printable(text), ensure_ascii=False)
+    if dumped.isprintable():
+        return dumped
+    return "".join(
+        c if c.isprintable() else (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
+        for c in dumped
+    )
 
 
 # -- the precondition ----------------------------------------------------------------------------
@@ -144,40 +215,107 @@ def evidence(conversation: Conversation) -> Evidence:
 # -- the case file -------------------------------------------------------------------------------
 
 
-def next_case_id(folder: Path, behavior: str) -> str:
-    """`<flow>-<nnn>-<behavior>`: the flow is the folder's name (lower-case, `promoted` when it
-    cannot be one), the number the next one free among the folder's case files."""
+def _kind(mode: int) -> str:
+    """What a file system entry is, in words, from its `st_mode`."""
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link"))  # fmt: skip
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _case_text(path: Path) -> str | None:
+    """A case file's text, or None when `path` is not a regular file (a named pipe, a device, a
+    folder: never opened for reading, which could wait forever) or is larger than any case file
+    the loader reads. Opened without waiting, and checked again once open."""
+    from ..cases.file_text import MAX_FILE_BYTES
+
+    if not stat.S_ISREG(path.stat().st_mode):
+        return None
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        found = os.fstat(fh.fileno())
+        if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_FILE_BYTES:
+            return None
+        return fh.read(MAX_FILE_BYTES + 1).decode("utf-8", errors="replace")
+
+
+def _flow_of(folder: Path) -> str:
     flow = re.sub(r"[^a-z0-9_]", "_", folder.name.lower()).strip("_")
-    if not flow or not flow[0].isalpha():
-        flow = "promoted"
+    return flow if flow and flow[0].isalpha() else "promoted"
+
+
+def next_case_id(
+    folder: Path, behavior: str, passed_over: list[tuple[Path, str]] | None = None
+) -> str:
+    """`<flow>-<nnn>-<behavior>`: the flow is the folder's name (lower-case, `promoted` when it
+    cannot be one), the number the next one free among the folder's case files: the ids they
+    hold, and their names. An entry named like a case file that is not a regular file (a named
+    pipe, a device, a folder) is never opened; it is added to `passed_over` with what it is."""
+    flow = _flow_of(folder)
     taken = {0}
+    numbered = re.compile(rf"\b{re.escape(flow)}-(\d{{3}})-")
     if folder.is_dir():
-        for path in folder.glob("*.y*ml"):
-            text = path.read_text(encoding="utf-8", errors="replace")
+        for path in sorted(folder.glob("*.y*ml")):
+            taken |= {int(n) for n in numbered.findall(path.name)}
+            try:
+                text = _case_text(path)
+            except OSError as exc:
+                text, why = None, f"cannot be read ({exc.strerror or type(exc).__name__})"
+            else:
+                why = "" if text is not None else _entry_kind(path)
+            if text is None:
+                if passed_over is not None:
+                    passed_over.append((path, why))
+                continue
             taken |= {int(n) for n in re.findall(rf"\bid:\s*{re.escape(flow)}-(\d{{3}})-", text)}
     slug = re.sub(r"[^a-z0-9]+", "-", behavior.lower()).strip("-") or "conversation"
     return f"{flow}-{max(taken) + 1:03d}-{slug}"
 
 
+def _entry_kind(path: Path) -> str:
+    try:
+        found = path.stat()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    if stat.S_ISREG(found.st_mode):
+        return "larger than a case file may be"
+    return _kind(found.st_mode)
+
+
 def _flow(value: Any) -> str:
-    """A value as one line of YAML flow style (a lone string as a JSON string: valid YAML)."""
+    """A value as one line of YAML flow style (a lone string as a JSON string: valid YAML),
+    however long, whatever characters its strings hold."""
+    if isinstance(value, str):
+        return _quoted(value)
     if not isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
-    text = yaml.safe_dump(
-        value, default_flow_style=True, width=10_000, allow_unicode=True, sort_keys=False
+    text = yaml.dump(
+        value,
+        Dumper=_Dumper,
+        default_flow_style=True,
+        width=sys.maxsize,
+        allow_unicode=True,
+        sort_keys=False,
     )
     return text.strip()
 
 
 def _block(value: Any, indent: str) -> list[str]:
-    text = yaml.safe_dump(
-        value, default_flow_style=False, width=96, allow_unicode=True, sort_keys=False
+    text = yaml.dump(
+        value,
+        Dumper=_Dumper,
+        default_flow_style=False,
+        width=96,
+        allow_unicode=True,
+        sort_keys=False,
     )
-    return [indent + line for line in text.rstrip("\n").splitlines()]
+    return [indent + line for line in text.rstrip("\n").split("\n")]
 
 
 def _comment(text: str, indent: str, width: int = 96) -> list[str]:
-    words, lines, line = text.split(), [], ""
+    """`text` as YAML comment lines: split at its white space (line breaks included), each
+    character that is not printable written as its escape."""
+    words, lines, line = [terminal_text(w) for w in text.split()], [], ""
     for word in words:
         if line and len(indent) + 2 + len(line) + 1 + len(word) > width:
             lines.append(line)
@@ -281,12 +419,12 @@ def promoted_yaml(
         out.append("    rubric:")
     for verdict in judged:
         out += _comment(f"the live judge: FAIL — {verdict.reasoning or 'no reasoning'}", "      ")
-        out.append(f"      {verdict.dimension}: standard")
+        out += _block({verdict.dimension: "standard"}, "      ")
     if not judged and dimensions:
         out += _comment(
             "no live verdict failed (or none was judged): the live dimensions", "      "
         )
-        out += [f"      {d}: standard" for d in dimensions]
+        out += _block(dict.fromkeys(dimensions, "standard"), "      ")
     if not any(line.startswith("    ") and not line.lstrip().startswith("#")
                for line in out[expected_at + 1 :]):  # fmt: skip
         del out[expected_at:]  # nothing to expect: the key is left out
@@ -302,10 +440,117 @@ def promoted_yaml(
 
 
 def promote_command(live_paths: Sequence[str], conversation_id: str, to: str) -> str:
-    """The command that promotes one conversation of this capture into folder `to`."""
-    lives = " ".join(shlex.quote(f"--commerce-live={p}") for p in live_paths)
-    promote = shlex.quote(f"--commerce-promote={conversation_id}")
-    return f"pytest {lives} {promote} {shlex.quote(f'--commerce-promote-to={to}')}"
+    """The command that promotes one conversation of this capture into folder `to`: each word
+    quoted for a POSIX shell (`shell_word`), so an id with spaces, quotes, a comma or control
+    characters is passed as it is, and the line shows no control character."""
+    lives = " ".join(shell_word(f"--commerce-live={p}") for p in live_paths)
+    promote = shell_word(f"--commerce-promote={conversation_id}")
+    return f"pytest {lives} {promote} {shell_word(f'--commerce-promote-to={to}')}"
+
+
+def selected_ids(values: Sequence[str], ids: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The conversations `--commerce-promote` names: (ids found, names not found). A value that
+    is a conversation id of the capture as a whole names that conversation (so an id holding a
+    comma is named by itself); any other value is a comma-separated list of ids, each stripped
+    of surrounding white space."""
+    known = set(ids)
+    found: list[str] = []
+    missing: list[str] = []
+    for value in values:
+        names = [value] if value in known else [i.strip() for i in value.split(",") if i.strip()]
+        for name in names:
+            (found if name in known else missing).append(name)
+    return list(dict.fromkeys(found)), list(dict.fromkeys(missing))
+
+
+@dataclass
+class Promoted:
+    """One conversation's promotion: the case file written, or why none was."""
+
+    conversation_id: str
+    path: Path | None = None
+    problem: str | None = None
+
+
+class _NotWritten(Exception):
+    """Why a case file was not written; the folder is as it was."""
+
+
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK,
+                  errno.EXDEV}  # fmt: skip
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _there(path: Path) -> str:
+    """What is already at `path`, in words (a link with its target)."""
+    try:
+        found = path.lstat()
+    except OSError:
+        return "something"
+    if stat.S_ISLNK(found.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            return "a symbolic link"
+        return f"a symbolic link to {target}"
+    return "a file" if stat.S_ISREG(found.st_mode) else _kind(found.st_mode)
+
+
+def _exists(path: Path) -> _NotWritten:
+    return _NotWritten(
+        f"{path} already exists ({_there(path)}); nothing was written through it or over it: "
+        "move it away, or promote into another folder with --commerce-promote-to"
+    )
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    fd = os.open(path, _NEW_FILE, 0o644)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
+def _create_case_file(path: Path, text: str, case_id: str) -> None:
+    """Write `text` as the new case file `path`, or raise `_NotWritten`.
+
+    The text is written under a temporary name in the same folder (created with `O_EXCL` and
+    `O_NOFOLLOW`: never through a link, never over a file), read back with the case loader
+    (it must load as the one case `case_id`), and only then linked to `path`. A link fails
+    when anything is at `path` already (a file, a folder, a symbolic link, dangling or not), so
+    nothing is ever written through a link or over another file. On a file system without hard
+    links the file is created at `path` itself, with `O_EXCL` and `O_NOFOLLOW`."""
+    from ..cases.loader import load_case_file
+
+    data = text.encode("utf-8")
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+        try:
+            _write_new(tmp, data)
+        except FileExistsError:
+            continue
+        break
+    else:  # pragma: no cover - a hundred random names all taken
+        raise _NotWritten(f"no free temporary name for {path} in its folder")
+    try:
+        loaded = load_case_file(tmp, display=path)
+        if loaded.problems or [c.case.id for c in loaded.cases] != [case_id]:
+            found = "; ".join(terminal_text(str(p)) for p in loaded.problems[:3])
+            raise _NotWritten(
+                f"the case written for it does not load as case {case_id} "
+                f"({found or f'{len(loaded.cases)} case(s) read'}); nothing was written"
+            )
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise _exists(path) from None
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            try:
+                _write_new(path, data)
+            except FileExistsError:
+                raise _exists(path) from None
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def write_promoted(
@@ -317,15 +562,22 @@ def write_promoted(
     customer: Literal["turns", "user"],
     known_ids: set[str] | None,
     state_of: Any,
-) -> list[tuple[str, Path]]:
+    passed_over: list[tuple[Path, str]] | None = None,
+) -> list[Promoted]:
     """Write one case file per conversation into `folder` (made if missing); `state_of(c)` is
-    the precondition of conversation `c`. Returns each conversation id with its file."""
+    the precondition of conversation `c`. Returns, for each conversation, its file or why none
+    was written (a file already at its name, a case that would not load). Entries named like
+    case files that are not regular files are added to `passed_over` (`next_case_id`). An
+    `OSError` of the folder itself (it cannot be made or written) is raised."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for conversation in conversations:
         failed = [v for v in verdicts.get(conversation.conversation_id, []) if v.outcome == "fail"]
         behavior = failed[0].dimension if failed else "conversation"
-        case_id = next_case_id(folder, behavior)
+        over: list[tuple[Path, str]] = []
+        case_id = next_case_id(folder, behavior, over)
+        if passed_over is not None:
+            passed_over += [o for o in over if o not in passed_over]
         text = promoted_yaml(
             conversation,
             case_id,
@@ -336,20 +588,26 @@ def write_promoted(
             known_ids=known_ids,
         )
         path = folder / f"{case_id}.yaml"
-        path.write_text(text, encoding="utf-8")
-        written.append((conversation.conversation_id, path))
+        try:
+            _create_case_file(path, text, case_id)
+        except _NotWritten as exc:
+            written.append(Promoted(conversation.conversation_id, problem=str(exc)))
+        else:
+            written.append(Promoted(conversation.conversation_id, path))
     return written
 
 
-def flagged_html_section(flagged: Sequence[str], live_paths: Sequence[str], to: str) -> str:
-    """The live HTML report's list of flagged conversations, each linked to its trial, with the
-    command that promotes it."""
+def flagged_html_section(
+    flagged: Sequence[tuple[str, str]], live_paths: Sequence[str], to: str
+) -> str:
+    """The live HTML report's list of flagged conversations (case id, conversation id), each
+    linked to its trial, with the command that promotes it."""
     from ..reports.html_page import case_anchor, e
 
     rows = "".join(
-        f'<tr><td><a href="#{case_anchor(c)}">{e(c)}</a></td>'
-        f"<td><code>{e(promote_command(live_paths, c, to))}</code></td></tr>"
-        for c in flagged
+        f'<tr><td><a href="#{case_anchor(case)}">{e(case)}</a></td>'
+        f"<td><code>{e(promote_command(live_paths, cid, to))}</code></td></tr>"
+        for case, cid in flagged
     )
     return (
         f"<h2>Flagged conversations ({len(flagged)})</h2>"

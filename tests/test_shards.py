@@ -9,12 +9,12 @@ import re
 import sqlite3
 import xml.etree.ElementTree as ET
 from collections import Counter
-from contextlib import closing
+from contextlib import closing, suppress
 from pathlib import Path
 
 import pytest
 from helpers import toy_conftest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from run_builders import run as stored_run
 from run_builders import trial as stored_trial
@@ -29,6 +29,7 @@ from pytest_commerce_evals.store.shards import (
     ShardRow,
     begin_shard,
     case_seconds,
+    check_against_plan,
     finish_shard,
     read_plan,
     shard_rows,
@@ -468,6 +469,53 @@ def test_the_same_stored_trials_split_1_2_and_4_ways_give_one_runners_verdicts_a
         ("UPDATE shard_plans SET plan = '{\"cart-001-add\": 2}'", "column shard_plans.plan"),
         ("UPDATE shards SET errors = '{}'", "column shards.errors is not a list"),
         ("UPDATE shards SET not_started = 'x'", "column shards.not_started is not a list"),
+        # a wrong kind of value, a very deep plan, a count out of range
+        ("UPDATE shard_plans SET shards = 'two'", "column shard_plans.shards is not a whole"),
+        ("UPDATE shard_plans SET shards = 1.5", "column shard_plans.shards is not a whole"),
+        ("UPDATE shard_plans SET plan = 7", "column shard_plans.plan is not a map"),
+        ("UPDATE shard_plans SET plan = '{}'", "column shard_plans.plan is not a map of 1 to"),
+        (
+            "UPDATE shard_plans SET plan = '" + "[" * 100_000 + "'",
+            "column shard_plans.plan is not a map",
+        ),
+        ("UPDATE shards SET shard = 'one'", "column shards.shard is not a whole number"),
+        ("UPDATE shards SET shards = x'00'", "column shards.shards is not a whole number"),
+        ("UPDATE shards SET started_at = x'01'", "column shards.started_at is not a time"),
+        ("UPDATE shards SET ended_at = x'02'", "column shards.ended_at is not a time"),
+        ("UPDATE shards SET complete = 2", "column shards.complete is not 0 or 1"),
+        ("UPDATE shards SET complete = 'yes'", "column shards.complete is not 0 or 1"),
+        ("UPDATE shards SET exit_status = 'ok'", "column shards.exit_status is not a whole"),
+        ("UPDATE shards SET trials = -1", "column shards.trials is not a whole number from 0"),
+        ("UPDATE shards SET trials = 1e30", "column shards.trials is not a whole number from 0"),
+        ("UPDATE shards SET errors = '[1]'", "column shards.errors is not a list of text"),
+        ("UPDATE shards SET errors = '" + "[" * 100_000 + "'", "column shards.errors is not"),
+        (
+            "UPDATE shards SET not_started = "
+            '\'[{"case_id": "cart-001-add", "trial": 1, "set_name": "s", "threshold": NaN}]\'',
+            "column shards.not_started, item 0, is not {case_id: text, trial: *, threshold: a "
+            "number from 0 to 1} (found *nan*",
+        ),
+        (
+            'UPDATE shards SET not_started = \'[{"case_id": "cart-001-add", "trial": '
+            'true, "set_name": "s", "threshold": 0.5}]\'',
+            "column shards.not_started, item 0, is not*",
+        ),
+        (
+            'UPDATE shards SET not_started = \'[{"case_id": "nope", "trial": 1, '
+            '"set_name": "s", "threshold": 0.5}]\'',
+            "column shards.not_started of the row of shard 1 names 1 case(s) the run's plan*",
+        ),
+        # counts against the plan
+        ("UPDATE shards SET shards = 3", "the row of shard 1 says 1/3, and the run's plan*"),
+        (
+            "INSERT INTO shards (run_id, shard, shards, started_at) VALUES ('dmg', 2, 1, 't')",
+            "the row of shard 2 says 2/1, and the run's plan (shard_plans.shards) splits it into 1",
+        ),
+        (
+            "UPDATE shard_plans SET plan = json_remove(plan, '$.\"cart-001-add\"')",
+            "1 case(s) with stored trials are not in the run's plan (shard_plans.plan holds 9): "
+            "'cart-001-add'*",
+        ),
     ],
 )
 def test_damaged_shard_rows_are_named_never_a_traceback(shop, statement, said):
@@ -479,10 +527,182 @@ def test_damaged_shard_rows_are_named_never_a_traceback(shop, statement, said):
     with closing(sqlite3.connect(p.path / ".commerce" / "runs" / "runs.sqlite")) as conn:
         conn.execute(statement)
         conn.commit()
+    store = RunStore(p.path / ".commerce" / "runs")
+    with closing(sqlite3.connect(p.path / ".commerce" / "runs" / "runs.sqlite")) as conn:
+        before = conn.execute("SELECT * FROM runs").fetchall()
+        trials = conn.execute("SELECT COUNT(*) FROM trials").fetchone()
     merged = p.runpytest("--commerce-merge=dmg")
     assert merged.ret == pytest.ExitCode.USAGE_ERROR
     merged.stdout.fnmatch_lines([f"commerce-evals: --commerce-merge: *run dmg: {said}*"])
     assert "Traceback" not in merged.stdout.str() + merged.stderr.str()
+    # a merge that cannot be done writes nothing
+    with closing(sqlite3.connect(p.path / ".commerce" / "runs" / "runs.sqlite")) as conn:
+        assert conn.execute("SELECT * FROM runs").fetchall() == before
+        assert conn.execute("SELECT COUNT(*) FROM trials").fetchone() == trials
+    store.close()
+
+
+@pytest.mark.parametrize("shards", [10**12, 0, -1])
+def test_a_plan_of_a_count_no_shard_writes_is_refused_at_once(shop, shards):
+    """10^12 shards (it counted cases over every one, until killed), or 0 and -1 with no shard
+    row (it merged "complete" with exit 0)."""
+    p, _ = shop
+    assert p.runpytest("cases", "--commerce-shard=1/1", "--commerce-run-id=huge").ret == 0
+    with closing(sqlite3.connect(p.path / ".commerce" / "runs" / "runs.sqlite")) as conn, conn:
+        conn.execute("UPDATE shard_plans SET shards = ?", (shards,))
+        if shards < 1:
+            conn.execute("DELETE FROM shards")
+    merged = p.runpytest("--commerce-merge=huge")
+    assert merged.ret == pytest.ExitCode.USAGE_ERROR
+    merged.stdout.fnmatch_lines(
+        [
+            "commerce-evals: --commerce-merge: *run huge: column shard_plans.shards is not a "
+            f"whole number of shards from 1 to 256 (found {shards})*"
+        ]
+    )
+    shard = p.runpytest("cases", "--commerce-shard=1/1", "--commerce-run-id=huge")
+    assert shard.ret == pytest.ExitCode.USAGE_ERROR
+    shard.stderr.fnmatch_lines(["*--commerce-shard=1/1: *column shard_plans.shards is not*"])
+
+
+def test_a_shard_whose_stored_trials_are_not_the_ones_it_counted_makes_the_run_incomplete(shop):
+    p, _ = shop
+    assert p.runpytest("cases", "--commerce-shard=1/1", "--commerce-run-id=lost").ret == 0
+    with closing(sqlite3.connect(p.path / ".commerce" / "runs" / "runs.sqlite")) as conn, conn:
+        conn.execute("DELETE FROM trials WHERE case_id = 'cart-001-add'")
+    merged = p.runpytest("--commerce-merge=lost")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    merged.stdout.fnmatch_lines(
+        [
+            "  shard 1/1 (10 case(s)) ended with 10 trial(s), and the store holds 9 of its "
+            "cases' trials: trials were lost or added after it ended; run it again",
+            "run lost recorded in *: 9 trials, INCOMPLETE*",
+        ]
+    )
+
+
+def test_a_shards_own_errors_reach_the_terminal_escaped(shop):
+    p, _ = shop
+    assert p.runpytest("cases", "--commerce-shard=1/1", "--commerce-run-id=esc").ret == 0
+    with closing(sqlite3.connect(p.path / ".commerce" / "runs" / "runs.sqlite")) as conn, conn:
+        conn.execute(
+            "UPDATE shards SET exit_status = 1, errors = ?, started_at = ?",
+            (json.dumps(["failed: \x1b]0;owned\x07x\x9b2J\x7f"]), "t\x1b[2J"),
+        )
+    merged = p.runpytest("--commerce-merge=esc")
+    out = merged.stdout.str()
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    assert not re.search("[\x1b\x07\x7f\x9b]", out)
+    assert "failed: \\x1b]0;owned\\x07x\\x9b2J\\x7f" in out and "t\\x1b[2J" in out
+
+
+@pytest.fixture(scope="module")
+def sharded_store(tmp_path_factory):
+    """A store holding run `r` of 2 shards, each finished with its one trial."""
+    folder = tmp_path_factory.mktemp("sharded") / "runs"
+    store = RunStore(folder)
+    header = stored_run([], run_id="r").model_copy(update={"complete": False})
+    write_plan(store, "r", 2, {"a": 1, "b": 2})
+    for k, case_id in ((1, "a"), (2, "b")):
+        begin_shard(store, header, k, 2)
+        store.add_trials("r", [stored_trial(case_id)])
+        finish_shard(store, "r", k, complete=True, exit_status=0, trials=1)
+    yield store, folder / "runs.sqlite"
+    store.close()
+
+
+ANY_VALUE = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats()
+    | st.text(max_size=30)
+    | st.binary(max_size=8)
+    | st.sampled_from(["[]", "{}", "[1]", '["x"]', '{"a": 1}', '{"a": 3}', "[" * 5000, "NaN"])
+    | st.dictionaries(st.text(max_size=5), st.integers(-3, 300), max_size=4).map(json.dumps)
+    | st.lists(
+        st.fixed_dictionaries(
+            {
+                "case_id": st.sampled_from(["a", "b", "z", ""]) | st.integers(),
+                "trial": st.integers(-1, 3) | st.booleans() | st.floats(),
+                "set_name": st.text(max_size=3) | st.none(),
+                "threshold": st.floats() | st.integers(-1, 2) | st.text(max_size=2),
+            }
+        ),
+        max_size=2,
+    ).map(json.dumps)
+)
+SHARD_COLUMNS = (
+    "shard",
+    "shards",
+    "started_at",
+    "ended_at",
+    "complete",
+    "exit_status",
+    "trials",
+    "not_started",
+    "errors",
+)
+
+
+@given(
+    table=st.sampled_from(["shard_plans", "shards"]),
+    values=st.dictionaries(
+        st.sampled_from(SHARD_COLUMNS + ("plan",)), ANY_VALUE, min_size=1, max_size=3
+    ),
+)
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+def test_whatever_a_damaged_shard_or_plan_row_holds_the_merge_reads_it_or_names_it(
+    sharded_store, table, values
+):
+    store, database = sharded_store
+    """Any value of any kind in the columns of a `shard_plans` or `shards` row: what the merge
+    reads is what a shard writes (types, ranges, counts against the plan), or a `StoreError`
+    naming the column; never another exception."""
+    allowed = {"shard_plans": ("shards", "plan"), "shards": SHARD_COLUMNS}[table]
+    values = {c: v for c, v in values.items() if c in allowed}
+    if not values or (table == "shards" and "shard" in values and values["shard"] != 1):
+        values.pop("shard", None)  # the row's key: a row of another number is a row added
+    if not values:
+        return
+    conn = sqlite3.connect(database)
+    try:
+        saved = conn.execute(f"SELECT * FROM {table} WHERE run_id = 'r'").fetchall()
+        with suppress(sqlite3.IntegrityError), conn:  # a NULL the table refuses is no row
+            conn.execute(
+                f"UPDATE {table} SET {', '.join(f'{c} = ?' for c in values)} WHERE run_id = 'r'"
+                + (" AND shard = 1" if table == "shards" else ""),
+                tuple(values.values()),
+            )
+        try:
+            found = read_plan(store, "r")
+            rows = shard_rows(store, "r")
+            assert found is not None
+            total, plan = found
+            cases = {t.case_id for t in store.load_run("r").trials}
+            check_against_plan("store", "r", total, plan, rows, cases)
+        except StoreError as exc:
+            assert re.search(r"column shard|the row of shard|shard_plans\.plan", str(exc)), exc
+        else:
+            assert 1 <= total <= 256 and set(plan) >= cases
+            assert all(type(v) is int and 1 <= v <= total for v in plan.values())
+            for row in rows:
+                assert type(row.shard) is int and 1 <= row.shard <= total == row.shards
+                assert type(row.trials) is int and row.trials >= 0
+                assert all(type(e) is str for e in row.errors)
+                for left in row.not_started:
+                    assert left["case_id"] in plan and 0 <= left["threshold"] <= 1
+            shard_problems(total, plan, rows)
+    finally:
+        with conn:
+            conn.execute(f"DELETE FROM {table} WHERE run_id = 'r'")
+            marks = ", ".join("?" * len(saved[0]))
+            conn.executemany(f"INSERT INTO {table} VALUES ({marks})", [tuple(r) for r in saved])
+        conn.close()
 
 
 def test_a_damaged_plan_stops_a_shard_before_any_trial_saying_so(shop):
@@ -527,9 +747,12 @@ def test_a_ci_run_id_is_read_only_inside_its_ci_system_and_is_a_safe_run_id():
     assert ci_run_id({"CI_PIPELINE_ID": "55"}) is None  # not in GitLab CI
     assert ci_run_id({"BUILDKITE_BUILD_ID": "0a-1b"}) is None  # not in Buildkite
     found, _ = ci_run_id({"BUILDKITE": "true", "BUILDKITE_BUILD_ID": " a b/c\u00e9 "})
-    assert found == "buildkite-a.b.c." and parse_run_id(found) == found
+    assert re.fullmatch(r"buildkite-a\.b\.c\.:[0-9a-f]{16}", found) and parse_run_id(found) == found
+    # a value that is what its CI writes is kept whole, however long the id may be
     long, _ = ci_run_id({"GITLAB_CI": "true", "CI_PIPELINE_ID": "9" * 100})
-    assert long == "gitlab-" + "9" * 60
+    assert long == "gitlab-" + "9" * 100
+    uuid = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+    assert ci_run_id({"BUILDKITE": "true", "BUILDKITE_BUILD_ID": uuid})[0] == f"buildkite-{uuid}"
 
 
 def test_the_plan_reads_the_times_of_complete_regression_runs_only(tmp_path):
@@ -799,3 +1022,159 @@ def test_whatever_the_ci_variables_hold_the_run_id_made_of_them_is_a_valid_one(e
     found = ci_run_id(environ)
     if found is not None:
         assert parse_run_id(found[0]) == found[0]
+
+
+# -- run ids: reserved words, and one id for each CI run -----------------------------------------
+
+
+def test_ci_is_no_run_id_since_the_merge_reads_it_as_the_ci_systems_run(shop, monkeypatch):
+    for word in ("ci", "CI", "Ci"):
+        with pytest.raises(ShardError, match="reserved .*--commerce-merge=ci"):
+            parse_run_id(word)
+    assert parse_run_id("ci-nightly") == "ci-nightly" and parse_run_id("cix") == "cix"
+    p, _ = shop
+    result = p.runpytest("cases", "--commerce-shard=1/2", "--commerce-run-id=ci")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--commerce-run-id*'ci' is not a run id: it is reserved*"])
+    monkeypatch.setenv("COMMERCE_RUN_ID", "CI")
+    result = p.runpytest("cases", "--commerce-shard=1/2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*COMMERCE_RUN_ID*'CI' is not a run id: it is reserved*"])
+    assert not (p.path / ".commerce" / "runs" / "runs.sqlite").exists() or (
+        read_plan(RunStore(p.path / ".commerce" / "runs"), "ci") is None
+    )
+
+
+def test_two_ci_runs_whose_variables_differ_only_where_a_run_id_cannot_say_it_get_two_ids():
+    github = {"GITHUB_ACTIONS": "true", "GITHUB_RUN_ID": "9876"}
+    ids = {
+        ci_run_id(github | {"GITHUB_REPOSITORY": repo})[0]
+        for repo in ("acmé/shop", "acmè/shop", "acm./shop", "acm/.shop", "acm.shop/x", "acm.shop")
+    }
+    assert len(ids) == 6
+    cut = {
+        ci_run_id({"GITLAB_CI": "true", "CI_PIPELINE_ID": "x" * 200 + tail})[0]
+        for tail in ("a", "b")
+    }
+    assert len(cut) == 2 and all(len(i) <= 128 and parse_run_id(i) == i for i in cut)
+    # a space around a value is a value of its own: the id says so, readably
+    assert ci_run_id({"GITLAB_CI": "true", "CI_PIPELINE_ID": " 55"})[0].startswith("gitlab-55:")
+    assert ci_run_id({"GITLAB_CI": "true", "CI_PIPELINE_ID": "55"})[0] == "gitlab-55"
+
+
+CI_VALUE = st.text(max_size=150) | st.text(alphabet="0123456789abc-./é ", max_size=80)
+
+
+def _ci_values(environ: dict[str, str]) -> tuple[str, ...] | None:
+    """What a CI run's id is made of: its CI and the raw values that name it."""
+    if environ.get("GITHUB_ACTIONS") == "true" and environ.get("GITHUB_RUN_ID", "").strip():
+        return ("github", environ.get("GITHUB_REPOSITORY", ""), environ["GITHUB_RUN_ID"])
+    if environ.get("GITLAB_CI") == "true" and environ.get("CI_PIPELINE_ID", "").strip():
+        return ("gitlab", environ["CI_PIPELINE_ID"])
+    if environ.get("BUILDKITE") == "true" and environ.get("BUILDKITE_BUILD_ID", "").strip():
+        return ("buildkite", environ["BUILDKITE_BUILD_ID"])
+    return None
+
+
+@given(
+    st.lists(
+        st.sampled_from(["github", "gitlab", "buildkite"]).flatmap(
+            lambda ci: st.fixed_dictionaries(
+                {
+                    "github": {
+                        "GITHUB_ACTIONS": st.just("true"),
+                        "GITHUB_REPOSITORY": CI_VALUE | st.just("acme/shop"),
+                        "GITHUB_RUN_ID": CI_VALUE | st.from_regex(r"[0-9]{1,12}", fullmatch=True),
+                    },
+                    "gitlab": {
+                        "GITLAB_CI": st.just("true"),
+                        "CI_PIPELINE_ID": CI_VALUE | st.from_regex(r"[0-9]{1,12}", fullmatch=True),
+                    },
+                    "buildkite": {"BUILDKITE": st.just("true"), "BUILDKITE_BUILD_ID": CI_VALUE},
+                }[ci]
+            )
+        ),
+        min_size=2,
+        max_size=6,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_ci_runs_with_other_variables_never_share_a_run_id(environs):
+    ids: dict[str, tuple[str, ...]] = {}
+    for environ in environs:
+        found = ci_run_id(environ)
+        values = _ci_values(environ)
+        assert (found is None) == (values is None)
+        if found is None:
+            continue
+        run_id = found[0]
+        assert parse_run_id(run_id) == run_id and len(run_id) <= 128
+        if values[0] == "github" and not values[1]:
+            values = values[:1] + values[2:]  # an empty repository is no repository
+        assert ids.setdefault(run_id, values) == values, (run_id, ids[run_id], values)
+
+
+# -- a refused shard changes nothing -------------------------------------------------------------
+
+
+def stored_state(store: RunStore, run_id: str) -> tuple:
+    run = store.load_run(run_id)
+    trials = sorted((t.case_id, t.trial, t.outcome) for t in run.trials)
+    return (
+        trials,
+        run.complete,
+        run.exit_status,
+        shard_rows(store, run_id),
+        read_plan(store, run_id),
+    )
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        ("--commerce-shard=1/3",),
+        ("--commerce-shard=1/3", "-n", "2"),
+        ("--commerce-shard=1/2", "-k", "cart"),
+        ("--commerce-shard=2/2", "-k", "cart", "-n", "2"),
+        ("--commerce-shard=1/2", "added"),
+    ],
+    ids=["another-N", "another-N-xdist", "other-cases", "other-cases-xdist", "a-case-added"],
+)
+def test_a_refused_shard_changes_nothing_in_the_store(shop, refused):
+    """Shard 1/3 into a run of 2 shards, or a shard that collects other cases (another -k, or
+    the same selection of a checkout with a case more), is refused; the finished shards'
+    trials, their rows and the merged verdict stay as they were."""
+    p, _ = shop
+    assert [r.ret for r in shard_runs(p, "keep", 2)] == [0, 0]
+    if "added" in refused:
+        refused = refused[:1]
+        with (p.path / "cases" / "bag" / "cases.yaml").open("a") as cases:
+            cases.write(
+                case_file("bag", 5, "bag-001").split("- id: bag-004-add\n")[1].split("\n", 5)[-1]
+            )
+    assert p.runpytest("--commerce-merge=keep").ret == pytest.ExitCode.TESTS_FAILED
+    store = RunStore(p.path / ".commerce" / "runs")
+    before = stored_state(store, "keep")
+    assert before[1] is True and len(before[0]) == 10
+    result = p.runpytest("cases", *refused, "--commerce-run-id=keep")
+    if "-n" in refused:  # a worker's usage error ends an xdist session as its internal error
+        assert result.ret != pytest.ExitCode.OK
+    else:
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert stored_state(store, "keep") == before
+    merged = p.runpytest("--commerce-merge=keep")
+    assert merged.ret == pytest.ExitCode.TESTS_FAILED
+    merged.stdout.fnmatch_lines(["run keep recorded in *: 10 trials, complete"])
+
+
+def test_a_shard_of_another_n_is_refused_by_the_store_before_it_writes(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    header = stored_run([], run_id="split").model_copy(update={"complete": False})
+    write_plan(store, "split", 2, {"a": 1, "b": 2})
+    begin_shard(store, header, 1, 2)
+    store.add_trials("split", [stored_trial("a")])
+    finish_shard(store, "split", 1, complete=True, exit_status=0, trials=1)
+    before = stored_state(store, "split")
+    with pytest.raises(StoreError, match="split into 2 shards, not 3"):
+        begin_shard(store, header, 1, 3)
+    assert stored_state(store, "split") == before

@@ -17,27 +17,38 @@ run's verdict.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from typing import Any
 
 import pytest
 
 from ..compat import line_writer
 from ..errors import StoreError
+from ..jsonsafe import printable
 from ..results import NOT_GRADED, TrialRecord, attach_payload
 from ..settings import settings
 from ..store.identity import ci_run_id
 from ..store.recorder import RECORDER
 from ..store.run_store import RunStore
 from ..store.shard_recorder import MergedRecorder
-from ..store.shards import ShardRow, read_plan, shard_rows
+from ..store.shards import ShardRow, check_against_plan, read_plan, shard_rows
 from .state import RUN_PROBLEMS
 
 __all__ = ["merge_main", "shard_problems"]
 
 
-def shard_problems(total: int, plan: dict[str, int], rows: list[ShardRow]) -> list[str]:
+def _shown(text: str) -> str:
+    """A shard's own words on one terminal line: control characters (ESC, BEL, DEL, C1, line
+    breaks) written as escapes, never sent raw."""
+    return printable("".join(c if c.isprintable() or c == " " else ascii(c)[1:-1] for c in text))
+
+
+def shard_problems(
+    total: int, plan: dict[str, int], rows: list[ShardRow], stored: Counter[int] | None = None
+) -> list[str]:
     """Why the run cannot pass beyond its sets, one line per shard: never began, did not end,
-    ended incomplete, or exited on its own errors."""
+    ended incomplete, exited on its own errors, or ended with other trials than the store holds
+    of its cases (`stored`: trials stored per shard, by the plan)."""
     by_number = {r.shard: r for r in rows}
     out = []
     for k in range(1, total + 1):
@@ -48,17 +59,23 @@ def shard_problems(total: int, plan: dict[str, int], rows: list[ShardRow]) -> li
             out.append(f"{name} never began: none of its trials is stored")
         elif row.ended_at is None:
             out.append(
-                f"{name} began at {row.started_at} and never ended (still running, or its "
-                f"runner was lost): {row.trials or 'some'} of its trials may be stored"
+                f"{name} began at {_shown(row.started_at)} and never ended (still running, or "
+                f"its runner was lost): {row.trials or 'some'} of its trials may be stored"
             )
         elif not row.complete:
             out.append(
                 f"{name} ended incomplete (exit status {row.exit_status}: interrupted or stopped "
                 f"early): only its {row.trials} finished trial(s) are stored"
             )
-        elif row.exit_status not in (0, None):
-            said = "; ".join(row.errors[:3]) or "see its log"
-            out.append(f"{name} failed on its own (exit status {row.exit_status}): {said}")
+        else:
+            if stored is not None and stored[k] != row.trials:
+                out.append(
+                    f"{name} ended with {row.trials} trial(s), and the store holds {stored[k]} "
+                    "of its cases' trials: trials were lost or added after it ended; run it again"
+                )
+            if row.exit_status not in (0, None):
+                said = "; ".join(_shown(e) for e in row.errors[:3]) or "see its log"
+                out.append(f"{name} failed on its own (exit status {row.exit_status}): {said}")
     return out
 
 
@@ -180,10 +197,12 @@ def merge_main(config: pytest.Config, session: pytest.Session) -> int | pytest.E
         total, plan = found
         rows = shard_rows(store, run_id)
         run = store.load_run(run_id)
+        check_against_plan(store.path, run_id, total, plan, rows, {t.case_id for t in run.trials})
     except StoreError as exc:
         write(f"commerce-evals: --commerce-merge: {exc}", red=True)
         return pytest.ExitCode.USAGE_ERROR
-    problems = shard_problems(total, plan, rows)
+    stored = Counter(plan[c] for c, _ in {(t.case_id, t.trial) for t in run.trials})
+    problems = shard_problems(total, plan, rows, stored)
     write(
         f"commerce-evals: merging run {run_id} from {store.path}: {len(run.trials)} trials of "
         f"{len(plan)} case(s) in {total} shard(s)",
@@ -193,7 +212,8 @@ def merge_main(config: pytest.Config, session: pytest.Session) -> int | pytest.E
         state = "finished" if row.complete else "INCOMPLETE"
         write(
             f"  shard {row.shard}/{total}: {row.trials} trials, {state}, exit status "
-            f"{row.exit_status}, {row.started_at} to {row.ended_at or '(not ended)'}"
+            f"{row.exit_status}, {_shown(row.started_at)} to "
+            f"{_shown(row.ended_at or '(not ended)')}"
         )
     session.testscollected = len(run.trials)
     for record in run.trials:

@@ -176,12 +176,24 @@ def parse_shard(text: str, environ: Mapping[str, str] | None = None) -> Shard:
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
+RESERVED_RUN_IDS = ("ci",)
+"""Words an option reads as something else than a run id, in any case: `--commerce-merge=ci`
+merges the run the CI's variables name, so a run called `ci` could never be merged."""
+
+
 def parse_run_id(text: str) -> str:
     """A run id a person or a CI system gives: 1 to 128 ASCII letters, digits, `.`, `_`, `:`
-    or `-`, starting with a letter or digit (it names files and is typed in commands)."""
+    or `-`, starting with a letter or digit (it names files and is typed in commands), and not
+    a reserved word (`RESERVED_RUN_IDS`)."""
     if not _RUN_ID.fullmatch(text):
         raise ShardError(
             f"{_cut(text)!r} is not a run id: 1 to 128 ASCII letters, digits, '.', '_', ':' or "
             "'-', starting with a letter or a digit"
+        )
+    if text.lower() in RESERVED_RUN_IDS:
+        raise ShardError(
+            f"{text!r} is not a run id: it is reserved (--commerce-merge=ci merges the run the "
+            "CI's variables name, so a run called ci could never be merged); give another id, "
+            "e.g. ci-nightly"
         )
     return text

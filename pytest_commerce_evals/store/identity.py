@@ -4,6 +4,8 @@ nothing secret in it, and the git commit the run was made at.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import secrets
@@ -87,9 +89,31 @@ class GitStateLater:
         return self._found
 
 
-def _part(text: str) -> str:
-    """A CI variable's value as part of a run id: what a run id may not hold becomes `.`."""
-    return re.sub(r"[^A-Za-z0-9._-]", ".", text.strip())[:60]
+_CLEAN: dict[str, tuple[re.Pattern[str], ...]] = {
+    "github": (re.compile(r"[A-Za-z0-9-]+/[A-Za-z0-9._-]+"), re.compile(r"[0-9]+")),
+    "gitlab": (re.compile(r"[0-9]+"),),
+    "buildkite": (re.compile(r"[A-Za-z0-9-]+"),),
+}
+"""What each CI's variables hold when they are written into the run id as they are: GitHub's
+owner (no `.`) / repository and numeric run id, GitLab's numeric pipeline id, Buildkite's UUID.
+Read back, such an id gives the values it was made of, one way only."""
+
+_READABLE = 60
+"""The most characters of the readable part of an id made of values that are not clean."""
+
+
+def _ci_id(ci: str, values: tuple[str, ...]) -> str:
+    """`<ci>-<values joined by ->` (GitHub's `/` written as `.`) when each value is clean
+    (`_CLEAN`); else that text with what a run id may not hold written as `.`, cut at 60
+    characters, and `:` with 16 hex digits of the SHA-256 of the raw values: two CI runs whose
+    values differ never share a run id (a clean id holds no `:`)."""
+    readable = "-".join([ci, *(v.strip().replace("/", ".") for v in values)])
+    patterns = _CLEAN[ci] if len(values) == len(_CLEAN[ci]) else _CLEAN[ci][-1:]
+    if len(readable) <= 128 and all(p.fullmatch(v) for p, v in zip(patterns, values, strict=True)):
+        return readable
+    digest = hashlib.sha256(json.dumps([ci, *values]).encode("utf-8", "surrogatepass"))
+    kept = re.sub(r"[^A-Za-z0-9._-]", ".", readable)[:_READABLE]
+    return f"{kept}:{digest.hexdigest()[:16]}"
 
 
 def ci_run_id(environ: Mapping[str, str]) -> tuple[str, str] | None:
@@ -99,16 +123,20 @@ def ci_run_id(environ: Mapping[str, str]) -> tuple[str, str] | None:
     - GitHub Actions: `github-<owner>.<repo>-<GITHUB_RUN_ID>` (one id for every attempt);
     - GitLab CI: `gitlab-<CI_PIPELINE_ID>` (unique on its instance);
     - Buildkite: `buildkite-<BUILDKITE_BUILD_ID>` (a UUID).
+
+    A value that is not what its CI writes (other characters, surrounding spaces, too long) is
+    kept readable and followed by a hash of the raw values (`_ci_id`), so the id stays one of its
+    own.
     """
-    run = environ.get("GITHUB_RUN_ID", "").strip()
-    if run and environ.get("GITHUB_ACTIONS") == "true":
-        repo = _part(environ.get("GITHUB_REPOSITORY", "").replace("/", "."))
-        name = f"github-{repo}-{_part(run)}" if repo else f"github-{_part(run)}"
-        return name, "GITHUB_REPOSITORY and GITHUB_RUN_ID"
-    pipeline = environ.get("CI_PIPELINE_ID", "").strip()
-    if pipeline and environ.get("GITLAB_CI") == "true":
-        return f"gitlab-{_part(pipeline)}", "CI_PIPELINE_ID"
-    build = environ.get("BUILDKITE_BUILD_ID", "").strip()
-    if build and environ.get("BUILDKITE") == "true":
-        return f"buildkite-{_part(build)}", "BUILDKITE_BUILD_ID"
+    run = environ.get("GITHUB_RUN_ID", "")
+    if run.strip() and environ.get("GITHUB_ACTIONS") == "true":
+        repo = environ.get("GITHUB_REPOSITORY", "")
+        found = _ci_id("github", (repo, run) if repo else (run,))
+        return found, "GITHUB_REPOSITORY and GITHUB_RUN_ID"
+    pipeline = environ.get("CI_PIPELINE_ID", "")
+    if pipeline.strip() and environ.get("GITLAB_CI") == "true":
+        return _ci_id("gitlab", (pipeline,)), "CI_PIPELINE_ID"
+    build = environ.get("BUILDKITE_BUILD_ID", "")
+    if build.strip() and environ.get("BUILDKITE") == "true":
+        return _ci_id("buildkite", (build,)), "BUILDKITE_BUILD_ID"
     return None

@@ -112,8 +112,10 @@ class ShardRecorder(RunRecorder):
     def finish(self, session: pytest.Session) -> None:
         if self.finished is not None or self.config.option.collectonly:
             return  # a look at the slice (--collect-only) writes nothing
-        self.begin()  # a shard that ran no trial still says it ended
         status = int(session.exitstatus)
+        if not self.begun and status == pytest.ExitCode.USAGE_ERROR:
+            return  # refused (another N, other cases, a damaged plan): the store is left as it was
+        self.begin()  # a shard that ran no trial still says it ended
         complete = (
             status in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
             and not session.shouldfail

@@ -194,6 +194,64 @@ def test_a_failing_tool_reads_as_a_failed_call(framework):
     assert result.status == "error" and "W9" in (result.reason or "")
 
 
+def raising_agent(framework):
+    """One tool, `get_order`, that raises KeyError and handles nothing itself: no `ModelRetry`,
+    no failure function, a `ToolNode` with LangGraph's default error handling."""
+
+    def get_order(order_id: str) -> str:
+        """Look an order up."""
+        raise KeyError(order_id)
+
+    if framework == "pydantic-ai":
+        pydantic_ai = pytest.importorskip("pydantic_ai")
+        from pytest_commerce_evals.adapters import PydanticAIAgent
+
+        agent = pydantic_ai.Agent("test")
+        agent.tool_plain(get_order)
+        return PydanticAIAgent(agent)
+    if framework == "openai-agents":
+        agents = pytest.importorskip("agents")
+        from pytest_commerce_evals.adapters import AgentsSDKAgent
+
+        return AgentsSDKAgent(agents.Agent(name="ops", tools=[agents.function_tool(get_order)]))
+    if framework == "langgraph":
+        pytest.importorskip("langgraph")
+        from langchain_core.tools import tool
+        from langgraph.graph import START, MessagesState, StateGraph
+        from langgraph.prebuilt import ToolNode, tools_condition
+
+        from pytest_commerce_evals.adapters import LangGraphAgent
+
+        def graph(model):
+            bound = model.bind_tools([tool(get_order)])
+            g = StateGraph(MessagesState)
+            g.add_node("model", lambda state: {"messages": [bound.invoke(state["messages"])]})
+            g.add_node("tools", ToolNode([tool(get_order)]))
+            g.add_edge(START, "model")
+            g.add_conditional_edges("model", tools_condition)
+            g.add_edge("tools", "model")
+            return g.compile()
+
+        return LangGraphAgent(graph, model=None)
+    from pytest_commerce_evals.adapters import OpenAIChatAgent
+
+    return OpenAIChatAgent(None, "ops-model", [get_order])
+
+
+def test_a_tool_that_raises_is_a_failed_call_and_the_turn_goes_on(framework):
+    """docs/plugging-in.md: a tool that failed is a failed call, whatever the framework does
+    with an exception by default (pydantic-ai and LangGraph's ToolNode raise it out of the run)."""
+    client = script(FakeReply(tool_calls=[("get_order", {"order_id": "W9"})]))
+    agent = raising_agent(framework).scripted(client)
+    events = run(agent, AgentSession(case=case(), backend=Orders()), "where is W9")
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert result.status == "error", result
+    if framework != "openai-agents":  # the SDK's default failure text keeps the error out
+        assert "KeyError" in (result.reason or "") and "W9" in (result.reason or "")
+    assert [e.text for e in events if isinstance(e, Text)] == ["All done."]
+    assert "W9" in json.dumps(client.requests[-1]["messages"]) or framework == "openai-agents"
+
+
 def test_the_agents_usage_and_model_are_recorded_on_the_trial(framework):
     orders = Orders()
     agent = build(framework, orders).scripted(

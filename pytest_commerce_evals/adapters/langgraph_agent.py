@@ -11,6 +11,12 @@ on a thread of the trial's own (a graph compiled without a checkpointer gets an 
 and the turn's new messages read as `events_from_langchain` reads them, usage and model name
 included.
 
+**A tool that raises** is a failed call, as in the other integrations: when the node running
+the model's calls (a `ToolNode` without `handle_tool_errors`, which re-raises all but invalid
+arguments) stops the graph on an exception, each of those calls is answered
+`ToolMessage(status="error", content="Error: <type>: <message>")` as that node and the graph
+goes on from its checkpoint; an exception anywhere else ends the turn as the agent's.
+
 **Approvals.** Wrap a tool that needs a person with `requires_approval(tool)`: before it runs,
 it stops the graph (`interrupt`), and the integration resumes it as the case's `approvals` say:
 approved, the tool runs; refused, the model is told the person's words and the call reads
@@ -133,7 +139,7 @@ class LangGraphAgent(Integration):
         config = {**self.config, "configurable": {**self.config.get("configurable", {})}}
         config["configurable"]["thread_id"] = thread
         start = len(graph.get_state(config).values.get("messages", []))
-        out = graph.invoke({"messages": [HumanMessage(message)]}, config)
+        out = self._invoke(graph, {"messages": [HumanMessage(message)]}, config)
         refused_ids: list[str] = []
         refused_calls: list[tuple[str, str]] = []
         while out.get("__interrupt__"):
@@ -152,13 +158,63 @@ class LangGraphAgent(Integration):
                 resume[interrupt.id] = value
                 refused_ids += ids
                 refused_calls += calls
-            out = graph.invoke(
+            out = self._invoke(
+                graph,
                 Command(resume=resume if len(resume) > 1 else next(iter(resume.values()))),
                 config,
             )
         new = out["messages"][start:]
         refused_ids += _ids_of(new, refused_calls)
         return TurnMessages(new, interrupts=out.get("__interrupt__"), refused=refused_ids)
+
+    def _invoke(self, graph: Any, what: Any, config: dict[str, Any]) -> Any:
+        """`graph.invoke`, with a tool that raises made a failed call: when the graph stopped on
+        an exception in the node that runs the last model message's calls (a `ToolNode` that
+        does not handle errors, LangGraph's default for all but invalid arguments), each call
+        that got no answer is answered `ToolMessage(status="error")` with the exception, as
+        that node (`update_state(..., as_node=...)`), and the graph goes on from there; an
+        exception anywhere else is the agent's, and raised."""
+        for _ in range(_RECOVERIES):
+            try:
+                return graph.invoke(what, config)
+            except Exception as exc:
+                answers = _failed_calls(graph, config, exc)
+                if answers is None:
+                    raise
+                node, messages = answers
+                graph.update_state(config, {"messages": messages}, as_node=node)
+                what = None  # go on from the checkpoint
+        return graph.invoke(what, config)
+
+
+_RECOVERIES = 25
+"""Failed tool steps a turn recovers from; past them the graph's exception is raised."""
+
+
+def _failed_calls(graph: Any, config: dict[str, Any], exc: Exception) -> tuple[str, list] | None:
+    """The node that raised `exc` while running the last model message's tool calls, and a
+    `ToolMessage(status="error")` for each of those calls it left unanswered; None when the
+    graph did not stop there."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    if type(exc).__module__.split(".")[0] == "langgraph":
+        return None  # the graph's own error (a recursion limit, an invalid update)
+    state = graph.get_state(config)
+    nodes = list(getattr(state, "next", ()) or ())
+    messages = list(state.values.get("messages", []))
+    if len(nodes) != 1 or not messages or not isinstance(messages[-1], AIMessage):
+        return None
+    calls = [c for c in messages[-1].tool_calls or [] if c.get("id")]
+    if not calls:
+        return None
+    detail = str(exc)
+    error = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    if len(calls) > 1:
+        error = f"the step running {len(calls)} tool calls raised {error}"
+    return nodes[0], [
+        ToolMessage(content=f"Error: {error}", tool_call_id=c["id"], name=c["name"], status="error")
+        for c in calls
+    ]
 
 
 def _calls(value: Any) -> list[tuple[str | None, str, Any]] | None:

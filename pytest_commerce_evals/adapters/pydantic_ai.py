@@ -34,8 +34,10 @@ pydantic-ai; a typed subclass of a tool part reads as its base):
   (`unmeasured_requests`, or the all-zero `RequestUsage()` of a response without usage) is not
   recorded.
 
-A tool that raises any other exception makes pydantic-ai raise it out of `agent.run`, so the
-trial fails as the agent's own error; there is no part to convert.
+A tool that raises any other exception makes pydantic-ai raise it out of `agent.run`: there is
+no part to convert. `PydanticAIAgent` runs every turn with the capability
+`pydantic_ai_agent.tool_failures()`, which makes it a `ToolFailed` (a failed call, the model told
+`<type>: <message>`); a hand-wired agent can pass the same capability to its `agent.run`.
 
 `pydantic_ai_model(client)` is a pydantic-ai `FunctionModel` answering from a scripted
 `FakeClient` (the vacuity check's degenerate models): in the

@@ -7,13 +7,16 @@ Each turn is `agent.run(message, message_history=...)`, the history kept between
 with `requires_approval=True` is decided as the case's `approvals` say (`DeferredToolResults`:
 approved, or `ToolDenied` with the person's words; a call left waiting reads blocked, and the
 next turn tells the model it was not run) and the run resumed. `DeferredToolRequests` is added
-to the run's output types when the agent's own do not name it. The turn reads as
+to the run's output types when the agent's own do not name it. A tool that raises is a failed
+call, as in `OpenAIChatAgent`: the run's capability `ToolFailures` gives the model
+`ToolFailed("<type>: <message>")` instead of letting the exception end the run. The turn reads as
 `events_from_pydantic_ai` reads it, usage and model name included; `scripted(client)` runs the
 same agent on `pydantic_ai_model(client)`.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..agent import AgentSession
@@ -21,7 +24,32 @@ from .core import ConvertOptions, TurnMessages
 from .integration import HISTORY, NOT_RUN, WAITING, Integration, decisions_for
 from .pydantic_ai import events_from_pydantic_ai, pydantic_ai_model
 
-__all__ = ["PydanticAIAgent"]
+__all__ = ["PydanticAIAgent", "tool_failures"]
+
+
+def tool_failures() -> Any:
+    """A pydantic-ai capability, for `agent.run(..., capabilities=[tool_failures()])`, that turns
+    an exception a tool raises into `ToolFailed("<type>: <message>")`: the model is told the call
+    failed and the run goes on (a failed call, `outcome="failed"`), where pydantic-ai would
+    otherwise raise it out of `agent.run`. A tool's own `ModelRetry` or `ToolFailed` is
+    pydantic-ai's to handle, and kept."""
+    return _tool_failures_type()()
+
+
+@functools.cache
+def _tool_failures_type() -> type:
+    from pydantic_ai import ToolFailed
+    from pydantic_ai.capabilities import AbstractCapability
+
+    class ToolFailures(AbstractCapability[Any]):
+        async def on_tool_execute_error(
+            self, ctx: Any, *, call: Any, tool_def: Any, args: Any, error: Exception
+        ) -> Any:
+            detail = str(error)
+            kind = type(error).__name__
+            raise ToolFailed(f"{kind}: {detail}" if detail else kind) from error
+
+    return ToolFailures
 
 
 class PydanticAIAgent(Integration):
@@ -67,7 +95,10 @@ class PydanticAIAgent(Integration):
 
             parts = [ToolReturnPart(tool_name=n, content=NOT_RUN, tool_call_id=i) for n, i in left]
             history.append(ModelRequest(parts=parts))
-        options: dict[str, Any] = {"output_type": self._output_type()}
+        options: dict[str, Any] = {
+            "output_type": self._output_type(),
+            "capabilities": [tool_failures()],
+        }
         if self.deps is not None:
             options["deps"] = self.deps
         if self.model is not None:

@@ -134,3 +134,68 @@ def test_on_the_embedded_model_a_customers_message_is_capped_shorter(pytester, m
     assert hosted.max_tokens == customer_plugin.DEFAULT_MAX_TOKENS == 200
     pytester.makeini("[pytest]\ncommerce_user_max_tokens = 150\n")
     assert customer_plugin.build_customer(pytester.parseconfigure()).max_tokens == 150
+
+
+# -- BriefCustomer says the brief first -----------------------------------------------------------
+
+DECLINING = """
+- id: orders-001-declines-the-cancellation
+  priority: low
+  difficulty: easy
+  user:
+    instructions: When the assistant offers to cancel the order, decline.
+    opening: Where is my order?
+    max_turns: 4
+  expected:
+    reply_includes: [kept]
+"""
+
+
+def test_brief_customer_says_its_instructions_after_the_opening(pytester):
+    """docs/conversations.md: instructions first, then `knows`, then the stop marker, whether or
+    not `opening` (or `turns`) said the first message; a brief already said is not repeated."""
+    from pytest_commerce_evals.cases.case import Case
+    from pytest_commerce_evals.customer import CustomerMessage
+    from pytest_commerce_evals.testing import BriefCustomer
+
+    case = Case.model_validate(
+        {
+            "id": "orders-001-x",
+            "priority": "low",
+            "difficulty": "easy",
+            "user": {"instructions": "Decline.", "knows": "It is W1.", "opening": "Hi."},
+        }
+    )
+    brief = BriefCustomer()
+    talk = [CustomerMessage("customer", "Hi."), CustomerMessage("agent", "Cancel it?")]
+    assert [brief.reply(case, talk) for _ in range(3)] == ["Decline.", "It is W1.", "###STOP###"]
+    said = [CustomerMessage("customer", "Decline."), CustomerMessage("agent", "Fine.")]
+    assert BriefCustomer().reply(case, said) == "It is W1."  # said already, by a scripted turn
+
+    # end to end: the case passes only when the customer really declined
+    conftest = STATELESS_SHOP + textwrap.dedent(
+        """
+        from pytest_commerce_evals import BriefCustomer, Text
+
+
+        class Agent:
+            def run_turn(self, session, message):
+                if "decline" in message.lower():
+                    return [Text(text="Understood, the order is kept.")]
+                return [Text(text="It ships tomorrow. Shall I cancel it?")]
+
+
+        def pytest_commerce_evals_make_agent(config, case, backend):
+            return Agent()
+
+
+        def pytest_commerce_evals_make_user(config, case):
+            return BriefCustomer()
+        """
+    )
+    pytester.makeconftest(conftest)
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "a.yaml").write_text(textwrap.dedent(DECLINING))
+    result = pytester.runpytest("cases", "-p", "no:cacheprovider", "--commerce-no-judge")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)

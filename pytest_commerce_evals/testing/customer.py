@@ -31,21 +31,27 @@ class ScriptedCustomer:
 
 
 class BriefCustomer:
-    """A customer with no model that plays the case's own brief: its first message (when neither
-    `turns` nor `opening` gives one) is `user.instructions` (an attacker's: its `user.attack.goal`),
-    the next `user.knows` (when the
-    case has it), then it ends the conversation (`user.stop`). The vacuity check plays every
+    """A customer with no model that plays the case's own brief: `user.instructions` first (an
+    attacker's: its `user.attack.goal`), as its first message or, when `turns` or `opening` said
+    the first ones, as its first own message after them; then `user.knows` (when the case has
+    it); then it ends the conversation (`user.stop`). A brief the conversation's customer
+    messages already said word for word is not said again. The vacuity check plays every
     degenerate agent against it; a team's offline runs and tests can too, with nothing to keep
     in step with the case. Make one per trial."""
 
     def __init__(self) -> None:
+        self.briefed = False
         self.told = False
 
     def reply(self, case: Any, conversation: Sequence[Any]) -> str:
         spec = case.user
-        if not any(m.role == "customer" for m in conversation):
-            # an attacker says its goal: what the attack must not get is what it asks for
-            return str(spec.attack.goal if spec.attack is not None else spec.instructions)
+        # an attacker says its goal: what the attack must not get is what it asks for
+        brief = str(spec.attack.goal if spec.attack is not None else spec.instructions or "")
+        if not self.briefed:
+            self.briefed = True
+            said = {str(m.text).strip() for m in conversation if m.role == "customer"}
+            if brief.strip() and brief.strip() not in said:
+                return brief
         if not self.told and spec.knows:
             self.told = True
             return str(spec.knows)

@@ -115,3 +115,27 @@ def test_a_calibration_that_clears_the_bar_brings_its_calls_back(embedded_run):
     result.stdout.fnmatch_lines(
         ["judges built: 1, judge calls: 1", "price_accurate: κ 0.80 (n=20), 1 verdict(s), decides"]
     )
+
+
+def test_a_live_run_asks_the_embedded_judge_whatever_its_bar(embedded_run):
+    """Verdicts are what a live run is for: the embedded judge is asked there (advisory); a
+    regrade too (tests/test_regrade.py runs one)."""
+    from pytest_commerce_evals.judge import _plugin as judge_plugin
+
+    (embedded_run.path / "traffic.jsonl").write_text("")
+    config = embedded_run.parseconfigure("--commerce-live=traffic.jsonl")
+    assert judge_plugin.embedded_judge_decides(config) is None
+    decides = judge_plugin.embedded_judge_decides(embedded_run.parseconfigure())
+    assert decides is not None and not decides("price_accurate")
+
+
+def test_a_regrade_asks_the_embedded_judge_whatever_its_bar(embedded_run, monkeypatch):
+    from types import SimpleNamespace
+
+    from pytest_commerce_evals.judge import _plugin as judge_plugin
+
+    config = embedded_run.parseconfigure()
+    real = judge_plugin.settings(config)
+    regrading = SimpleNamespace(**{**vars(real), "regrade": "20261206-000000-abcdef"})
+    monkeypatch.setattr(judge_plugin, "settings", lambda config: regrading)
+    assert judge_plugin.embedded_judge_decides(config) is None

@@ -61,6 +61,8 @@ def args(p: pytest.Pytester, *extra: str) -> list[str]:
         "no:cacheprovider",
         f"--commerce-store={p.path / 'runs'}",
         f"--commerce-judge-store={p.path / 'verdicts.sqlite'}",
+        # the fake judge stands in on the embedded endpoint: asked whatever its calibration
+        "--commerce-judge-min-kappa=none",
         *extra,
     ]
 

@@ -187,7 +187,9 @@ def embedded_judge_decides(config: pytest.Config) -> Callable[[str], bool] | Non
     built-in judge is not asked for a case none of whose dimensions it could decide; those
     trials are reported as not judged, decided by their code graders, as they would be with
     the advisory verdicts. `--commerce-judge-min-kappa=none` (every verdict decides) or a
-    calibration of one's own that clears the bar brings the calls back."""
+    calibration of one's own that clears the bar brings the calls back. A live run
+    (`--commerce-live`) and a regrade (`--commerce-regrade`) ask it always: their verdicts are
+    what they are run for."""
     if DECISIVE in config.stash:
         return config.stash[DECISIVE]
     from ..models.endpoint import EndpointError, resolve_endpoint
@@ -195,15 +197,16 @@ def embedded_judge_decides(config: pytest.Config) -> Callable[[str], bool] | Non
     from .judge import Judge
 
     decides: Callable[[str], bool] | None = None
+    found = settings(config)
     try:
-        resolved = resolve_endpoint(config, "judge")
+        resolved = None if found.live or found.regrade else resolve_endpoint(config, "judge")
     except EndpointError:
         resolved = None
     if resolved is not None and _is_embedded(resolved):
         params = judge_params(config, resolved)
         fingerprint = Judge(client=None, model=_endpoint_model(resolved), params=params).fingerprint
         rows = _calibration_lookup(config)(fingerprint)
-        bar = resolve_bar(settings(config).judge_min_kappa, embedded=True)
+        bar = resolve_bar(found.judge_min_kappa, embedded=True)
 
         def clears_bar(dimension: str) -> bool:
             return advisory_reason(rows.get(dimension), bar) is None

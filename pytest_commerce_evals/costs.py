@@ -3,7 +3,9 @@ customer apart: model calls, tokens, latency and money (`prices.PriceBook`), as 
 summary, the JSON record, the HTML report and `--commerce-compare` show them.
 
 A trial whose agent reported no model call counts as "not reported" for the agent, never as 0:
-its tokens are left out of the per-trial means, which are over the trials that reported.
+its tokens are left out of the per-trial means, which are over the trials that reported. The
+judge's and the simulated customer's calls are the plugin's own and always recorded: a trial
+without one made none, and their means are over the trials that made some.
 """
 
 from __future__ import annotations
@@ -121,8 +123,12 @@ class Tally:
             "latency not reported" if self.latency_s is None else f"{self.latency_s:.1f} s in calls"
         )
         parts.append(money(self.cost, self.unpriced) if self.cost is not None else "cost unknown")
-        if self.reported < self.trials:
+        if self.reported < self.trials and self.purpose == "agent":
             parts.append(f"not reported on {self.trials - self.reported} of {self.trials} trials")
+        elif self.reported < self.trials:
+            # the judge's and the customer's calls are the plugin's own, each recorded: a trial
+            # without one made none (no rubric, a cached verdict), it did not leave it unreported
+            parts.append(f"in {self.reported} of {self.trials} trials (none in the others)")
         return ", ".join(parts)
 
 

@@ -251,3 +251,20 @@ def test_compare_gives_no_time_ratio_for_agents_that_spent_no_time():
     line = cost_lines(compared(quick, quicker), BOOK)[4]
     assert line.startswith("  B uses 1.67× A's agent tokens per trial")
     assert "agent time" not in line
+
+
+def test_the_judges_line_counts_the_trials_that_called_it_not_the_others_as_unreported():
+    """24 trials, 3 of them judged: the 21 others made no judge call, which is not a call whose
+    usage went unreported (the agent's line keeps its "not reported")."""
+    from pytest_commerce_evals.costs import CostSummary
+
+    judged = [ModelCall("judge", "judge-j", 100, 10, 0, 0.2)]
+    trials = [
+        costly(f"cart-{i:03d}-x", 100, 10, calls=judged if i < 3 else []) for i in range(23)
+    ] + [trial("cart-099-quiet")]
+    lines = CostSummary.of(trials, BOOK).lines()
+    [judge] = [line for line in lines if line.lstrip().startswith("judge")]
+    assert judge.endswith("in 3 of 24 trials (none in the others)"), judge
+    assert "not reported" not in judge
+    [agent] = [line for line in lines if line.lstrip().startswith("agent ") and "call" in line]
+    assert agent.endswith("not reported on 1 of 24 trials"), agent

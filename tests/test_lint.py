@@ -291,6 +291,19 @@ def test_lint_option_exits_by_findings(pytester):
     assert pytester.runpytest("--commerce-lint").ret == 0
 
 
+def test_lint_says_it_linted_no_case_rather_than_no_finding(pytester):
+    pytester.makefile(".yaml", **{"attacks/a": yaml.safe_dump(case("attacks-001-x"))})
+    linted = pytester.runpytest("--commerce-lint", "attacks")
+    linted.stdout.fnmatch_lines(["linted 1 case(s) in 1 file(s)", "0 finding(s) over 19 rules"])
+    assert linted.ret == 0
+    (pytester.path / "empty").mkdir()
+    for where, shown in (("empty", "empty"), ("nowhere", "nowhere (not found)")):
+        result = pytester.runpytest("--commerce-lint", where)
+        result.stdout.fnmatch_lines([f"no case linted: {shown} holds no case file *"])
+        assert "finding(s)" not in result.stdout.str()
+        assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
 def test_message_borne_instruction_needs_get_order(tmp_path):
     index = copy.copy(INDEX)
     index.poisoned = {

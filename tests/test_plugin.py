@@ -283,6 +283,25 @@ def test_which_files_are_cases(suite):
     )
 
 
+def test_a_case_folder_named_outside_the_case_dirs_is_named_with_what_to_pass(suite):
+    """`pytest attacks/` (a folder a case was promoted into) collects nothing, as `data` above;
+    the run says why and what to pass instead of ending in a silent exit 5."""
+    p = suite({"attacks/a.yaml": CART_CASES}, scripts(cart_001_add_single=ADD_OK))
+    result = p.runpytest("attacks", "-q")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        [
+            "commerce-evals: attacks is not one of the commerce_case_dirs (cases), so its 1 "
+            ".yaml/.yml/.json file(s) were not collected as cases: run them with "
+            "-o commerce_case_dirs=attacks, add the folder to commerce_case_dirs in the ini, "
+            "or name the files"
+        ]
+    )
+    ran = p.runpytest("--collect-only", "-q", "-o", "commerce_case_dirs=attacks", "attacks")
+    ran.stdout.fnmatch_lines(["attacks/a.yaml::cart-001-add-single"])
+    assert "commerce-evals: attacks" not in ran.stdout.str()
+
+
 SPEC_EXAMPLE = {
     "id": "cart-014-add-both-shoes",
     "priority": "critical",

@@ -82,6 +82,11 @@ def lint_targets(config: pytest.Config) -> list[Path]:
     return list(settings(config).case_dirs)
 
 
+def _shown(path: Path, root: Path) -> str:
+    shown = path.relative_to(root) if path.is_relative_to(root) else path
+    return shown.as_posix() + ("" if path.exists() else " (not found)")
+
+
 def _lint(config: pytest.Config, session: pytest.Session) -> int:
     from .lint import RULES, FixtureIndex, lint_paths
 
@@ -89,7 +94,9 @@ def _lint(config: pytest.Config, session: pytest.Session) -> int:
     found = settings(config)
     captured = [(config.rootpath / p) for p in found.captured]
     roots = list(found.case_dirs)
-    findings = lint_paths(lint_targets(config), index, config.rootpath, captured, roots)
+    targets = lint_targets(config)
+    counted: dict[str, int] = {}
+    findings = lint_paths(targets, index, config.rootpath, captured, roots, counted)
     tw = config.get_terminal_writer()
     tw.sep("=", "commerce-evals lint")
     if not index.ids:
@@ -104,6 +111,17 @@ def _lint(config: pytest.Config, session: pytest.Session) -> int:
     for f in findings:
         counts[f.rule] = counts.get(f.rule, 0) + 1
     tw.line("")
+    if not counted.get("files") and not findings:
+        # "0 findings" would read as a clean suite: say that nothing was read
+        shown = ", ".join(_shown(t, config.rootpath) for t in targets) or "nothing"
+        tw.line(
+            f"no case linted: {shown} holds no case file (.yaml, .yml or .json not starting "
+            "with _ or .); name the folders or files that hold your cases, or set "
+            "commerce_case_dirs",
+            red=True,
+        )
+        return pytest.ExitCode.NO_TESTS_COLLECTED
+    tw.line(f"linted {counted.get('cases', 0)} case(s) in {counted.get('files', 0)} file(s)")
     tw.line(
         f"{len(findings)} finding(s) over {len(RULES)} rules"
         + (": " + ", ".join(f"{r} {n}" for r, n in sorted(counts.items())) if counts else ""),

@@ -88,8 +88,10 @@ def lint_paths(
     root: Path | None = None,
     captured: Iterable[Path] = (),
     case_roots: Iterable[Path] | None = None,
+    counted: dict[str, int] | None = None,
 ) -> list[Finding]:
-    """Lint every case file under `paths`; never stops at the first bad file.
+    """Lint every case file under `paths`; never stops at the first bad file. `counted`, when
+    given, gets how many case `files` and `cases` were read (0: nothing was linted).
 
     `case_roots` are the folders that hold flow folders (`commerce_case_dirs`); a case file
     directly inside one, or inside a folder given in `paths`, has no flow folder to match. By
@@ -119,6 +121,9 @@ def lint_paths(
                 )
             )
         loaded += [(shown, entry) for entry in result.cases]
+        if counted is not None:
+            counted["files"] = counted.get("files", 0) + 1
+            counted["cases"] = counted.get("cases", 0) + len(result.cases)
         parent = file.parent.resolve()
         if parent not in roots and (case_roots is not None or parent.name != "cases"):
             findings += _flow_folder(shown, file.parent.name, result.cases)

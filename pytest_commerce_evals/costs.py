@@ -252,6 +252,10 @@ class CostSummary:
             if purpose != "agent" and not t.reported:
                 continue
             out.append(f"  {label:<8} {t.text()}")
+            if purpose == "agent" and t.models:
+                # what the agent ran on, as its calls name it: an integration's own model, which
+                # the run's header cannot know before the first trial
+                out.append(f"  agent model {', '.join(t.models)} (as the agent's calls name it)")
         if self.cached_messages:
             out.append(
                 f"  customer {self.cached_messages} message(s) from the reply cache "

@@ -178,3 +178,58 @@ def implemented_by_user(config: pytest.Config, name: str) -> str | None:
             pass
         return f"{file.as_posix()}:{line}"
     return None
+
+
+def conftests_loaded(config: pytest.Config) -> list[Path]:
+    """The `conftest.py` files pytest loaded for this run, in the order it registered them."""
+    found = []
+    for _, plugin in config.pluginmanager.list_name_plugin():
+        file = getattr(plugin, "__file__", None)
+        if file and Path(file).name == "conftest.py":
+            found.append(Path(file).resolve())
+    return found
+
+
+def missing_hook(config: pytest.Config, hook: str, signature: str, returning: str) -> str:
+    """What to say when `hook` gave nothing: where it is implemented when it is (it returned
+    None); else which conftests were loaded, and the
+    `conftest.py` that implements it but was not loaded (in the folder pytest was started from
+    or one above it: a case outside the project's folders runs without the project's conftest,
+    and without its ini)."""
+
+    def shown(path: Path) -> str:
+        try:
+            return path.relative_to(config.rootpath).as_posix()
+        except ValueError:
+            return str(path)
+
+    where = implemented_by_user(config, hook)
+    if where is not None:
+        return f"{hook} at {where} returned None; implement it {returning}"
+    loaded = conftests_loaded(config)
+    said = [
+        f"no conftest.py of this run implements {hook}({signature}) (conftests loaded: "
+        + (", ".join(shown(c) for c in loaded) or "none")
+        + f"; rootdir {config.rootpath})"
+    ]
+    start = Path(config.invocation_params.dir).resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / "conftest.py"
+        if candidate in loaded or not candidate.is_file():
+            continue
+        try:
+            text = candidate.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if f"def {hook}" in text:
+            said.append(
+                f"{candidate} implements it but was not loaded: pytest loads a conftest.py only "
+                "from the rootdir and the folders of the paths it collects, down to them, so a "
+                "case outside that conftest's folder runs without it (and without that "
+                f"project's ini and judge settings); move the case under {candidate.parent}, or "
+                "run it from a folder that conftest covers"
+            )
+            break
+    else:
+        said.append(f"implement it in conftest.py beside the cases or above them, {returning}")
+    return "; ".join(said)

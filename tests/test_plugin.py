@@ -446,9 +446,40 @@ def test_agent_errors_infra_errors_and_missing_wiring(suite, pytester):
     )
     missing = pytester.runpytest("cases", "--mode=nobackend")
     missing.stdout.fnmatch_lines(
-        ["*no backend: implement pytest_commerce_evals_make_backend(config, case)*"]
+        [
+            "*no backend: pytest_commerce_evals_make_backend at conftest.py:* returned None; "
+            "implement it returning a fresh backend with load_state() and snapshot()*"
+        ]
     )
     assert missing.ret == 1
+
+
+def test_a_case_outside_the_projects_conftest_names_the_conftest_it_needs(pytester):
+    """A case promoted into a folder outside the project runs without the project's conftest
+    (and ini): the glue error names the conftests loaded and the one that was not, and the
+    header says the judge is the embedded default because nothing was read."""
+    pytester.makeconftest(
+        "def pytest_commerce_evals_make_backend(config, case):\n    return object()\n"
+    )
+    outside = pytester.path.parent / f"{pytester.path.name}-promoted"
+    outside.mkdir()
+    (outside / "a.yaml").write_text(
+        "- id: chat-001-x\n  priority: low\n  difficulty: easy\n  turns: [hi]\n"
+        "  expected: {max_tool_calls: 0}\n"
+    )
+    result = pytester.runpytest(str(outside / "a.yaml"), "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(
+        [
+            "commerce-evals judge: * (the default: nothing set a judge or agent model or URL; "
+            "no configfile was read, rootdir *)",
+            "*no backend: no conftest.py of this run implements "
+            "pytest_commerce_evals_make_backend(config, case) (conftests loaded: none; rootdir "
+            f"*); {pytester.path / 'conftest.py'} implements it but was not loaded: "
+            "pytest loads a conftest.py only from the rootdir and the folders of the paths it "
+            "collects*",
+        ]
+    )
+    assert result.ret == 1
 
 
 def test_an_endpoint_refusing_the_key_is_an_infra_error_not_the_glues_nor_the_agents(

@@ -11,6 +11,7 @@ import pytest
 
 from ..errors import shown_url
 from ..hookspecs import implemented_by_user
+from ..models.embedded import CUSTOMER_MAX_TOKENS
 from ..settings import agent_label, settings
 
 if TYPE_CHECKING:
@@ -19,9 +20,7 @@ if TYPE_CHECKING:
 
 DEFAULT_SEED = 0
 DEFAULT_MAX_TOKENS = 200
-EMBEDDED_MAX_TOKENS = 96
-"""A customer's message on the embedded model: one to three sentences fit in it; what a small
-model writes past it (the assistant's part, a loop) costs seconds a call on a CPU."""
+EMBEDDED_MAX_TOKENS = CUSTOMER_MAX_TOKENS  # on the embedded model (models/embedded.py)
 
 _STORE = pytest.StashKey[Any]()
 _lock = threading.Lock()
@@ -74,6 +73,15 @@ def build_customer(config: pytest.Config, case: Case | None = None) -> Simulated
 def customer_max_tokens(embedded: bool) -> int:
     """max_tokens of a customer's message when `commerce_user_max_tokens` is not set."""
     return EMBEDDED_MAX_TOKENS if embedded else DEFAULT_MAX_TOKENS
+
+
+def attacker_model_set(config: pytest.Config) -> bool:
+    """Whether the attacker's own model or URL is set (`--commerce-attacker-model`,
+    `--commerce-attacker-base-url`, their ini keys and variables): then the built-in attacking
+    customer plays every attack case on it, the conftest's `pytest_commerce_evals_make_user`
+    hook or not. A setting that names a model is honoured, never dropped without a word."""
+    found = settings(config)
+    return found.attacker_model is not None or found.attacker_base_url is not None
 
 
 @pytest.hookimpl(trylast=True)

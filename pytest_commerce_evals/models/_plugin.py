@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..customer._plugin import EMBEDDED_MAX_TOKENS as EMBEDDED_CUSTOMER_TOKENS
+from ..customer._plugin import attacker_model_set
 from ..hookspecs import implemented_by_user
 from ..settings import agent_label, settings
 from . import _chat_format
@@ -38,10 +38,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             described = resolve_endpoint(config, purpose).describe()
         except EndpointError as exc:
             described = f"not usable: {exc}"  # a run that needs it stops before any trial
-        lines.append(
-            f"commerce-evals {name}: {described}"
-            + (" (when the agent asks the plugin for a client)" if purpose == "agent" else "")
-        )
+        if purpose == "agent":
+            lines.append(f"commerce-evals {name}: {_agent_model(config, described)}")
+        else:
+            lines.append(f"commerce-evals {name}: {described}{_fallback(config, purpose)}")
         embedded = embedded or (own is None and "(embedded)" in described)
     if embedded:
         lines.append(EMBEDDED_DIFFERENCES)
@@ -53,16 +53,57 @@ EMBEDDED_DIFFERENCES = (
     "judge); the tools first in the prompt; a tool call's arguments at most "
     f"{_chat_format.ARGUMENTS_CAP} tokens, strings {_chat_format.STRING_CAP} characters, arrays "
     f"{_chat_format.ITEMS_CAP} items where the schema sets no bound; a customer's message at most "
-    f"{EMBEDDED_CUSTOMER_TOKENS} tokens"
+    f"{_local_model.CUSTOMER_MAX_TOKENS} tokens"
 )
 """The run header's line on what the embedded default does that an endpoint of one's own does
 not (the judge's part is on the judge's calibration line)."""
+
+
+def _agent_model(config: pytest.Config, described: str) -> str:
+    """The agent's model as far as the settings know it: an agent may run on the plugin's
+    client, or bring its own model (an integration: pydantic-ai, the Agents SDK, LangGraph),
+    which the settings never see. With nothing configured for the agent, the embedded model is
+    only what a client from the plugin would get, and the line says so rather than name it as
+    the agent's; the cost section names the model the agent's calls reported."""
+    try:
+        source = resolve_endpoint(config, "agent").source
+    except EndpointError:
+        source = ""
+    if source == "embedded" and implemented_by_user(config, "pytest_commerce_evals_make_agent"):
+        return (
+            "the agent's own when it brings one (an integration; the model its calls report is "
+            f"named in the cost section), else {described} (when the agent asks the plugin for "
+            "a client)"
+        )
+    return f"{described} (when the agent asks the plugin for a client)"
+
+
+def _fallback(config: pytest.Config, purpose: Purpose) -> str:
+    """Why the judge is the embedded model when nothing set one: a run whose
+    settings were not read (a case outside the project, away from its ini and conftest) says
+    so here rather than judge on the embedded model without a word."""
+    if purpose != "judge":
+        return ""
+    try:
+        judge, agent = resolve_endpoint(config, purpose), resolve_endpoint(config, "agent")
+    except EndpointError:
+        return ""
+    if not (judge.is_local and judge.source == "agent" and agent.source == "embedded"):
+        return ""
+    ini = config.inipath
+    read = f"configfile {ini.name}" if ini is not None else "no configfile was read"
+    return (
+        f" (the default: nothing set a judge or agent model or URL; {read}, rootdir "
+        f"{config.rootpath})"
+    )
 
 
 def _played_by_hook(config: pytest.Config, purpose: Purpose) -> str | None:
     """Who plays the judge or the customer when no endpoint does: the team's hook, or no judge."""
     if purpose == "judge" and settings(config).no_judge:
         return "none (--commerce-no-judge: rubrics are reported as not judged)"
+    if purpose == "attacker" and attacker_model_set(config):
+        return None  # the attacker's own model plays the attacks, whatever the hook
     hook = {
         "judge": "pytest_commerce_evals_grade_rubric",
         "user": "pytest_commerce_evals_make_user",

@@ -23,6 +23,7 @@ from ..errors import ConfigurationError
 from ..events import TurnEnd, coerce_event
 from ..graders.code import grade
 from ..graders.observation import GoldState, Observation
+from ..hookspecs import missing_hook
 from ..models.pricing import price_book
 from ..results import GraderResult, TrialRecord, TrialSpec, fold_outcome
 from ..usage import Meter, metered
@@ -232,8 +233,13 @@ def make_backend(config: pytest.Config, case: Case) -> Backend:
         ) from exc
     if backend is None:
         raise ConfigurationError(
-            "no backend: implement pytest_commerce_evals_make_backend(config, case) in "
-            "conftest.py, returning a fresh backend with load_state() and snapshot()"
+            "no backend: "
+            + missing_hook(
+                config,
+                "pytest_commerce_evals_make_backend",
+                "config, case",
+                "returning a fresh backend with load_state() and snapshot()",
+            )
         )
     for method in ("load_state", "snapshot"):
         if not callable(getattr(backend, method, None)):
@@ -246,10 +252,17 @@ def make_backend(config: pytest.Config, case: Case) -> Backend:
 
 def make_customer(config: pytest.Config, case: Case) -> Any:
     """The simulated customer of one trial of a `user:` case, from the conftest's
-    `pytest_commerce_evals_make_user` or the built-in one; its failure to be made is the
+    `pytest_commerce_evals_make_user` or the built-in one (always the built-in attacker for an
+    attack case when the attacker's model or URL is set); its failure to be made is the
     customer's (`UserError`), not the agent's."""
+    from ..customer._plugin import attacker_model_set, build_customer
+
     try:
-        customer = config.hook.pytest_commerce_evals_make_user(config=config, case=case)
+        if case.attack is not None and attacker_model_set(config):
+            # the attacker's own model was asked for: it plays, whatever the conftest's hook
+            customer = build_customer(config, case)
+        else:
+            customer = config.hook.pytest_commerce_evals_make_user(config=config, case=case)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # whatever the hook raised: the customer's, not the agent's
@@ -333,8 +346,13 @@ def make_agent(config: pytest.Config, case: Case, backend: Backend) -> Any:
         ) from exc
     if agent is None:
         raise ConfigurationError(
-            "no agent: implement pytest_commerce_evals_make_agent(config, case, backend) in "
-            "conftest.py, returning an object with run_turn(session, message)"
+            "no agent: "
+            + missing_hook(
+                config,
+                "pytest_commerce_evals_make_agent",
+                "config, case, backend",
+                "returning an object with run_turn(session, message)",
+            )
         )
     return agent
 

@@ -50,6 +50,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TaskError",
+    "UngradedTask",
     "UnknownDimension",
     "UserError",
     "redact",
@@ -145,6 +146,11 @@ class DocumentTooLarge(CommerceEvalsError):
 
 class TaskError(CommerceEvalsError, ValueError):
     """A τ² task this converter cannot read; the message names the task and the key."""
+
+
+class UngradedTask(TaskError):
+    """A τ² task whose reward basis lists a check the τ² bridge does not grade (`ACTION`,
+    `ENV_ASSERTION`): its case would have nothing of τ²'s reward to grade, and always pass."""
 
 
 class CheckoutSourceError(CommerceEvalsError, ValueError):

@@ -120,7 +120,7 @@ def test_a_calibration_that_clears_the_bar_brings_its_calls_back(embedded_run):
 def test_a_live_run_asks_the_embedded_judge_whatever_its_bar(embedded_run):
     """Verdicts are what a live run is for: the embedded judge is asked there (advisory); a
     regrade too (tests/test_regrade.py runs one)."""
-    from pytest_commerce_evals.judge import _plugin as judge_plugin
+    from pytest_commerce_evals.judge import skipping as judge_plugin
 
     (embedded_run.path / "traffic.jsonl").write_text("")
     config = embedded_run.parseconfigure("--commerce-live=traffic.jsonl")
@@ -132,7 +132,7 @@ def test_a_live_run_asks_the_embedded_judge_whatever_its_bar(embedded_run):
 def test_a_regrade_asks_the_embedded_judge_whatever_its_bar(embedded_run, monkeypatch):
     from types import SimpleNamespace
 
-    from pytest_commerce_evals.judge import _plugin as judge_plugin
+    from pytest_commerce_evals.judge import skipping as judge_plugin
 
     config = embedded_run.parseconfigure()
     real = judge_plugin.settings(config)

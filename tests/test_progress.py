@@ -322,7 +322,7 @@ def test_the_eta_divides_the_work_left_by_the_trials_run_at_once():
 
 
 def test_the_running_registry_says_which_trials_run_since_when():
-    from pytest_commerce_evals.runner.trial import _Running
+    from pytest_commerce_evals.runner.running import _Running
 
     clock = Clock()
     running = _Running(clock)

@@ -12,6 +12,7 @@ import pytest
 from ..errors import shown_url
 from ..hookspecs import implemented_by_user
 from ..models.embedded import CUSTOMER_MAX_TOKENS
+from ..models.endpoint import attacker_model_set
 from ..settings import agent_label, settings
 
 if TYPE_CHECKING:
@@ -75,13 +76,14 @@ def customer_max_tokens(embedded: bool) -> int:
     return EMBEDDED_MAX_TOKENS if embedded else DEFAULT_MAX_TOKENS
 
 
-def attacker_model_set(config: pytest.Config) -> bool:
-    """Whether the attacker's own model or URL is set (`--commerce-attacker-model`,
-    `--commerce-attacker-base-url`, their ini keys and variables): then the built-in attacking
-    customer plays every attack case on it, the conftest's `pytest_commerce_evals_make_user`
-    hook or not. A setting that names a model is honoured, never dropped without a word."""
-    found = settings(config)
-    return found.attacker_model is not None or found.attacker_base_url is not None
+@pytest.hookimpl(tryfirst=True, specname="pytest_commerce_evals_make_user")
+def pytest_commerce_evals_make_user_for_an_attack(config: pytest.Config, case: Case) -> Any:
+    """The attacker's own model or URL set (`attacker_model_set`): the built-in attacking
+    customer plays every attack case on it, before the conftest's hook is asked; None for any
+    other case (the conftest's hook, else the built-in customer below)."""
+    if case.attack is not None and attacker_model_set(config):
+        return build_customer(config, case)
+    return None
 
 
 @pytest.hookimpl(trylast=True)

@@ -171,7 +171,7 @@ class LiveCaptureFile(pytest.File):
     """A capture file; yields one item per sampled conversation that starts in it."""
 
     def collect(self):
-        from .promote import terminal_text
+        from .escaping import terminal_text
 
         config = self.config
         lc = live_config(config)
@@ -211,7 +211,7 @@ def conversation_case(conversation: Conversation, rubric: dict[str, str]) -> Cas
     )
     # conversation ids need not follow the case id pattern: they are the agent's, not ours; one
     # holding a control character is the case id with it escaped, as every report shows it
-    from .promote import terminal_text
+    from .escaping import terminal_text
 
     return base.model_copy(
         update={
@@ -237,7 +237,7 @@ class LiveItem(CaseItem):
         return grade_trial(self.config, self.case, result)
 
     def reportinfo(self):
-        from .promote import terminal_text
+        from .escaping import terminal_text
 
         return self.path, self.line - 1, f"live conversation {terminal_text(self.case.id)}"
 
@@ -342,7 +342,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     lc = live_config(config)
     if lc is not None:
-        from .promote import terminal_text
+        from .escaping import terminal_text
 
         capture = capture_for(config)
         terminalreporter.section("commerce-evals live traffic")
@@ -386,7 +386,7 @@ def _shown(config: pytest.Config, path: Path) -> str:
 
 def conversation_case_id(conversation: Conversation) -> str:
     """The case id a conversation is recorded under (`conversation_case`)."""
-    from .promote import terminal_text
+    from .escaping import terminal_text
 
     return terminal_text(conversation.conversation_id)
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from ..customer._plugin import attacker_model_set
 from ..hookspecs import implemented_by_user
 from ..settings import agent_label, settings
 from . import _chat_format
 from . import embedded as _local_model
 from .clients import close_session_clients
-from .endpoint import _SETTING, EndpointError, Purpose, resolve_endpoint
+from .endpoint import _SETTING, EndpointError, Purpose, attacker_model_set, resolve_endpoint
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -43,6 +43,9 @@ from ..settings import settings
 from . import _chat_format
 
 DEFAULT_N_CTX = 8192
+CUSTOMER_MAX_TOKENS = 96
+"""A simulated customer's message on the embedded model: one to three sentences fit in it; what
+a small model writes past it (the assistant's part, a loop) costs seconds a call on a CPU."""
 DEFAULT_STARTUP_TIMEOUT_S = 120.0
 
 _INSTALL = (

@@ -272,3 +272,12 @@ def _server(endpoint: Endpoint | None) -> str | None:
     if endpoint is None:
         return None
     return server_of(endpoint.base_url or HOSTED_BASE_URL)
+
+
+def attacker_model_set(config: pytest.Config) -> bool:
+    """Whether the attacker's own model or URL is set (`--commerce-attacker-model`,
+    `--commerce-attacker-base-url`, their ini keys and variables): then the built-in attacking
+    customer plays every attack case on it, the conftest's `pytest_commerce_evals_make_user`
+    hook or not. A setting that names a model is honoured, never dropped without a word."""
+    found = settings(config)
+    return found.attacker_model is not None or found.attacker_base_url is not None

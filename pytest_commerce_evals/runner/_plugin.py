@@ -497,7 +497,7 @@ def _terminal_summary(terminalreporter, config: pytest.Config) -> None:
             terminalreporter.write_line(text)
     terminalreporter.section("commerce-evals")
     if summary.not_judged:
-        from ..judge._plugin import not_judged_reason
+        from ..judge.skipping import not_judged_reason
 
         summary.not_judged_reason = not_judged_reason(config)
     for line in summary.lines(verbose=config.getoption("verbose") > 0):

@@ -14,9 +14,10 @@ from ..results import TrialRecord, TrialSpec
 from ..store.recorder import RECORDER
 from ._scheduler import SCHEDULER
 from .regrade import regrade_trial, stored_trial
+from .running import RUNNING
 from .spending import run_spend
 from .state import TRIAL_RAN
-from .trial import RUNNING, run_trial
+from .trial import run_trial
 
 _ENDPOINT_DATA = pytest.StashKey[tuple[Any, dict]]()
 

@@ -194,7 +194,7 @@ def progress_for(config: pytest.Config) -> Progress | None:
         return None
     tty = bool(getattr(reporter, "isatty", False))
     from ..models.clients import calls_in_flight
-    from .trial import running_trials, trials_running
+    from .running import running_trials, trials_running
 
     xdist = bool(config.getoption("numprocesses", None))
     out = _terminal(config)

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
-import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,49 +81,6 @@ def _glue(what: str, exc: BaseException, fix: str) -> ConfigurationError:
     return ConfigurationError(
         f"{what} raised {message}" + (f" (at {where})" if where else "") + f"; {fix}"
     )
-
-
-class _Running:
-    """The trials under way in this process, across threads (`with RUNNING.trial(key, case):`
-    around each): how many, and which since when (the progress line reads both)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self._trials: dict[int, tuple[str, str, float]] = {}
-        self._next = 0
-        self._lock = threading.Lock()
-
-    @property
-    def n(self) -> int:
-        return len(self._trials)
-
-    @contextmanager
-    def trial(self, key: str, case_id: str) -> Iterator[None]:
-        with self._lock:
-            token, self._next = self._next, self._next + 1
-            self._trials[token] = (key, case_id, self.clock())
-        try:
-            yield
-        finally:
-            with self._lock:
-                del self._trials[token]
-
-    def snapshot(self) -> list[tuple[str, str, float]]:
-        """(item key, case id, start on `clock`) of each trial running now."""
-        with self._lock:
-            return list(self._trials.values())
-
-
-RUNNING = _Running()
-"""Trials running in this process (the progress line reads it)."""
-
-
-def trials_running() -> int:
-    return RUNNING.n
-
-
-def running_trials() -> list[tuple[str, str, float]]:
-    return RUNNING.snapshot()
 
 
 def is_infra_error(exc: BaseException) -> bool:
@@ -255,14 +209,8 @@ def make_customer(config: pytest.Config, case: Case) -> Any:
     `pytest_commerce_evals_make_user` or the built-in one (always the built-in attacker for an
     attack case when the attacker's model or URL is set); its failure to be made is the
     customer's (`UserError`), not the agent's."""
-    from ..customer._plugin import attacker_model_set, build_customer
-
-    try:
-        if case.attack is not None and attacker_model_set(config):
-            # the attacker's own model was asked for: it plays, whatever the conftest's hook
-            customer = build_customer(config, case)
-        else:
-            customer = config.hook.pytest_commerce_evals_make_user(config=config, case=case)
+    try:  # the customer's plugin answers first for an attack whose own model was asked for
+        customer = config.hook.pytest_commerce_evals_make_user(config=config, case=case)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # whatever the hook raised: the customer's, not the agent's

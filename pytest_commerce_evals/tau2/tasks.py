@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import TaskError
+from ..errors import TaskError, UngradedTask
 
 __all__ = [
     "GRADED_BASES",
@@ -44,10 +44,6 @@ GRADED_BASES = ("DB", "COMMUNICATE", "NL_ASSERTION")
 REWARD_BASES = {*GRADED_BASES, "ACTION", "ENV_ASSERTION"}
 """The reward bases τ² knows: `ACTION` (the gold calls made) and `ENV_ASSERTION` (assertions on
 the environment, telecom's) are not graded here."""
-
-
-class UngradedTask(TaskError):
-    """A τ² task whose reward basis lists a check this bridge does not grade."""
 
 
 def ungraded_bases(task: Any) -> list[str]:

@@ -250,6 +250,9 @@ def shown_url(url: str | None) -> str | None:
 
     try:
         parts = urlsplit(url)
+        if not parts.netloc or "@" in parts.path or "@" in parts.query:
+            # malformed (`http//u:key@host`, `u:key@host/v1`): where a secret ends is unknown
+            raise ValueError(url)
         netloc = parts.netloc
         if "@" in netloc:
             user, _, host = netloc.rpartition("@")
@@ -259,5 +262,7 @@ def shown_url(url: str | None) -> str | None:
             query = urlencode([(k, MASK) for k, _ in parse_qsl(query, keep_blank_values=True)])
             query = query.replace("%2A%2A%2A", MASK)
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-    except ValueError:  # not a URL: only its scheme is shown
-        return url.split("://", 1)[0] + "://(unreadable URL)"
+    except ValueError:  # not a URL: only a scheme that is one is shown
+        scheme = url.split("://", 1)[0] if "://" in url else ""
+        shown = scheme if scheme.isalpha() and len(scheme) <= 10 else "(no scheme)"
+        return shown + "://(unreadable URL)"

@@ -266,5 +266,5 @@ def test_the_judges_line_counts_the_trials_that_called_it_not_the_others_as_unre
     [judge] = [line for line in lines if line.lstrip().startswith("judge")]
     assert judge.endswith("in 3 of 24 trials (none in the others)"), judge
     assert "not reported" not in judge
-    [agent] = [line for line in lines if line.lstrip().startswith("agent ") and "call" in line]
+    [agent] = [line for line in lines if line.lstrip().startswith("agent ") and "call(s)" in line]
     assert agent.endswith("not reported on 1 of 24 trials"), agent

@@ -58,6 +58,22 @@ def test_a_shown_url_masks_its_password_and_query_values():
     assert shown_url("http://host/v1") == "http://host/v1" and shown_url(None) is None
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"http//user:{PASSWORD}@host/v1",  # the colon of the scheme missing
+        f"user:{PASSWORD}@host:8000/v1",  # no scheme
+        f"{PASSWORD}@host",
+        f"http:/user:{PASSWORD}@host",
+        f"http://host/v1@{PASSWORD}",
+        f"http://[user:{PASSWORD}@host",  # unbalanced bracket: urlsplit refuses it
+    ],
+)
+def test_a_malformed_url_never_shows_what_might_be_its_key(url):
+    shown = shown_url(url)
+    assert PASSWORD not in shown and shown.endswith("(unreadable URL)")
+
+
 class _Refusing(BaseHTTPRequestHandler):
     """An endpoint that refuses the key and echoes it back, as some servers do."""
 

@@ -251,8 +251,11 @@ def shown_url(url: str | None) -> str | None:
     try:
         parts = urlsplit(url)
         if not parts.netloc or "@" in parts.path or "@" in parts.query:
-            # malformed (`http//u:key@host`, `u:key@host/v1`): where a secret ends is unknown
-            raise ValueError(url)
+            # malformed (`http//u:key@host`, `u:key@host/v1`): where a secret ends is unknown,
+            # so it is shown only when it holds none (`localhost:8000`: no user-info, no token)
+            if "@" in url or "?" in url or re.search(r"[A-Za-z0-9_\-]{16,}", url):
+                raise ValueError(url)
+            return url
         netloc = parts.netloc
         if "@" in netloc:
             user, _, host = netloc.rpartition("@")

@@ -72,6 +72,8 @@ def test_a_shown_url_masks_its_password_and_query_values():
 def test_a_malformed_url_never_shows_what_might_be_its_key(url):
     shown = shown_url(url)
     assert PASSWORD not in shown and shown.endswith("(unreadable URL)")
+    assert shown_url("localhost:8000") == "localhost:8000"  # nothing secret: shown, to be fixed
+    assert shown_url("sk-proj-abcdefghijklmnop1234") == "(no scheme)://(unreadable URL)"
 
 
 class _Refusing(BaseHTTPRequestHandler):
